@@ -1,0 +1,293 @@
+//! The checked IR: an immutable, fully resolved form of a well-typed program.
+//!
+//! Names are resolved to dense ids (lifelines, variables, actions, enum values,
+//! record fields) and every expression carries its type and source span. The
+//! order of `Workflow::lifelines` is the total order ⊏ of the workflow.
+//!
+//! A workflow is only built into IR when it has no errors, so consumers
+//! (projection, runtime) may rely on every invariant the checker enforces:
+//! payload arities match, every read variable is bound at its lifeline on every
+//! path, guards are `Bool`, no message goes from a lifeline to itself.
+
+use crate::types::{Type, TypeTable};
+use crate::value::Value;
+use troupe_syntax::Span;
+
+/// Index into `Workflow::lifelines`; smaller ids come first in ⊏.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LifelineId(pub u32);
+
+/// Index into `Workflow::vars` (or, inside a `pure` body, into the action's params).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// Index into `Program::actions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActionId(pub u32);
+
+/// Pre-order index of a statement in its workflow: stable for a given source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StmtId(pub u32);
+
+/// A checked source file: its types, actions and workflows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub types: TypeTable,
+    pub actions: Vec<Action>,
+    pub workflows: Vec<Workflow>,
+}
+
+impl Program {
+    pub fn action(&self, id: ActionId) -> &Action {
+        &self.actions[id.0 as usize]
+    }
+
+    pub fn workflow(&self, name: &str) -> Option<&Workflow> {
+        self.workflows.iter().find(|w| w.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// A declared action: its signature and what kind of thing performs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// The outputs; one unnamed output `-> T` is named `result`.
+    pub outputs: Vec<Param>,
+    pub kind: ActionKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActionKind {
+    Llm(LlmAction),
+    /// A deterministic function: an expression over the params, or host code.
+    Pure { body: Option<Expr> },
+    /// A side effect performed by host code.
+    Effect,
+    Human(HumanAction),
+}
+
+impl ActionKind {
+    pub fn label(&self) -> &'static str {
+        match self {
+            ActionKind::Llm(_) => "llm",
+            ActionKind::Pure { .. } => "pure",
+            ActionKind::Effect => "effect",
+            ActionKind::Human(_) => "human",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmAction {
+    pub system: Option<Template>,
+    pub prompt: Template,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub retries: Option<u32>,
+}
+
+/// How a person answers a human task, decided by the output type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// `Bool`: yes or no.
+    Confirm,
+    /// An enum: pick one value.
+    Select,
+    /// `Text` (or any other type) typed in.
+    Input,
+    /// `Text` with a `prefill:` to start from.
+    Edit,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HumanAction {
+    pub ask: Template,
+    pub prefill: Option<Template>,
+    pub answer: AnswerKind,
+}
+
+/// A text with `{param}` placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub parts: Vec<TemplatePart>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplatePart {
+    Text(String),
+    /// Index into the action's params.
+    Param(u32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lifeline {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A variable of one lifeline. Variables of different lifelines are distinct
+/// even when they share a name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    pub name: String,
+    pub lifeline: LifelineId,
+    pub ty: Type,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workflow {
+    pub name: String,
+    pub span: Span,
+    /// In ⊏ order.
+    pub lifelines: Vec<Lifeline>,
+    pub vars: Vec<Var>,
+    /// Input variables, in declaration order; bound at their lifeline from the start.
+    pub inputs: Vec<VarId>,
+    pub body: Block,
+    /// What `return` names (empty when the workflow returns nothing).
+    pub results: Vec<VarId>,
+    /// Number of statements; `StmtId`s are `0..stmt_count`.
+    pub stmt_count: u32,
+}
+
+impl Workflow {
+    pub fn var(&self, id: VarId) -> &Var {
+        &self.vars[id.0 as usize]
+    }
+
+    pub fn lifeline(&self, id: LifelineId) -> &Lifeline {
+        &self.lifelines[id.0 as usize]
+    }
+
+    pub fn lifeline_ids(&self) -> impl Iterator<Item = LifelineId> + '_ {
+        (0..self.lifelines.len() as u32).map(LifelineId)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stmt {
+    pub id: StmtId,
+    pub span: Span,
+    pub kind: StmtKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StmtKind {
+    /// `msg from(items.send…) -> to(items.recv…)`; `from != to`.
+    Msg { from: LifelineId, to: LifelineId, items: Vec<MsgItem> },
+    /// `act at: outputs = call`; an output `None` discards (`_`).
+    Act { at: LifelineId, outputs: Vec<Option<VarId>>, call: Call },
+    /// `if guard @ owner { then } else { otherwise }`.
+    If { owner: LifelineId, guard: Expr, then: Block, otherwise: Block },
+    /// `while guard @ owner { body } exit { exit }`.
+    While { owner: LifelineId, guard: Expr, body: Block, exit: Block },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MsgItem {
+    /// Evaluated at the sender; reads only the sender's variables.
+    pub send: Expr,
+    pub recv: Recv,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recv {
+    /// Binds a variable of the receiver.
+    Bind(VarId),
+    /// `_`: the item is received and dropped.
+    Discard,
+    /// A literal that the checker proved equal to the sender's literal.
+    Literal(Value),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    /// A declared action; `args` read only the acting lifeline's variables.
+    Action { action: ActionId, args: Vec<Expr> },
+    /// An anonymous pure computation `y = expr`.
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprKind {
+    Lit(Value),
+    Var(VarId),
+    /// Field of a record (by index) .
+    Field(Box<Expr>, u32),
+    /// Field of a `Json` object (by name); `null` when absent.
+    JsonField(Box<Expr>, String),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    List(Vec<Expr>),
+    /// A string with `{x}` holes: the parts are concatenated as text.
+    Format(Vec<FormatPart>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormatPart {
+    Text(String),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Not,
+    Neg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl BinaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Or => "or",
+            BinaryOp::And => "and",
+            BinaryOp::Eq => "==",
+            BinaryOp::Ne => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::Le => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Ge => ">=",
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Rem => "%",
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Runtime values of the language, shared by literals in the IR and by the runtime.
+
+use crate::types::{EnumId, RecordId, Type, TypeTable};
+use std::sync::Arc;
+
+/// A value. Cheap to clone: aggregates are reference counted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(Arc<str>),
+    Enum(EnumId, u32),
+    Record(RecordId, Arc<[Value]>),
+    List(Arc<[Value]>),
+    Json(Arc<serde_json::Value>),
+}
+
+impl Value {
+    pub fn text(s: impl Into<Arc<str>>) -> Value {
+        Value::Text(s.into())
+    }
+
+    /// The JSON form of the value: enums as their value name, records as objects.
+    pub fn to_json(&self, types: &TypeTable) -> serde_json::Value {
+        use serde_json::Value as J;
+        match self {
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(n) => J::from(*n),
+            Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+            Value::Text(s) => J::String(s.to_string()),
+            Value::Enum(id, v) => J::String(types.enum_def(*id).values[*v as usize].clone()),
+            Value::Record(id, fields) => {
+                let def = types.record_def(*id);
+                J::Object(
+                    def.fields
+                        .iter()
+                        .zip(fields.iter())
+                        .map(|((name, _), v)| (name.clone(), v.to_json(types)))
+                        .collect(),
+                )
+            }
+            Value::List(items) => J::Array(items.iter().map(|v| v.to_json(types)).collect()),
+            Value::Json(j) => (**j).clone(),
+        }
+    }
+
+    /// Reads a value of type `ty` from JSON, checking it against the type.
+    pub fn from_json(json: &serde_json::Value, ty: &Type, types: &TypeTable) -> Result<Value, String> {
+        use serde_json::Value as J;
+        let expected = || format!("expected {}, found {}", types.display(ty), short_json(json));
+        match (ty, json) {
+            (Type::Bool, J::Bool(b)) => Ok(Value::Bool(*b)),
+            (Type::Int, J::Number(n)) => n.as_i64().map(Value::Int).ok_or_else(expected),
+            (Type::Float, J::Number(n)) => n.as_f64().map(Value::Float).ok_or_else(expected),
+            (Type::Text, J::String(s)) => Ok(Value::text(s.as_str())),
+            (Type::Json | Type::Error, j) => Ok(Value::Json(Arc::new(j.clone()))),
+            (Type::Enum(id), J::String(s)) => {
+                let def = types.enum_def(*id);
+                def.values
+                    .iter()
+                    .position(|v| v == s)
+                    .map(|i| Value::Enum(*id, i as u32))
+                    .ok_or_else(|| format!("expected one of {} ({}), found {s:?}", def.values.join(", "), def.name))
+            }
+            (Type::Record(id), J::Object(map)) => {
+                let def = types.record_def(*id);
+                let mut fields = Vec::with_capacity(def.fields.len());
+                for (name, fty) in &def.fields {
+                    let v = map.get(name).ok_or_else(|| format!("field `{name}` of {} is missing", def.name))?;
+                    fields.push(Value::from_json(v, fty, types).map_err(|e| format!("field `{name}`: {e}"))?);
+                }
+                if let Some(extra) = map.keys().find(|k| def.field(k).is_none()) {
+                    return Err(format!("{} has no field `{extra}`", def.name));
+                }
+                Ok(Value::Record(*id, fields.into()))
+            }
+            (Type::List(inner), J::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Value::from_json(v, inner, types).map_err(|e| format!("item {i}: {e}")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|v| Value::List(v.into())),
+            _ => Err(expected()),
+        }
+    }
+
+    /// Parses the text form of a value of type `ty`, as typed on a command line:
+    /// `true`, `42`, `0.5`, raw text, an enum value name, or JSON for the rest.
+    pub fn parse(text: &str, ty: &Type, types: &TypeTable) -> Result<Value, String> {
+        match ty {
+            Type::Text => Ok(Value::text(text)),
+            Type::Bool => match text {
+                "true" | "yes" => Ok(Value::Bool(true)),
+                "false" | "no" => Ok(Value::Bool(false)),
+                _ => Err(format!("expected true or false, found {text:?}")),
+            },
+            Type::Int => text.trim().parse().map(Value::Int).map_err(|_| format!("expected an integer, found {text:?}")),
+            Type::Float => text.trim().parse().map(Value::Float).map_err(|_| format!("expected a number, found {text:?}")),
+            Type::Enum(_) => Value::from_json(&serde_json::Value::String(text.to_owned()), ty, types),
+            _ => {
+                let json: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| format!("expected JSON for {}: {e}", types.display(ty)))?;
+                Value::from_json(&json, ty, types)
+            }
+        }
+    }
+}
+
+fn short_json(json: &serde_json::Value) -> String {
+    let s = json.to_string();
+    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+}

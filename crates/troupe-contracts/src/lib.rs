@@ -1,0 +1,1 @@
+//! Tool contracts (work in progress).

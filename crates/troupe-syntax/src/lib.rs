@@ -1,0 +1,11 @@
+//! The syntax layer of troupe: lexer, parser and AST.
+//!
+//! It never fails and knows nothing of semantics: every input yields an AST
+//! (with error nodes where the text made no sense) and the list of syntax
+//! diagnostics.
+
+pub mod diagnostic;
+pub mod span;
+
+pub use diagnostic::{Code, Diagnostic, Severity};
+pub use span::{LineCol, LineIndex, Span};
