@@ -1,1 +1,35 @@
-//! Tool contracts (work in progress).
+//! Tool contracts: Schema-Guided Dialogue (SGD) services and MCP servers, the maps
+//! between them, the MCP+ extension that makes them equivalent, their labelled
+//! transition semantics with a bisimulation checker, and a linter scoring MCP tools on
+//! the four MCP+ principles.
+//!
+//! Module map:
+//! * [`sgd`] — the SGD service model and `schema.json` loader;
+//! * [`mcp`] — the MCP tool model and `tools/list` document loader;
+//! * [`contract`] — MCP+ contracts (in `_meta` or a sidecar file);
+//! * [`phi`] — Φ and Φ⁺ (SGD → MCP, SGD → MCP+);
+//! * [`invert`] — Φ⁻¹ (MCP → SGD) with a loss report;
+//! * [`lts`], [`bisim`], [`semantics`] — labelled transition systems, strong
+//!   bisimulation with shortest counterexamples, and the semantics of the three formalisms;
+//! * [`lint`] — the MCP+ linter, one rule per file;
+//! * [`cli`] — the `troupe contracts` subcommands.
+
+pub mod bisim;
+pub mod cli;
+pub mod contract;
+pub mod error;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod invert;
+pub mod lint;
+pub mod lts;
+pub mod mcp;
+pub mod naming;
+pub mod phi;
+pub mod semantics;
+pub mod sgd;
+
+pub use contract::{META_KEY, ToolContract};
+pub use error::{ContractsError, Result};
+pub use mcp::{McpTool, ToolList};
+pub use sgd::SgdService;
