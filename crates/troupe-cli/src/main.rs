@@ -1,1 +1,86 @@
-fn main() {}
+//! The `troupe` command line: check, project, chart and run coordinated
+//! multi-agent workflows.
+
+mod commands;
+mod render;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// troupe: provably coordinated LLM agents.
+///
+/// Write one global workflow (a message sequence chart) in a `.troupe` file;
+/// troupe checks it, projects it to one local program per lifeline, and runs
+/// them so that no run deadlocks or strays from the chart.
+///
+/// Exit status: 0 on success, 1 when a check finds errors or a run fails,
+/// 2 for usage and I/O errors.
+#[derive(Debug, Parser)]
+#[command(name = "troupe", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Parse and type-check workflow files.
+    ///
+    /// Reports every error with its code, location and a hint. Exit status 0
+    /// when all files are well-typed, 1 when any has an error, 2 when a file
+    /// cannot be read.
+    ///
+    /// Example: troupe check examples/*.troupe
+    Check(commands::check::CheckArgs),
+    /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
+    Explain(commands::explain::ExplainArgs),
+    /// Run benchmarks, each against a baseline measured in the same run.
+    Bench(commands::bench::BenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    pub fn enabled_for_stdout(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+}
+
+/// How a command ended, as the process exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    Success,
+    Failure,
+    Usage,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Check(args) => commands::check::run(args, cli.color),
+        Command::Explain(args) => commands::explain::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+    };
+    match result {
+        Ok(ExitStatus::Success) => ExitCode::SUCCESS,
+        Ok(ExitStatus::Failure) => ExitCode::from(1),
+        Ok(ExitStatus::Usage) => ExitCode::from(2),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

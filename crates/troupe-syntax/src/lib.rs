@@ -9,3 +9,9 @@ pub mod span;
 
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use span::{LineCol, LineIndex, Span};
+pub mod ast;
+pub mod lexer;
+pub mod parser;
+pub mod strings;
+
+pub use parser::{Parsed, parse};

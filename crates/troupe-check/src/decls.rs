@@ -1,0 +1,366 @@
+//! Checking declarations: types, actions and their bodies, into the IR's
+//! `TypeTable` and `Action`s.
+
+use crate::Checker;
+use crate::ir::{self, ActionKind, AnswerKind, HumanAction, LlmAction, Param, Template, TemplatePart};
+use crate::suggest::did_you_mean;
+use crate::types::{EnumDef, EnumId, RecordDef, RecordId, Type};
+use std::collections::HashMap;
+use troupe_syntax::ast::{self, ExprKind, StrPart};
+use troupe_syntax::{Code, Diagnostic, Span};
+
+const BUILTIN_TYPES: [&str; 5] = ["Bool", "Int", "Float", "Text", "Json"];
+
+impl Checker<'_> {
+    /// Registers every enum and record name, then resolves record fields.
+    pub(crate) fn declare_types(&mut self, file: &ast::File) {
+        let mut first: HashMap<&str, Span> = HashMap::new();
+        for item in &file.items {
+            let (name, kind) = match item {
+                ast::Item::Enum(e) => (&e.name, "enum"),
+                ast::Item::Record(r) => (&r.name, "record"),
+                _ => continue,
+            };
+            if BUILTIN_TYPES.contains(&name.name.as_str()) {
+                self.error(
+                    Diagnostic::error(Code::DuplicateDefinition, name.span, format!("`{}` is a built-in type", name.name))
+                        .with_hint("choose another name for this type"),
+                );
+                continue;
+            }
+            if let Some(&prev) = first.get(name.name.as_str()) {
+                self.duplicate(&name.name, name.span, prev, "type");
+                continue;
+            }
+            first.insert(&name.name, name.span);
+            match item {
+                ast::Item::Enum(e) => {
+                    let id = EnumId(self.types.enums.len() as u32);
+                    let mut values: Vec<String> = Vec::new();
+                    let mut seen: HashMap<&str, Span> = HashMap::new();
+                    for v in &e.values {
+                        if let Some(&prev) = seen.get(v.name.as_str()) {
+                            self.duplicate(&v.name, v.span, prev, "enum value");
+                            continue;
+                        }
+                        seen.insert(&v.name, v.span);
+                        values.push(v.name.clone());
+                        self.enum_values.entry(v.name.clone()).or_default().push((id, values.len() as u32 - 1));
+                    }
+                    self.types.enums.push(EnumDef { name: e.name.name.clone(), values });
+                    self.type_names.insert(name.name.clone(), Type::Enum(id));
+                }
+                ast::Item::Record(_) => {
+                    let id = RecordId(self.types.records.len() as u32);
+                    self.types.records.push(RecordDef { name: name.name.clone(), fields: Vec::new() });
+                    self.type_names.insert(name.name.clone(), Type::Record(id));
+                }
+                _ => unreachable!("filtered above"),
+            }
+            let _ = kind;
+        }
+        for item in &file.items {
+            if let ast::Item::Record(r) = item {
+                let Some(Type::Record(id)) = self.type_names.get(&r.name.name).cloned() else { continue };
+                if self.types.records[id.0 as usize].name != r.name.name || !self.types.records[id.0 as usize].fields.is_empty() {
+                    continue;
+                }
+                let fields = self.params(&r.fields, "field");
+                self.types.records[id.0 as usize].fields = fields.into_iter().map(|p| (p.name, p.ty)).collect();
+            }
+        }
+    }
+
+    /// Resolves a type expression, reporting unknown names.
+    pub(crate) fn resolve_type(&mut self, ty: &ast::TypeExpr) -> Type {
+        match ty {
+            ast::TypeExpr::Named(id) => match id.name.as_str() {
+                "Bool" => Type::Bool,
+                "Int" => Type::Int,
+                "Float" => Type::Float,
+                "Text" => Type::Text,
+                "Json" => Type::Json,
+                other => match self.type_names.get(other) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let candidates = BUILTIN_TYPES.iter().map(|s| s.to_string()).chain(self.type_names.keys().cloned());
+                        let mut d = Diagnostic::error(Code::UnknownType, id.span, format!("unknown type `{other}`"))
+                            .with_label("not a type");
+                        d = d.with_hint(match did_you_mean(other, candidates) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => "types are Bool, Int, Float, Text, Json, [T], or a declared `enum` or `record`".to_owned(),
+                        });
+                        self.error(d);
+                        Type::Error
+                    }
+                },
+            },
+            ast::TypeExpr::List(inner, _) => Type::List(Box::new(self.resolve_type(inner))),
+            ast::TypeExpr::Error(_) => Type::Error,
+        }
+    }
+
+    fn params(&mut self, params: &[ast::Param], what: &str) -> Vec<Param> {
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        let mut out = Vec::with_capacity(params.len());
+        for p in params {
+            if let Some(&prev) = seen.get(p.name.name.as_str()) {
+                self.duplicate(&p.name.name, p.name.span, prev, what);
+            }
+            seen.insert(&p.name.name, p.name.span);
+            let ty = self.resolve_type(&p.ty);
+            out.push(Param { name: p.name.name.clone(), ty });
+        }
+        out
+    }
+
+    pub(crate) fn duplicate(&mut self, name: &str, span: Span, previous: Span, what: &str) {
+        self.error(
+            Diagnostic::error(Code::DuplicateDefinition, span, format!("the {what} `{name}` is defined twice"))
+                .with_label("defined again here")
+                .with_related(previous, "first defined here")
+                .with_hint("rename one of them"),
+        );
+    }
+
+    /// Registers every action with its signature (bodies are checked later,
+    /// once all types are known).
+    pub(crate) fn declare_actions(&mut self, file: &ast::File) {
+        for item in &file.items {
+            let ast::Item::Action(decl) = item else { continue };
+            if let Some(&prev) = self.action_names.get(&decl.name.name) {
+                let prev_span = self.actions[prev.0 as usize].span;
+                self.duplicate(&decl.name.name, decl.name.span, prev_span, "action");
+                continue;
+            }
+            let params = self.params(&decl.params, "parameter");
+            let outputs = match &decl.outputs {
+                ast::Outputs::None => Vec::new(),
+                ast::Outputs::Single(ty) => vec![Param { name: "result".into(), ty: self.resolve_type(ty) }],
+                ast::Outputs::Named(list) => self.params(list, "output"),
+            };
+            let kind = self.action_kind(decl, &params, &outputs);
+            let id = ir::ActionId(self.actions.len() as u32);
+            self.action_names.insert(decl.name.name.clone(), id);
+            self.actions.push(ir::Action { name: decl.name.name.clone(), params, outputs, kind, span: decl.name.span });
+        }
+    }
+
+    fn action_kind(&mut self, decl: &ast::ActionDecl, params: &[Param], outputs: &[Param]) -> ActionKind {
+        let kw = decl.kind.keyword();
+        match (decl.kind, &decl.body) {
+            (ast::ActionKind::Tool, _) => {
+                self.error(
+                    Diagnostic::error(Code::Unsupported, decl.name.span, "`tool` actions are not supported yet")
+                        .with_hint("declare it as `effect … extern` and register it from Rust for now"),
+                );
+                ActionKind::Effect
+            }
+            (ast::ActionKind::Pure, ast::ActionBody::Extern(_)) => ActionKind::Pure { body: None },
+            (ast::ActionKind::Pure, ast::ActionBody::Expr(e)) => {
+                if outputs.len() != 1 {
+                    self.error(
+                        Diagnostic::error(Code::InvalidActionBody, e.span, "an expression body computes exactly one output")
+                            .with_hint("declare one output `-> T`, or make the action `extern`"),
+                    );
+                    return ActionKind::Pure { body: None };
+                }
+                let body = self.pure_body(e, params, &outputs[0].ty);
+                ActionKind::Pure { body: Some(body) }
+            }
+            (ast::ActionKind::Effect, ast::ActionBody::Extern(_)) => ActionKind::Effect,
+            (ast::ActionKind::Llm, ast::ActionBody::Fields(fields, _)) => self.llm_body(decl, fields, params, outputs),
+            (ast::ActionKind::Human, ast::ActionBody::Fields(fields, _)) => self.human_body(decl, fields, params, outputs),
+            (_, body) => {
+                let span = match body {
+                    ast::ActionBody::Missing(s) | ast::ActionBody::Extern(s) | ast::ActionBody::Fields(_, s) => *s,
+                    ast::ActionBody::Expr(e) => e.span,
+                };
+                let expected = match decl.kind {
+                    ast::ActionKind::Llm => "a `{ prompt: \"…\" }` body",
+                    ast::ActionKind::Human => "an `{ ask: \"…\" }` body",
+                    ast::ActionKind::Pure => "`= expression` or `extern`",
+                    ast::ActionKind::Effect => "`extern` (its code is registered by the host program)",
+                    ast::ActionKind::Tool => "a tool binding",
+                };
+                self.error(
+                    Diagnostic::error(Code::InvalidActionBody, span.to(decl.name.span), format!("a `{kw}` action needs {expected}"))
+                        .with_related(decl.name.span, format!("`{}` is declared here", decl.name.name)),
+                );
+                match decl.kind {
+                    ast::ActionKind::Pure => ActionKind::Pure { body: None },
+                    _ => ActionKind::Effect,
+                }
+            }
+        }
+    }
+
+    fn pure_body(&mut self, e: &ast::Expr, params: &[Param], output: &Type) -> ir::Expr {
+        let scope = crate::expr::Scope::Params(params);
+        let body = self.expr(e, &scope, Some(output));
+        self.expect_type(&body, output, "the declared output");
+        body
+    }
+
+    fn llm_body(&mut self, decl: &ast::ActionDecl, fields: &[ast::ActionField], params: &[Param], outputs: &[Param]) -> ActionKind {
+        let mut system = None;
+        let mut prompt = None;
+        let mut model = None;
+        let mut temperature = None;
+        let mut retries = None;
+        for f in self.unique_fields(fields, &["system", "prompt", "model", "temperature", "retries"], "llm") {
+            match f.name.name.as_str() {
+                "system" => system = self.template(f, params),
+                "prompt" => prompt = self.template(f, params),
+                "model" => model = self.plain_text(f),
+                "temperature" => match f.value.kind {
+                    ExprKind::Float(x) if (0.0..=2.0).contains(&x) => temperature = Some(x),
+                    ExprKind::Int(n) if (0..=2).contains(&n) => temperature = Some(n as f64),
+                    _ => self.bad_field(f, "a number from 0 to 2"),
+                },
+                "retries" => match f.value.kind {
+                    ExprKind::Int(n) if (0..=100).contains(&n) => retries = Some(n as u32),
+                    _ => self.bad_field(f, "a whole number from 0 to 100"),
+                },
+                _ => {}
+            }
+        }
+        if outputs.is_empty() {
+            self.error(
+                Diagnostic::error(Code::InvalidActionBody, decl.name.span, "an `llm` action must declare its output")
+                    .with_hint("add `-> Text` (raw text) or another type for a structured answer"),
+            );
+        }
+        let prompt = prompt.unwrap_or_else(|| {
+            self.error(
+                Diagnostic::error(Code::InvalidActionField, decl.name.span, format!("the `llm` action `{}` has no `prompt`", decl.name.name))
+                    .with_hint("add `prompt: \"…\"` to its body"),
+            );
+            Template { parts: Vec::new() }
+        });
+        ActionKind::Llm(LlmAction { system, prompt, model, temperature, retries })
+    }
+
+    fn human_body(&mut self, decl: &ast::ActionDecl, fields: &[ast::ActionField], params: &[Param], outputs: &[Param]) -> ActionKind {
+        let mut ask = None;
+        let mut prefill = None;
+        let mut prefill_span = None;
+        for f in self.unique_fields(fields, &["ask", "prefill"], "human") {
+            match f.name.name.as_str() {
+                "ask" => ask = self.template(f, params),
+                "prefill" => {
+                    prefill = self.template(f, params);
+                    prefill_span = Some(f.name.span);
+                }
+                _ => {}
+            }
+        }
+        let answer = match outputs {
+            [one] => match &one.ty {
+                Type::Bool => AnswerKind::Confirm,
+                Type::Enum(_) => AnswerKind::Select,
+                Type::Text if prefill.is_some() => AnswerKind::Edit,
+                _ => AnswerKind::Input,
+            },
+            _ => {
+                self.error(
+                    Diagnostic::error(Code::InvalidActionBody, decl.name.span, "a `human` action has exactly one output")
+                        .with_hint("`-> Bool` to confirm, `-> SomeEnum` to select, `-> Text` for free input"),
+                );
+                AnswerKind::Input
+            }
+        };
+        if let (Some(span), false) = (prefill_span, answer == AnswerKind::Edit) {
+            self.error(
+                Diagnostic::error(Code::InvalidActionField, span, "`prefill` only applies to a `Text` answer")
+                    .with_hint("remove `prefill`, or make the output `-> Text`"),
+            );
+        }
+        let ask = ask.unwrap_or_else(|| {
+            self.error(
+                Diagnostic::error(Code::InvalidActionField, decl.name.span, format!("the `human` action `{}` has no `ask`", decl.name.name))
+                    .with_hint("add `ask: \"…\"` to its body: it is what the person sees"),
+            );
+            Template { parts: Vec::new() }
+        });
+        ActionKind::Human(HumanAction { ask, prefill, answer })
+    }
+
+    /// The fields of an action body that `allowed` lists, reporting unknown
+    /// and repeated ones.
+    fn unique_fields<'f>(&mut self, fields: &'f [ast::ActionField], allowed: &[&str], kind: &str) -> Vec<&'f ast::ActionField> {
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        let mut out = Vec::new();
+        for f in fields {
+            let name = f.name.name.as_str();
+            if !allowed.contains(&name) {
+                let hint = match did_you_mean(name, allowed.iter().map(|s| s.to_string())) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("an `{kind}` action takes {}", allowed.join(", ")),
+                };
+                self.error(
+                    Diagnostic::error(Code::InvalidActionField, f.name.span, format!("an `{kind}` action has no field `{name}`")).with_hint(hint),
+                );
+                continue;
+            }
+            if let Some(&prev) = seen.get(name) {
+                self.duplicate(name, f.name.span, prev, "field");
+                continue;
+            }
+            seen.insert(name, f.name.span);
+            out.push(f);
+        }
+        out
+    }
+
+    fn bad_field(&mut self, f: &ast::ActionField, expected: &str) {
+        self.error(
+            Diagnostic::error(Code::InvalidActionField, f.value.span, format!("`{}` must be {expected}", f.name.name))
+                .with_label(format!("expected {expected}")),
+        );
+    }
+
+    fn plain_text(&mut self, f: &ast::ActionField) -> Option<String> {
+        match &f.value.kind {
+            ExprKind::Str(s) if s.as_plain().is_some() => s.as_plain(),
+            _ => {
+                self.bad_field(f, "a string without placeholders");
+                None
+            }
+        }
+    }
+
+    /// A prompt-like string whose `{name}` holes must be parameters.
+    fn template(&mut self, f: &ast::ActionField, params: &[Param]) -> Option<Template> {
+        let ExprKind::Str(lit) = &f.value.kind else {
+            self.bad_field(f, "a string");
+            return None;
+        };
+        let mut parts = Vec::with_capacity(lit.parts.len());
+        for part in &lit.parts {
+            match part {
+                StrPart::Text(t) => parts.push(TemplatePart::Text(t.clone())),
+                StrPart::Hole(id) => match params.iter().position(|p| p.name == id.name) {
+                    Some(i) => parts.push(TemplatePart::Param(i as u32)),
+                    None => {
+                        let hint = if params.is_empty() {
+                            "this action has no parameters; write `{{` for a literal brace".to_owned()
+                        } else {
+                            let names: Vec<_> = params.iter().map(|p| format!("`{}`", p.name)).collect();
+                            match did_you_mean(&id.name, params.iter().map(|p| p.name.clone())) {
+                                Some(s) => format!("did you mean `{s}`? the parameters are {}", names.join(", ")),
+                                None => format!("the parameters are {}", names.join(", ")),
+                            }
+                        };
+                        self.error(
+                            Diagnostic::error(Code::UnknownPlaceholder, id.span, format!("`{{{}}}` names no parameter of the action", id.name))
+                                .with_label("not a parameter")
+                                .with_hint(hint),
+                        );
+                    }
+                },
+            }
+        }
+        Some(Template { parts })
+    }
+}

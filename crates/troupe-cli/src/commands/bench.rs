@@ -1,0 +1,143 @@
+//! `troupe bench`: measurements with a baseline in the same run.
+
+use crate::ExitStatus;
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub which: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Time `check` (parse and type-check) on a generated workflow.
+    Check {
+        /// Statements in the generated workflow.
+        #[arg(long, default_value_t = 100_000)]
+        statements: usize,
+        /// Lifelines in the generated workflow.
+        #[arg(long, default_value_t = 50)]
+        lifelines: usize,
+        /// Repetitions; the best and the median are reported.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+}
+
+pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
+    match &args.which {
+        BenchCommand::Check { statements, lifelines, runs } => bench_check(*statements, *lifelines, *runs),
+    }
+}
+
+/// A deterministic workflow of about `statements` statements over `lifelines`
+/// lifelines: messages, actions, and nested owned `if`s and `while`s.
+pub fn generate_workflow(statements: usize, lifelines: usize) -> String {
+    let lifelines = lifelines.max(2);
+    let mut src = String::with_capacity(statements * 40);
+    src.push_str("pure step(n: Int) -> Int = n + 1\n\nworkflow generated(seed: Int @ L0) {\n  lifelines ");
+    let names: Vec<String> = (0..lifelines).map(|i| format!("L{i}")).collect();
+    src.push_str(&names.join(", "));
+    src.push('\n');
+    // Give every lifeline a counter first.
+    for i in 1..lifelines {
+        let _ = writeln!(src, "  msg L0(seed) -> L{i}(n)");
+    }
+    src.push_str("  act L0: n = seed\n");
+    let mut emitted = lifelines;
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut depth = 0usize;
+    while emitted < statements {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let a = (state % lifelines as u64) as usize;
+        let b = (a + 1 + (state >> 8) as usize % (lifelines - 1)) % lifelines;
+        let indent = "  ".repeat(depth + 1);
+        match (state >> 20) % 10 {
+            0..=3 => {
+                let _ = writeln!(src, "{indent}msg L{a}(n) -> L{b}(n)");
+            }
+            4..=6 => {
+                let _ = writeln!(src, "{indent}act L{a}: n = step(n)");
+            }
+            7 if depth < 8 => {
+                let _ = writeln!(src, "{indent}if n > {} @ L{a} {{", state % 100);
+                depth += 1;
+            }
+            8 if depth < 8 => {
+                let _ = writeln!(src, "{indent}while n < {} @ L{a} {{", state % 100);
+                depth += 1;
+            }
+            _ if depth > 0 => {
+                depth -= 1;
+                let _ = writeln!(src, "{}}}", "  ".repeat(depth + 1));
+            }
+            _ => {
+                let _ = writeln!(src, "{indent}act L{a}: n = n * 2");
+            }
+        }
+        emitted += 1;
+    }
+    while depth > 0 {
+        depth -= 1;
+        let _ = writeln!(src, "{}}}", "  ".repeat(depth + 1));
+    }
+    src.push_str("  return n @ L0\n}\n");
+    src
+}
+
+fn bench_check(statements: usize, lifelines: usize, runs: usize) -> Result<ExitStatus> {
+    let src = generate_workflow(statements, lifelines);
+    let runs = runs.max(1);
+    let mut parse_times = Vec::with_capacity(runs);
+    let mut check_times = Vec::with_capacity(runs);
+    let mut lex_times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let tokens = troupe_syntax::lexer::lex(&src, &mut Vec::new());
+        lex_times.push(t.elapsed());
+        std::hint::black_box(tokens);
+        let t = Instant::now();
+        let parsed = troupe_syntax::parse(&src);
+        parse_times.push(t.elapsed());
+        let t = Instant::now();
+        let (program, diagnostics) = troupe_check::check(&parsed.file, &src);
+        check_times.push(t.elapsed());
+        anyhow::ensure!(program.is_some(), "the generated workflow does not check: {:?}", diagnostics.first());
+    }
+    let stats = |v: &mut Vec<std::time::Duration>| {
+        v.sort();
+        (v[0], v[v.len() / 2])
+    };
+    let (lex_best, lex_median) = stats(&mut lex_times);
+    let (parse_best, parse_median) = stats(&mut parse_times);
+    let (check_best, check_median) = stats(&mut check_times);
+    println!("troupe bench check: {statements} statements, {lifelines} lifelines, {} bytes, {runs} runs", src.len());
+    println!("  lex only (baseline)  best {:>9.2?}  median {:>9.2?}", lex_best, lex_median);
+    println!("  parse (incl. lex)    best {:>9.2?}  median {:>9.2?}", parse_best, parse_median);
+    println!("  check (after parse)  best {:>9.2?}  median {:>9.2?}", check_best, check_median);
+    let total = parse_median + check_median;
+    println!(
+        "  parse + check        median {:>9.2?}  ({:.1} M statements/s, {:.1}x the lexer alone)",
+        total,
+        statements as f64 / total.as_secs_f64() / 1e6,
+        total.as_secs_f64() / lex_median.as_secs_f64().max(1e-9)
+    );
+    Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn generated_workflow_checks_clean() {
+        let src = super::generate_workflow(2_000, 7);
+        let (program, diagnostics) = troupe_check::check_text(&src);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert!(program.is_some());
+    }
+}

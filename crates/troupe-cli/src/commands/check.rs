@@ -1,0 +1,68 @@
+//! `troupe check`: parse and type-check workflow files.
+
+use crate::render::{self, FileReport};
+use crate::{ColorChoice, ExitStatus};
+use anyhow::Result;
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The `.troupe` files to check.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print the diagnostics as JSON (one object with a `diagnostics` list).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
+    let mut status = ExitStatus::Success;
+    let mut json = Vec::new();
+    let mut errors = 0usize;
+    let mut warnings = 0usize;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for path in &args.files {
+        let shown = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("error: cannot read {shown}: {e}");
+                status = ExitStatus::Usage;
+                continue;
+            }
+        };
+        let (_, diagnostics) = troupe_check::check_text(&text);
+        errors += diagnostics.iter().filter(|d| d.is_error()).count();
+        warnings += diagnostics.iter().filter(|d| !d.is_error()).count();
+        if diagnostics.iter().any(|d| d.is_error()) && status == ExitStatus::Success {
+            status = ExitStatus::Failure;
+        }
+        let report = FileReport { path: &shown, text: &text, diagnostics: &diagnostics };
+        if args.json {
+            json.extend(render::to_json(&report));
+        } else {
+            let mut buf = Vec::new();
+            render::render_text(&report, color.enabled_for_stdout(), &mut buf);
+            out.write_all(&buf)?;
+        }
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "diagnostics": json,
+            "summary": { "files": args.files.len(), "errors": errors, "warnings": warnings },
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else if status != ExitStatus::Usage {
+        let files = args.files.len();
+        let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
+        if errors == 0 && warnings == 0 {
+            eprintln!("checked {}: no problems", plural(files, "file"));
+        } else {
+            eprintln!("checked {}: {}, {}", plural(files, "file"), plural(errors, "error"), plural(warnings, "warning"));
+        }
+    }
+    Ok(status)
+}

@@ -1,0 +1,5 @@
+//! One module per `troupe` subcommand.
+
+pub mod bench;
+pub mod check;
+pub mod explain;
