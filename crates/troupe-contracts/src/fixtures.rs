@@ -14,10 +14,10 @@ pub const BANK: &str = r#"[{
          "possible_values": []}
     ],
     "intents": [
-        {"name": "CheckBalance", "description": "Check the balance",
+        {"name": "CheckBalance", "description": "Check the balance of an account",
          "is_transactional": false, "required_slots": ["account_type"],
          "optional_slots": {}, "result_slots": ["account_type", "balance"]},
-        {"name": "TransferMoney", "description": "Transfer money",
+        {"name": "TransferMoney", "description": "Transfer money to another account",
          "is_transactional": true, "required_slots": ["account_type", "amount"],
          "optional_slots": {"memo": "dontcare"}, "result_slots": ["amount"]}
     ]}]"#;

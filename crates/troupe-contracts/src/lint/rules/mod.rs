@@ -1,0 +1,59 @@
+//! The lint rules, one per file; [`ALL`] lists them in the order they run.
+//!
+//! | rule | principle | checks |
+//! | --- | --- | --- |
+//! | `tool-description` | completeness | the tool says what it does |
+//! | `argument-description` | completeness | every argument says what it means |
+//! | `argument-domain` | completeness | string arguments whose name implies a domain declare it |
+//! | `output-schema` | completeness | the results are described |
+//! | `missing-annotations` | boundaries | the tool has behaviour annotations |
+//! | `write-hint` | boundaries | tools named like writers say whether they are read-only |
+//! | `unconfirmed-destructive` | boundaries | destructive tools have a confirmation contract |
+//! | `invalid-contract` | failures | the MCP+ contract decodes |
+//! | `failure-modes` | failures | the named errors are documented |
+//! | `undeclared-relation` | relations | consumed ids/results have a declared producer relation |
+//! | `dangling-relation` | relations | relations name existing tools and fields |
+
+pub mod argument_description;
+pub mod argument_domain;
+pub mod dangling_relation;
+pub mod failure_modes;
+pub mod invalid_contract;
+pub mod missing_annotations;
+pub mod output_schema;
+pub mod tool_description;
+pub mod unconfirmed_destructive;
+pub mod undeclared_relation;
+pub mod write_hint;
+
+use super::Rule;
+
+/// Every rule, in the order they run.
+pub const ALL: [Rule; 11] = [
+    tool_description::RULE,
+    argument_description::RULE,
+    argument_domain::RULE,
+    output_schema::RULE,
+    missing_annotations::RULE,
+    write_hint::RULE,
+    unconfirmed_destructive::RULE,
+    invalid_contract::RULE,
+    failure_modes::RULE,
+    undeclared_relation::RULE,
+    dangling_relation::RULE,
+];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rule_ids_are_unique_and_dashed() {
+        let ids: Vec<&str> = super::ALL.iter().map(|rule| rule.id).collect();
+        for (i, id) in ids.iter().enumerate() {
+            assert!(!ids[i + 1..].contains(id), "{id} twice");
+            assert!(
+                id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{id}"
+            );
+        }
+    }
+}
