@@ -1,0 +1,206 @@
+//! Local programs as flat bytecode: one vector of operations with jump targets.
+//!
+//! A runtime executes this form with a program counter and no recursion or
+//! allocation per step: an `if` is `Decide`/`Await` with a jump to the else part
+//! and a `Jump` over it; a `while` is `Decide`/`Await` at its head, the body, a
+//! `Jump` back to the head, then the exit part. The program ends when the
+//! counter reaches `ops.len()`.
+
+use crate::local::{Instr, LocalProgram};
+use crate::tag::ControlTag;
+use troupe_check::ir::{Call, Expr, LifelineId, Recv, StmtId, VarId};
+
+/// One operation of a flat program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Send { stmt: StmtId, to: LifelineId, items: Vec<Expr> },
+    Recv { stmt: StmtId, from: LifelineId, binds: Vec<Recv> },
+    Act { stmt: StmtId, outputs: Vec<Option<VarId>>, call: Call },
+    /// Evaluate `guard`, send `(decision, tag)` to each of `notify` in order;
+    /// continue at the next op on ⊤, at `on_false` on ⊥.
+    Decide { stmt: StmtId, guard: Expr, tag: ControlTag, notify: Vec<LifelineId>, on_false: u32 },
+    /// Receive `(decision, tag)` from `from`; next op on ⊤, `on_false` on ⊥.
+    Await { stmt: StmtId, from: LifelineId, tag: ControlTag, on_false: u32 },
+    Jump { target: u32 },
+}
+
+/// The flat form of one lifeline's local program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlatProgram {
+    pub lifeline: LifelineId,
+    pub ops: Vec<Op>,
+}
+
+impl FlatProgram {
+    /// Lowers a tree-form program. Linear in its size.
+    pub fn from_local(program: &LocalProgram) -> FlatProgram {
+        let mut ops = Vec::new();
+        lower(&program.body, &mut ops);
+        FlatProgram { lifeline: program.lifeline, ops }
+    }
+}
+
+fn pos(ops: &[Op]) -> u32 {
+    u32::try_from(ops.len()).unwrap_or(u32::MAX)
+}
+
+fn patch(ops: &mut [Op], at: usize, target: u32) {
+    match ops.get_mut(at) {
+        Some(Op::Decide { on_false, .. } | Op::Await { on_false, .. }) => *on_false = target,
+        Some(Op::Jump { target: t }) => *t = target,
+        _ => {}
+    }
+}
+
+fn lower(block: &[Instr], ops: &mut Vec<Op>) {
+    for instr in block {
+        match instr {
+            Instr::Send { stmt, to, items } => ops.push(Op::Send { stmt: *stmt, to: *to, items: items.clone() }),
+            Instr::Recv { stmt, from, binds } => ops.push(Op::Recv { stmt: *stmt, from: *from, binds: binds.clone() }),
+            Instr::Act { stmt, outputs, call } => {
+                ops.push(Op::Act { stmt: *stmt, outputs: outputs.clone(), call: call.clone() });
+            }
+            Instr::DecideIf { stmt, guard, tag, notify, then, otherwise } => {
+                let head = ops.len();
+                ops.push(Op::Decide { stmt: *stmt, guard: guard.clone(), tag: *tag, notify: notify.clone(), on_false: 0 });
+                lower_if(ops, head, then, otherwise);
+            }
+            Instr::Branch { stmt, from, tag, then, otherwise } => {
+                let head = ops.len();
+                ops.push(Op::Await { stmt: *stmt, from: *from, tag: *tag, on_false: 0 });
+                lower_if(ops, head, then, otherwise);
+            }
+            Instr::DecideWhile { stmt, guard, tag, notify, body, exit } => {
+                let head = ops.len();
+                ops.push(Op::Decide { stmt: *stmt, guard: guard.clone(), tag: *tag, notify: notify.clone(), on_false: 0 });
+                lower_while(ops, head, body, exit);
+            }
+            Instr::Loop { stmt, from, tag, body, exit } => {
+                let head = ops.len();
+                ops.push(Op::Await { stmt: *stmt, from: *from, tag: *tag, on_false: 0 });
+                lower_while(ops, head, body, exit);
+            }
+        }
+    }
+}
+
+fn lower_if(ops: &mut Vec<Op>, head: usize, then: &[Instr], otherwise: &[Instr]) {
+    lower(then, ops);
+    if otherwise.is_empty() {
+        let end = pos(ops);
+        patch(ops, head, end);
+    } else {
+        let jump = ops.len();
+        ops.push(Op::Jump { target: 0 });
+        let else_start = pos(ops);
+        patch(ops, head, else_start);
+        lower(otherwise, ops);
+        let end = pos(ops);
+        patch(ops, jump, end);
+    }
+}
+
+fn lower_while(ops: &mut Vec<Op>, head: usize, body: &[Instr], exit: &[Instr]) {
+    lower(body, ops);
+    ops.push(Op::Jump { target: u32::try_from(head).unwrap_or(u32::MAX) });
+    let exit_start = pos(ops);
+    patch(ops, head, exit_start);
+    lower(exit, ops);
+}
+
+/// One observable step of a local program, for comparing the two forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Send(StmtId, LifelineId),
+    Recv(StmtId, LifelineId),
+    Act(StmtId),
+    /// A decision taken (at the owner) or received, with the decision.
+    Decide(StmtId, bool),
+    Await(StmtId, bool),
+}
+
+/// The steps a tree-form program takes when every decision is answered by
+/// `decide`, stopping after `fuel` steps.
+pub fn tree_steps(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize) -> Vec<Step> {
+    let mut out = Vec::new();
+    tree_walk(body, decide, fuel, &mut out);
+    out
+}
+
+fn tree_walk(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize, out: &mut Vec<Step>) {
+    for instr in body {
+        match instr {
+            Instr::DecideWhile { stmt, body, exit, .. } | Instr::Loop { stmt, body, exit, .. } => loop {
+                if *fuel == 0 {
+                    return;
+                }
+                *fuel -= 1;
+                let d = decide(*stmt);
+                out.push(if matches!(instr, Instr::DecideWhile { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                if d {
+                    tree_walk(body, decide, fuel, out);
+                } else {
+                    tree_walk(exit, decide, fuel, out);
+                    break;
+                }
+            },
+            _ if *fuel == 0 => return,
+            Instr::Send { stmt, to, .. } => {
+                *fuel -= 1;
+                out.push(Step::Send(*stmt, *to));
+            }
+            Instr::Recv { stmt, from, .. } => {
+                *fuel -= 1;
+                out.push(Step::Recv(*stmt, *from));
+            }
+            Instr::Act { stmt, .. } => {
+                *fuel -= 1;
+                out.push(Step::Act(*stmt));
+            }
+            Instr::DecideIf { stmt, then, otherwise, .. } | Instr::Branch { stmt, then, otherwise, .. } => {
+                *fuel -= 1;
+                let d = decide(*stmt);
+                out.push(if matches!(instr, Instr::DecideIf { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                tree_walk(if d { then } else { otherwise }, decide, fuel, out);
+            }
+        }
+    }
+}
+
+/// The steps the flat program takes under the same contract as [`tree_steps`].
+pub fn flat_steps(program: &FlatProgram, decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut pc = 0usize;
+    while let Some(op) = program.ops.get(pc) {
+        match op {
+            Op::Jump { target } => {
+                pc = *target as usize;
+                continue;
+            }
+            _ if *fuel == 0 => break,
+            _ => {}
+        }
+        *fuel -= 1;
+        pc = match op {
+            Op::Send { stmt, to, .. } => {
+                out.push(Step::Send(*stmt, *to));
+                pc + 1
+            }
+            Op::Recv { stmt, from, .. } => {
+                out.push(Step::Recv(*stmt, *from));
+                pc + 1
+            }
+            Op::Act { stmt, .. } => {
+                out.push(Step::Act(*stmt));
+                pc + 1
+            }
+            Op::Decide { stmt, on_false, .. } | Op::Await { stmt, on_false, .. } => {
+                let d = decide(*stmt);
+                out.push(if matches!(op, Op::Decide { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                if d { pc + 1 } else { *on_false as usize }
+            }
+            Op::Jump { target } => *target as usize,
+        };
+    }
+    out
+}
