@@ -164,6 +164,9 @@ impl Checker<'_> {
 
     /// `{unknown}` (a name bound nowhere at this lifeline, so far).
     fn report_unbound_new(&mut self, id: &ast::Ident, at: LifelineId) {
+        if self.wf.poisoned.contains(&at) {
+            return;
+        }
         let lifeline = self.wf.lifeline_name(at).to_owned();
         let elsewhere: Vec<String> = self
             .wf
@@ -193,6 +196,9 @@ impl Checker<'_> {
 
     /// A variable known at this lifeline but not bound on every path here.
     pub(crate) fn report_unbound(&mut self, id: &ast::Ident, at: LifelineId, var: VarId) {
+        if self.wf.poisoned.contains(&at) {
+            return;
+        }
         let lifeline = self.wf.lifeline_name(at).to_owned();
         let mut d = Diagnostic::error(
             Code::UnboundVariable,

@@ -71,6 +71,8 @@ pub(crate) struct WfState {
     states: Vec<BindState>,
     log: Vec<(VarId, BindState)>,
     next_stmt: u32,
+    /// Lifelines that were reported unknown: reads there report nothing more.
+    pub poisoned: Vec<LifelineId>,
 }
 
 impl WfState {
@@ -229,7 +231,9 @@ impl Checker<'_> {
                 .with_hint(hint),
         );
         // Add it so that the rest of the workflow checks without repeats.
-        self.add_lifeline(id)
+        let l = self.add_lifeline(id);
+        self.wf.poisoned.push(l);
+        l
     }
 
     /// Binds `name` at `at` with `ty`, checking it agrees with earlier bindings.

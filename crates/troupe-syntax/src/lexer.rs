@@ -189,6 +189,21 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                 }
                 TokenKind::Str
             }
+            b'\'' => {
+                // A single-quoted string: one diagnostic for the whole thing.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                if bytes.get(i) == Some(&b'\'') {
+                    i += 1;
+                }
+                diagnostics.push(
+                    Diagnostic::error(Code::InvalidCharacter, Span::new(start, i), "strings use double quotes")
+                        .with_hint(format!("write \"{}\"", text[start + 1..i].trim_end_matches('\''))),
+                );
+                TokenKind::Error
+            }
             _ => {
                 let (kind, len) = punct(&bytes[i..]);
                 match kind {
@@ -203,7 +218,6 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                             '!' => Some("write `not` for negation, or `!=` for inequality"),
                             '&' => Some("write `and`"),
                             '|' => Some("write `or`"),
-                            '\'' => Some("strings use double quotes: \"…\""),
                             '#' => Some("comments start with `//`"),
                             _ => None,
                         };

@@ -101,10 +101,20 @@ impl Parser<'_> {
             T::Keyword(k) => format!("keyword `{}`", k.as_str()),
             other => other.describe().to_owned(),
         };
-        // Lexer errors were reported already; don't pile on.
-        if tok.kind != T::Error {
-            let mut d = Diagnostic::error(Code::UnexpectedToken, tok.span, format!("expected {what}, found {found}"))
-                .with_label(format!("expected {what}"));
+        // Lexer errors were reported already, and an unterminated string
+        // swallows the rest of the file: don't pile on.
+        let after_unterminated = tok.kind == T::Eof && self.diagnostics.iter().any(|d| d.code == Code::UnterminatedString);
+        if tok.kind != T::Error && !after_unterminated {
+            // When the offending token starts a later line, the mistake is at
+            // the end of the line before (a missing `)`, say): point there.
+            let prev = self.prev_span();
+            let on_later_line = self.pos > 0 && self.text[prev.end as usize..tok.span.start as usize].contains('\n');
+            let (span, label) = if on_later_line {
+                (Span::new(prev.end as usize, prev.end as usize), format!("expected {what} after this"))
+            } else {
+                (tok.span, format!("expected {what}"))
+            };
+            let mut d = Diagnostic::error(Code::UnexpectedToken, span, format!("expected {what}, found {found}")).with_label(label);
             if let Some(hint) = self.hint_for(tok.kind, what) {
                 d = d.with_hint(hint);
             }

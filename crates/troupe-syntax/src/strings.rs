@@ -13,6 +13,10 @@ pub fn decode(text: &str, span: Span, triple: bool, diagnostics: &mut Vec<Diagno
     let body_end = if closed { span.end as usize - quote } else { span.end as usize };
     let body_end = body_end.max(body_start);
 
+    // The body of an unterminated string is the rest of the line or file:
+    // its braces and backslashes are not worth reporting on top.
+    let mut discarded = Vec::new();
+    let diagnostics = if closed { diagnostics } else { &mut discarded };
     let mut out = Decoder { text, parts: Vec::new(), current: String::new(), diagnostics };
     if triple {
         for (start, end) in dedented_lines(text, body_start, body_end) {
