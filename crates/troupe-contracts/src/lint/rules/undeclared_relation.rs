@@ -1,8 +1,8 @@
 //! `undeclared-relation` (relations): a tool that consumes what another tool produces
 //! declares the relation.
 //!
-//! **What**: a warning for each argument of a tool `T` that another tool `U` appears to
-//! produce — `U`'s results (output schema or contract) have a field of the same name,
+//! **What**: a warning for each scalar argument (not an array or object) of a tool `T`
+//! that another tool `U` appears to produce — `U`'s results (output schema or contract) have a field of the same name,
 //! or the argument is an id (`X_id`, `XId`) and `U` is named after `X` and returns an
 //! `id` — when neither `T` nor `U` declares a relation to the other. Names produced by
 //! more than three tools are taken as generic (like `content`) and ignored.
@@ -85,7 +85,11 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
         .filter(|&i| i != index)
         .collect();
     let mut findings = Vec::new();
-    for (argument, _) in tool.input_properties() {
+    for (argument, schema) in tool.input_properties() {
+        let kind = schema.get("type").and_then(|kind| kind.as_str());
+        if matches!(kind, Some("array" | "object")) {
+            continue;
+        }
         let producers: Vec<usize> = others
             .iter()
             .copied()
@@ -141,7 +145,9 @@ mod tests {
             {"name": "delete_user", "inputSchema": {"properties": {"user_id": {}}},
              "_meta": {"dev.troupe/contract": {"transactional": true, "requires_confirmation": true,
                  "relations": [{"kind": "requires", "tool": "create_user"}]}}},
-            {"name": "rename_user", "inputSchema": {"properties": {"userId": {}}}}
+            {"name": "rename_user", "inputSchema": {"properties": {"userId": {}}}},
+            {"name": "merge_restaurants",
+             "inputSchema": {"properties": {"restaurant_name": {"type": "array"}}}}
         ]));
         let findings = run(&RULE, &list, 1);
         assert_eq!(findings.len(), 1);
@@ -149,6 +155,7 @@ mod tests {
         assert!(run(&RULE, &list, 3).is_empty(), "declared");
         assert_eq!(run(&RULE, &list, 4).len(), 1, "id heuristic");
         assert!(run(&RULE, &list, 0).is_empty());
+        assert!(run(&RULE, &list, 5).is_empty(), "arrays are not ids");
     }
 
     #[test]
