@@ -81,6 +81,13 @@ where
     union.shortest_witness(&blocks, start_left, start_right)
 }
 
+/// A pair of states, one of each system.
+type Pair = (StateId, StateId);
+
+/// BFS parent pointers: pair → the pair it was reached from and the label id (`None`
+/// for the start).
+type Parents = HashMap<Pair, Option<(Pair, usize)>>;
+
 /// The disjoint union of two LTSs with labels interned as integers.
 struct Union<'a, L> {
     left: &'a Lts<L>,
@@ -169,8 +176,7 @@ impl<'a, L: Clone + Ord + Hash> Union<'a, L> {
     ) -> Option<Counterexample<L>> {
         let differ = |p: StateId, q: StateId| blocks.get(p) != blocks.get(q);
         // Parent pointers: pair → (previous pair, label id).
-        let mut parent: HashMap<(StateId, StateId), Option<((StateId, StateId), usize)>> =
-            HashMap::new();
+        let mut parent: Parents = HashMap::new();
         let mut queue = VecDeque::new();
         parent.insert((start_left, start_right), None);
         queue.push_back((start_left, start_right));
@@ -213,11 +219,7 @@ impl<'a, L: Clone + Ord + Hash> Union<'a, L> {
         None
     }
 
-    fn trace_to(
-        &self,
-        parent: &HashMap<(StateId, StateId), Option<((StateId, StateId), usize)>>,
-        mut pair: (StateId, StateId),
-    ) -> Vec<L> {
+    fn trace_to(&self, parent: &Parents, mut pair: (StateId, StateId)) -> Vec<L> {
         let mut trace = Vec::new();
         while let Some(Some((previous, label))) = parent.get(&pair) {
             if let Some(label) = self.label(*label) {

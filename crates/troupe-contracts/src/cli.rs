@@ -11,7 +11,7 @@
 use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::contract::{apply_sidecar, load_sidecar};
 use crate::error::{ContractsError, Result};
@@ -19,7 +19,7 @@ use crate::invert::{InversionReport, MappingStatus, invert};
 use crate::lint::render::render_text;
 use crate::lint::{Severity, lint};
 use crate::mcp::{ToolList, parse_tool_lists};
-use crate::phi::{phi_schema, tool_lists_document};
+use crate::phi::{ToolListsDocument, phi_schema};
 use crate::semantics::{ServiceVerdict, compare_service};
 use crate::sgd::{SgdService, parse_schema};
 
@@ -203,7 +203,9 @@ fn load_services(path: &Path, only: Option<&str>) -> Result<Vec<SgdService>> {
     }
 }
 
-fn write_json(out: &mut dyn Write, value: &serde_json::Value, compact: bool) -> Result<()> {
+/// Writes `value` as JSON, serialized directly (a `serde_json::Value` would sort object
+/// keys and lose the order of SGD's optional slots).
+fn write_json<T: Serialize + ?Sized>(out: &mut dyn Write, value: &T, compact: bool) -> Result<()> {
     let text = if compact {
         serde_json::to_string(value)
     } else {
@@ -217,20 +219,37 @@ fn write_json(out: &mut dyn Write, value: &serde_json::Value, compact: bool) -> 
     Ok(())
 }
 
+/// `lint --json` output.
+#[derive(Serialize)]
+struct LintOutput<'a> {
+    servers: &'a [crate::lint::LintReport],
+    errors: usize,
+    warnings: usize,
+    infos: usize,
+    unmatched_contracts: &'a [String],
+}
+
+/// `to-sgd --json` output.
+#[derive(Serialize)]
+struct ToSgdOutput<'a> {
+    schema: &'a [SgdService],
+    report: &'a [InversionReport],
+}
+
 fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<i32> {
     let (lists, unmatched) = load_lists(&args.tools, args.contracts.as_deref())?;
     let reports: Vec<_> = lists.iter().map(lint).collect();
     let count = |severity| reports.iter().map(|r| r.count(severity)).sum::<usize>();
     let errors = count(Severity::Error);
     if args.json {
-        let value = json!({
-            "servers": reports,
-            "errors": errors,
-            "warnings": count(Severity::Warning),
-            "infos": count(Severity::Info),
-            "unmatched_contracts": unmatched,
-        });
-        write_json(out, &value, false)?;
+        let output = LintOutput {
+            servers: &reports,
+            errors,
+            warnings: count(Severity::Warning),
+            infos: count(Severity::Info),
+            unmatched_contracts: &unmatched,
+        };
+        write_json(out, &output, false)?;
     } else {
         out.write_all(render_text(&reports).as_bytes())?;
         for name in &unmatched {
@@ -252,7 +271,7 @@ fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<i32> {
 fn run_from_sgd(args: FromSgdArgs, out: &mut dyn Write) -> Result<i32> {
     let services = load_services(&args.schema, args.service.as_deref())?;
     let lists = phi_schema(&services, args.plus);
-    write_json(out, &tool_lists_document(&lists), args.json)?;
+    write_json(out, &ToolListsDocument(&lists), args.json)?;
     Ok(0)
 }
 
@@ -266,17 +285,17 @@ fn run_to_sgd(args: ToSgdArgs, out: &mut dyn Write) -> Result<i32> {
         reports.push(report);
     }
     if args.json {
-        write_json(out, &json!({"schema": services, "report": reports}), false)?;
+        let output = ToSgdOutput {
+            schema: &services,
+            report: &reports,
+        };
+        write_json(out, &output, false)?;
     } else {
         for report in &reports {
             out.write_all(render_inversion(report).as_bytes())?;
         }
         writeln!(out, "\nSGD schema:")?;
-        let schema = serde_json::to_value(&services).map_err(|source| ContractsError::Json {
-            what: "output".into(),
-            source,
-        })?;
-        write_json(out, &schema, false)?;
+        write_json(out, &services, false)?;
     }
     Ok(0)
 }

@@ -199,7 +199,43 @@ pub fn tool_pointer(index: usize) -> String {
 /// list per server.
 pub fn parse_tool_lists(what: &str, text: &str) -> Result<Vec<ToolList>> {
     let value: Value = parse_json(what, text)?;
-    tool_lists_from_value(what, value)
+    let mut lists = tool_lists_from_value(what, value)?;
+    if lists.len() > 1 {
+        // `Value` objects are sorted by key: restore the document's order of servers.
+        let OrderedKeys(keys) = parse_json(what, text)?;
+        lists.sort_by_key(|list| {
+            list.server
+                .as_ref()
+                .and_then(|server| keys.iter().position(|key| key == server))
+        });
+    }
+    Ok(lists)
+}
+
+/// The keys of a JSON object, in document order.
+struct OrderedKeys(Vec<String>);
+
+impl<'de> Deserialize<'de> for OrderedKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeysVisitor;
+        impl<'de> serde::de::Visitor<'de> for KeysVisitor {
+            type Value = OrderedKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut access: A,
+            ) -> Result<OrderedKeys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((key, serde::de::IgnoredAny)) = access.next_entry()? {
+                    keys.push(key);
+                }
+                Ok(OrderedKeys(keys))
+            }
+        }
+        deserializer.deserialize_map(KeysVisitor)
+    }
 }
 
 /// Loads an MCP document from a file (see [`parse_tool_lists`]).
@@ -322,10 +358,10 @@ mod tests {
 
     #[test]
     fn accepts_a_server_keyed_document() {
-        let text = format!(r#"{{"a": {{"tools": [{TOOL}]}}, "b": {{"tools": []}}}}"#);
+        let text = format!(r#"{{"b": {{"tools": [{TOOL}]}}, "a": {{"tools": []}}}}"#);
         let lists = parse_tool_lists("t", &text).unwrap();
         let servers: Vec<_> = lists.iter().map(|l| l.server.as_deref()).collect();
-        assert_eq!(servers, vec![Some("a"), Some("b")]);
+        assert_eq!(servers, vec![Some("b"), Some("a")], "document order");
     }
 
     #[test]

@@ -23,6 +23,8 @@
 //! `_meta` that keeps all of it, plus derived failure modes and `produces` relations,
 //! so that Φ⁻¹ ∘ Φ⁺ is the identity.
 
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::contract::{
@@ -87,19 +89,22 @@ pub fn phi_schema(services: &[SgdService], plus: bool) -> Vec<ToolList> {
 }
 
 /// The JSON document for a set of converted services: a bare `tools/list` result for
-/// one service, an object keyed by service name for several.
-pub fn tool_lists_document(lists: &[ToolList]) -> Value {
-    match lists {
-        [single] => serde_json::to_value(single).unwrap_or(Value::Null),
-        _ => Value::Object(
-            lists
-                .iter()
-                .map(|list| {
-                    let key = list.server.clone().unwrap_or_default();
-                    (key, serde_json::to_value(list).unwrap_or(Value::Null))
-                })
-                .collect(),
-        ),
+/// one service, an object keyed by service name (in schema order) for several.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolListsDocument<'a>(pub &'a [ToolList]);
+
+impl Serialize for ToolListsDocument<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            [single] => single.serialize(serializer),
+            lists => {
+                let mut map = serializer.serialize_map(Some(lists.len()))?;
+                for list in lists {
+                    map.serialize_entry(list.server.as_deref().unwrap_or_default(), list)?;
+                }
+                map.end()
+            }
+        }
     }
 }
 
@@ -384,9 +389,15 @@ mod tests {
 
     #[test]
     fn documents_one_or_many_services() {
-        let lists = phi_schema(&[bank()], false);
-        assert!(tool_lists_document(&lists).get("tools").is_some());
-        let two = phi_schema(&[bank(), bank()], false);
-        assert!(tool_lists_document(&two).get("Banks_1").is_some());
+        let mut other = bank();
+        other.service_name = "Aardvark_1".into();
+        let one = serde_json::to_string(&ToolListsDocument(&phi_schema(&[bank()], false))).unwrap();
+        assert!(one.starts_with(r#"{"tools":["#));
+        let two = phi_schema(&[bank(), other], false);
+        let text = serde_json::to_string(&ToolListsDocument(&two)).unwrap();
+        assert!(
+            text.find("Banks_1") < text.find("Aardvark_1"),
+            "schema order is kept"
+        );
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use troupe_contracts::invert::{MappingStatus, invert};
 use troupe_contracts::mcp::parse_tool_lists;
-use troupe_contracts::phi::{phi, phi_plus, phi_schema, tool_lists_document};
+use troupe_contracts::phi::{ToolListsDocument, phi, phi_plus, phi_schema};
 use troupe_contracts::sgd::SgdService;
 
 #[test]
@@ -37,10 +37,13 @@ fn phi_plus_inverts_exactly_for_every_service() {
 
 #[test]
 fn phi_plus_inverts_exactly_through_json_text() {
-    for split in ["train", "dev"] {
-        let services = common::sgd_services(split);
-        let document = tool_lists_document(&phi_schema(&services, true));
-        let text = serde_json::to_string_pretty(&document).unwrap();
+    for split in ["train", "dev", "dev-reversed"] {
+        let mut services = common::sgd_services(split.trim_end_matches("-reversed"));
+        if split.ends_with("-reversed") {
+            services.reverse(); // not alphabetical: the document's order must be kept
+        }
+        let lists = phi_schema(&services, true);
+        let text = serde_json::to_string_pretty(&ToolListsDocument(&lists)).unwrap();
         let lists = parse_tool_lists("document", &text).unwrap();
         let mut recovered = Vec::new();
         for list in &lists {

@@ -1,0 +1,191 @@
+//! The `troupe contracts` subcommands end to end, on the shared data.
+
+mod common;
+
+use std::path::PathBuf;
+
+use troupe_contracts::cli::{BisimArgs, ContractsCommand, FromSgdArgs, LintArgs, ToSgdArgs, run};
+use troupe_contracts::sgd::{SgdService, parse_schema};
+
+fn run_to_string(cmd: ContractsCommand) -> (i32, String) {
+    let mut out = Vec::new();
+    let code = run(cmd, &mut out).unwrap();
+    (code, String::from_utf8(out).unwrap())
+}
+
+/// A fresh scratch file path for this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("troupe-contracts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn from_sgd_plus_then_to_sgd_gives_the_schema_back() {
+    let schema = common::sgd_schema_path("dev");
+    let (code, tools) = run_to_string(ContractsCommand::FromSgd(FromSgdArgs {
+        schema: schema.clone(),
+        plus: true,
+        service: None,
+        json: true,
+    }));
+    assert_eq!(code, 0);
+    let path = scratch("dev-plus.json");
+    std::fs::write(&path, tools).unwrap();
+    let (code, output) = run_to_string(ContractsCommand::ToSgd(ToSgdArgs {
+        tools: path,
+        contracts: None,
+        json: true,
+    }));
+    assert_eq!(code, 0);
+    #[derive(serde::Deserialize)]
+    struct Output {
+        schema: Vec<SgdService>,
+    }
+    // Straight from the text: a `serde_json::Value` would reorder the optional slots.
+    let recovered = serde_json::from_str::<Output>(&output).unwrap().schema;
+    let original = parse_schema("dev", &std::fs::read_to_string(schema).unwrap()).unwrap();
+    assert_eq!(recovered, original);
+}
+
+#[test]
+fn from_sgd_prints_one_tools_list_for_one_service() {
+    let (_, output) = run_to_string(ContractsCommand::FromSgd(FromSgdArgs {
+        schema: common::sgd_schema_path("train"),
+        plus: false,
+        service: Some("Banks_1".into()),
+        json: false,
+    }));
+    let value: serde_json::Value = serde_json::from_str(&output).unwrap();
+    let names: Vec<&str> = value["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["check_balance", "transfer_money"]);
+}
+
+#[test]
+fn to_sgd_explains_the_losses_of_a_real_server() {
+    let (code, output) = run_to_string(ContractsCommand::ToSgd(ToSgdArgs {
+        tools: common::shared_data().join("mcp-tools/filesystem.json"),
+        contracts: None,
+        json: false,
+    }));
+    assert_eq!(code, 0);
+    assert!(
+        output.contains("secure-filesystem-server: 14 tools, partial"),
+        "{output}"
+    );
+    assert!(output.contains("unmappable edits: array"), "{output}");
+    assert!(output.contains("\nSGD schema:\n["), "{output}");
+}
+
+#[test]
+fn lint_runs_on_every_file_and_applies_a_sidecar() {
+    for path in common::mcp_tool_files() {
+        let (code, output) = run_to_string(ContractsCommand::Lint(LintArgs {
+            tools: path.clone(),
+            contracts: None,
+            json: true,
+        }));
+        assert_eq!(
+            code,
+            0,
+            "{}: no error-severity findings expected",
+            path.display()
+        );
+        let value: serde_json::Value = serde_json::from_str(&output).unwrap();
+        assert!(value["warnings"].as_u64().unwrap() > 0);
+    }
+    let sidecar = scratch("memory.contracts.json");
+    std::fs::write(
+        &sidecar,
+        r#"{"delete_entities": {"transactional": true, "requires_confirmation": true,
+            "failure_modes": [{"name": "NotFound", "description": "No such entity", "retryable": false}],
+            "relations": [{"kind": "compensated_by", "tool": "create_entities"}]},
+           "no_such_tool": {"transactional": false, "requires_confirmation": false}}"#,
+    )
+    .unwrap();
+    let (_, output) = run_to_string(ContractsCommand::Lint(LintArgs {
+        tools: common::shared_data().join("mcp-tools/memory.json"),
+        contracts: Some(sidecar),
+        json: false,
+    }));
+    let section = output
+        .split("\n\n  ")
+        .find(|s| s.starts_with("delete_entities"))
+        .unwrap();
+    assert!(section.contains("[MCP+]"), "{section}");
+    assert!(!section.contains("unconfirmed-destructive"), "{section}");
+    assert!(!section.contains("failure-modes"), "{section}");
+    assert!(output.contains("contract for `no_such_tool`"), "{output}");
+}
+
+#[test]
+fn lint_exits_with_one_on_errors() {
+    let path = scratch("bad-tools.json");
+    std::fs::write(
+        &path,
+        r#"{"tools": [{"name": "delete_everything", "inputSchema": {}}]}"#,
+    )
+    .unwrap();
+    let (code, output) = run_to_string(ContractsCommand::Lint(LintArgs {
+        tools: path,
+        contracts: None,
+        json: false,
+    }));
+    assert_eq!(code, 1);
+    assert!(output.contains("error[write-hint]"), "{output}");
+}
+
+#[test]
+fn bisim_reports_every_service() {
+    let (code, output) = run_to_string(ContractsCommand::Bisim(BisimArgs {
+        schema: common::sgd_schema_path("train"),
+        service: None,
+        json: false,
+    }));
+    assert_eq!(code, 0);
+    assert!(
+        output.contains("26 services, 53 intents: SGD ≁ MCP for 24 intents in 23 services; SGD ≁ MCP+ for 0 intents"),
+        "{output}"
+    );
+    let (_, json) = run_to_string(ContractsCommand::Bisim(BisimArgs {
+        schema: common::sgd_schema_path("dev"),
+        service: Some("Banks_2".into()),
+        json: true,
+    }));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value[0]["service"], "Banks_2");
+    assert!(
+        value[0]["mcp"]["trace"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("select(")
+    );
+}
+
+#[test]
+fn unknown_services_and_bad_files_are_errors() {
+    let mut out = Vec::new();
+    let unknown = run(
+        ContractsCommand::Bisim(BisimArgs {
+            schema: common::sgd_schema_path("dev"),
+            service: Some("Nope_1".into()),
+            json: false,
+        }),
+        &mut out,
+    );
+    assert!(unknown.is_err());
+    let not_tools = run(
+        ContractsCommand::Lint(LintArgs {
+            tools: common::sgd_schema_path("dev"),
+            contracts: None,
+            json: false,
+        }),
+        &mut out,
+    );
+    assert!(not_tools.is_err());
+}
