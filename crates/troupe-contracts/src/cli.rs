@@ -337,7 +337,7 @@ pub fn render_inversion(report: &InversionReport) -> String {
     for note in &report.notes {
         let _ = writeln!(
             text,
-            "  {:<10} service {}: {}",
+            "  {:<10} {}: {}",
             status_name(note.status),
             note.subject,
             note.detail

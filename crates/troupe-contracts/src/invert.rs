@@ -469,6 +469,14 @@ fn results(
                 notes.push(note(MappingStatus::Unmappable, pointer, prop, why));
             }
             PropertyMapping::Slot { slot, loss } => {
+                if slot.description.is_empty() {
+                    notes.push(note(
+                        MappingStatus::Missing,
+                        format!("{pointer}/description"),
+                        prop,
+                        "result slot description missing",
+                    ));
+                }
                 let status = if loss.is_some() {
                     MappingStatus::Lossy
                 } else {
@@ -533,6 +541,9 @@ fn map_property(name: &str, schema: &Value, declared: Option<&Domain>) -> Proper
             slot: slot(true, values.clone()),
             loss: None,
         };
+    }
+    if schema.get("$ref").is_some() {
+        return PropertyMapping::Unmappable("reference ($ref) to a nested schema".into());
     }
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
         let all_strings = values.iter().all(Value::is_string);
@@ -791,5 +802,54 @@ mod tests {
         assert_eq!(intent.default_of("dryRun"), Some("False"));
         let level = services[0].slot("level").unwrap();
         assert_eq!(level.possible_values, vec!["1", "2", "3"]);
+    }
+
+    #[test]
+    fn uses_a_contract_without_origin() {
+        let mut list = ToolList {
+            server: Some("tickets".into()),
+            tools: vec![
+                serde_json::from_value(serde_json::json!({
+                    "name": "book_ticket", "description": "Book a ticket",
+                    "inputSchema": {"type": "object", "required": ["seat"], "properties": {
+                        "seat": {"type": "string"}, "class": {"type": "string"}}}
+                }))
+                .unwrap(),
+            ],
+            ..Default::default()
+        };
+        let sidecar: crate::contract::Sidecar = serde_json::from_value(serde_json::json!({
+            "book_ticket": {"transactional": true, "requires_confirmation": true,
+                "arguments": [
+                    {"name": "seat", "description": "Seat number", "domain": {"kind": "free_text"},
+                     "required": true},
+                    {"name": "class", "description": "Travel class", "required": false,
+                     "domain": {"kind": "enumerated", "values": ["first", "second"]},
+                     "default": "second"}],
+                "results": [{"name": "price", "description": "Price", "domain": {"kind": "free_text"}}]}
+        }))
+        .unwrap();
+        crate::contract::apply_sidecar(&mut list, &sidecar);
+        let (services, report) = invert(&list).unwrap();
+        let service = &services[0];
+        let intent = &service.intents[0];
+        assert!(intent.is_transactional);
+        assert_eq!(intent.default_of("class"), Some("second"));
+        assert_eq!(intent.result_slots, vec!["price"]);
+        let class = service.slot("class").unwrap();
+        assert!(class.is_categorical && class.description == "Travel class");
+        let subjects: Vec<&str> = report.tools[0]
+            .notes
+            .iter()
+            .map(|n| n.subject.as_str())
+            .collect();
+        assert!(
+            !subjects.contains(&"is_transactional"),
+            "known from the contract"
+        );
+        assert!(
+            !subjects.contains(&"result slots"),
+            "known from the contract"
+        );
     }
 }
