@@ -13,7 +13,9 @@
 //!
 //! A contract travels inside the tool definition, in `_meta` under the namespaced key
 //! [`META_KEY`] (plain MCP clients ignore `_meta`), or — for servers one does not
-//! control — in a *sidecar* JSON file mapping tool name → contract ([`Sidecar`]).
+//! control — in a *sidecar* JSON file mapping tool name → contract ([`Sidecar`]); the
+//! crate's `examples/filesystem.contracts.json` is one for the reference filesystem
+//! server (`troupe contracts lint filesystem.json --contracts filesystem.contracts.json`).
 //!
 //! Example (abridged):
 //!

@@ -99,3 +99,35 @@ fn renders_the_git_server() {
     let report = lint(&common::mcp_tools(&path)[0]);
     insta::assert_snapshot!(render_text(&[report]));
 }
+
+#[test]
+fn the_example_sidecar_closes_the_filesystem_gaps() {
+    use troupe_contracts::contract::{apply_sidecar, load_sidecar};
+    let sidecar_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/filesystem.contracts.json"
+    );
+    let sidecar = load_sidecar(std::path::Path::new(sidecar_path)).unwrap();
+    let path = common::shared_data().join("mcp-tools/filesystem.json");
+    let mut list = common::mcp_tools(&path).remove(0);
+    assert!(apply_sidecar(&mut list, &sidecar).is_empty());
+    let report = lint(&list);
+    for name in ["write_file", "edit_file", "move_file"] {
+        let tool = report.tools.iter().find(|tool| tool.tool == name).unwrap();
+        assert!(tool.has_contract);
+        assert_eq!(
+            tool.scores.action_boundaries, 3,
+            "{name}: {:#?}",
+            tool.findings
+        );
+        assert_eq!(tool.scores.failure_modes, 3, "{name}: {:#?}", tool.findings);
+        assert_eq!(tool.scores.relations, 3, "{name}: {:#?}", tool.findings);
+        assert!(
+            !tool
+                .findings
+                .iter()
+                .any(|f| f.rule == "argument-description"),
+            "{name}"
+        );
+    }
+}
