@@ -2,7 +2,9 @@
 //! `TypeTable` and `Action`s.
 
 use crate::Checker;
-use crate::ir::{self, ActionKind, AnswerKind, HumanAction, LlmAction, Param, Template, TemplatePart};
+use crate::ir::{
+    self, ActionKind, AnswerKind, HumanAction, LlmAction, Param, Template, TemplatePart,
+};
 use crate::suggest::did_you_mean;
 use crate::types::{EnumDef, EnumId, RecordDef, RecordId, Type};
 use std::collections::HashMap;
@@ -23,8 +25,12 @@ impl Checker<'_> {
             };
             if BUILTIN_TYPES.contains(&name.name.as_str()) {
                 self.error(
-                    Diagnostic::error(Code::DuplicateDefinition, name.span, format!("`{}` is a built-in type", name.name))
-                        .with_hint("choose another name for this type"),
+                    Diagnostic::error(
+                        Code::DuplicateDefinition,
+                        name.span,
+                        format!("`{}` is a built-in type", name.name),
+                    )
+                    .with_hint("choose another name for this type"),
                 );
                 continue;
             }
@@ -45,14 +51,23 @@ impl Checker<'_> {
                         }
                         seen.insert(&v.name, v.span);
                         values.push(v.name.clone());
-                        self.enum_values.entry(v.name.clone()).or_default().push((id, values.len() as u32 - 1));
+                        self.enum_values
+                            .entry(v.name.clone())
+                            .or_default()
+                            .push((id, values.len() as u32 - 1));
                     }
-                    self.types.enums.push(EnumDef { name: e.name.name.clone(), values });
+                    self.types.enums.push(EnumDef {
+                        name: e.name.name.clone(),
+                        values,
+                    });
                     self.type_names.insert(name.name.clone(), Type::Enum(id));
                 }
                 ast::Item::Record(_) => {
                     let id = RecordId(self.types.records.len() as u32);
-                    self.types.records.push(RecordDef { name: name.name.clone(), fields: Vec::new() });
+                    self.types.records.push(RecordDef {
+                        name: name.name.clone(),
+                        fields: Vec::new(),
+                    });
                     self.type_names.insert(name.name.clone(), Type::Record(id));
                 }
                 _ => unreachable!("filtered above"),
@@ -61,12 +76,17 @@ impl Checker<'_> {
         }
         for item in &file.items {
             if let ast::Item::Record(r) = item {
-                let Some(Type::Record(id)) = self.type_names.get(&r.name.name).cloned() else { continue };
-                if self.types.records[id.0 as usize].name != r.name.name || !self.types.records[id.0 as usize].fields.is_empty() {
+                let Some(Type::Record(id)) = self.type_names.get(&r.name.name).cloned() else {
+                    continue;
+                };
+                if self.types.records[id.0 as usize].name != r.name.name
+                    || !self.types.records[id.0 as usize].fields.is_empty()
+                {
                     continue;
                 }
                 let fields = self.params(&r.fields, "field");
-                self.types.records[id.0 as usize].fields = fields.into_iter().map(|p| (p.name, p.ty)).collect();
+                self.types.records[id.0 as usize].fields =
+                    fields.into_iter().map(|p| (p.name, p.ty)).collect();
             }
         }
     }
@@ -83,9 +103,16 @@ impl Checker<'_> {
                 other => match self.type_names.get(other) {
                     Some(t) => t.clone(),
                     None => {
-                        let candidates = BUILTIN_TYPES.iter().map(|s| s.to_string()).chain(self.type_names.keys().cloned());
-                        let mut d = Diagnostic::error(Code::UnknownType, id.span, format!("unknown type `{other}`"))
-                            .with_label("not a type");
+                        let candidates = BUILTIN_TYPES
+                            .iter()
+                            .map(|s| s.to_string())
+                            .chain(self.type_names.keys().cloned());
+                        let mut d = Diagnostic::error(
+                            Code::UnknownType,
+                            id.span,
+                            format!("unknown type `{other}`"),
+                        )
+                        .with_label("not a type");
                         d = d.with_hint(match did_you_mean(other, candidates) {
                             Some(s) => format!("did you mean `{s}`?"),
                             None => "types are Bool, Int, Float, Text, Json, [T], or a declared `enum` or `record`".to_owned(),
@@ -109,17 +136,24 @@ impl Checker<'_> {
             }
             seen.insert(&p.name.name, p.name.span);
             let ty = self.resolve_type(&p.ty);
-            out.push(Param { name: p.name.name.clone(), ty });
+            out.push(Param {
+                name: p.name.name.clone(),
+                ty,
+            });
         }
         out
     }
 
     pub(crate) fn duplicate(&mut self, name: &str, span: Span, previous: Span, what: &str) {
         self.error(
-            Diagnostic::error(Code::DuplicateDefinition, span, format!("the {what} `{name}` is defined twice"))
-                .with_label("defined again here")
-                .with_related(previous, "first defined here")
-                .with_hint("rename one of them"),
+            Diagnostic::error(
+                Code::DuplicateDefinition,
+                span,
+                format!("the {what} `{name}` is defined twice"),
+            )
+            .with_label("defined again here")
+            .with_related(previous, "first defined here")
+            .with_hint("rename one of them"),
         );
     }
 
@@ -127,7 +161,9 @@ impl Checker<'_> {
     /// once all types are known).
     pub(crate) fn declare_actions(&mut self, file: &ast::File) {
         for item in &file.items {
-            let ast::Item::Action(decl) = item else { continue };
+            let ast::Item::Action(decl) = item else {
+                continue;
+            };
             if let Some(&prev) = self.action_names.get(&decl.name.name) {
                 let prev_span = self.actions[prev.0 as usize].span;
                 self.duplicate(&decl.name.name, decl.name.span, prev_span, "action");
@@ -136,23 +172,41 @@ impl Checker<'_> {
             let params = self.params(&decl.params, "parameter");
             let outputs = match &decl.outputs {
                 ast::Outputs::None => Vec::new(),
-                ast::Outputs::Single(ty) => vec![Param { name: "result".into(), ty: self.resolve_type(ty) }],
+                ast::Outputs::Single(ty) => vec![Param {
+                    name: "result".into(),
+                    ty: self.resolve_type(ty),
+                }],
                 ast::Outputs::Named(list) => self.params(list, "output"),
             };
             let kind = self.action_kind(decl, &params, &outputs);
             let id = ir::ActionId(self.actions.len() as u32);
             self.action_names.insert(decl.name.name.clone(), id);
-            self.actions.push(ir::Action { name: decl.name.name.clone(), params, outputs, kind, span: decl.name.span });
+            self.actions.push(ir::Action {
+                name: decl.name.name.clone(),
+                params,
+                outputs,
+                kind,
+                span: decl.name.span,
+            });
         }
     }
 
-    fn action_kind(&mut self, decl: &ast::ActionDecl, params: &[Param], outputs: &[Param]) -> ActionKind {
+    fn action_kind(
+        &mut self,
+        decl: &ast::ActionDecl,
+        params: &[Param],
+        outputs: &[Param],
+    ) -> ActionKind {
         let kw = decl.kind.keyword();
         match (decl.kind, &decl.body) {
             (ast::ActionKind::Tool, _) => {
                 self.error(
-                    Diagnostic::error(Code::Unsupported, decl.name.span, "`tool` actions are not supported yet")
-                        .with_hint("declare it as `effect … extern` and register it from Rust for now"),
+                    Diagnostic::error(
+                        Code::Unsupported,
+                        decl.name.span,
+                        "`tool` actions are not supported yet",
+                    )
+                    .with_hint("declare it as `effect … extern` and register it from Rust for now"),
                 );
                 ActionKind::Effect
             }
@@ -160,8 +214,12 @@ impl Checker<'_> {
             (ast::ActionKind::Pure, ast::ActionBody::Expr(e)) => {
                 if outputs.len() != 1 {
                     self.error(
-                        Diagnostic::error(Code::InvalidActionBody, e.span, "an expression body computes exactly one output")
-                            .with_hint("declare one output `-> T`, or make the action `extern`"),
+                        Diagnostic::error(
+                            Code::InvalidActionBody,
+                            e.span,
+                            "an expression body computes exactly one output",
+                        )
+                        .with_hint("declare one output `-> T`, or make the action `extern`"),
                     );
                     return ActionKind::Pure { body: None };
                 }
@@ -169,23 +227,38 @@ impl Checker<'_> {
                 ActionKind::Pure { body: Some(body) }
             }
             (ast::ActionKind::Effect, ast::ActionBody::Extern(_)) => ActionKind::Effect,
-            (ast::ActionKind::Llm, ast::ActionBody::Fields(fields, _)) => self.llm_body(decl, fields, params, outputs),
-            (ast::ActionKind::Human, ast::ActionBody::Fields(fields, _)) => self.human_body(decl, fields, params, outputs),
+            (ast::ActionKind::Llm, ast::ActionBody::Fields(fields, _)) => {
+                self.llm_body(decl, fields, params, outputs)
+            }
+            (ast::ActionKind::Human, ast::ActionBody::Fields(fields, _)) => {
+                self.human_body(decl, fields, params, outputs)
+            }
             (_, body) => {
                 let span = match body {
-                    ast::ActionBody::Missing(s) | ast::ActionBody::Extern(s) | ast::ActionBody::Fields(_, s) => *s,
+                    ast::ActionBody::Missing(s)
+                    | ast::ActionBody::Extern(s)
+                    | ast::ActionBody::Fields(_, s) => *s,
                     ast::ActionBody::Expr(e) => e.span,
                 };
                 let expected = match decl.kind {
                     ast::ActionKind::Llm => "a `{ prompt: \"…\" }` body",
                     ast::ActionKind::Human => "an `{ ask: \"…\" }` body",
                     ast::ActionKind::Pure => "`= expression` or `extern`",
-                    ast::ActionKind::Effect => "`extern` (its code is registered by the host program)",
+                    ast::ActionKind::Effect => {
+                        "`extern` (its code is registered by the host program)"
+                    }
                     ast::ActionKind::Tool => "a tool binding",
                 };
                 self.error(
-                    Diagnostic::error(Code::InvalidActionBody, span.to(decl.name.span), format!("a `{kw}` action needs {expected}"))
-                        .with_related(decl.name.span, format!("`{}` is declared here", decl.name.name)),
+                    Diagnostic::error(
+                        Code::InvalidActionBody,
+                        span.to(decl.name.span),
+                        format!("a `{kw}` action needs {expected}"),
+                    )
+                    .with_related(
+                        decl.name.span,
+                        format!("`{}` is declared here", decl.name.name),
+                    ),
                 );
                 match decl.kind {
                     ast::ActionKind::Pure => ActionKind::Pure { body: None },
@@ -202,13 +275,23 @@ impl Checker<'_> {
         body
     }
 
-    fn llm_body(&mut self, decl: &ast::ActionDecl, fields: &[ast::ActionField], params: &[Param], outputs: &[Param]) -> ActionKind {
+    fn llm_body(
+        &mut self,
+        decl: &ast::ActionDecl,
+        fields: &[ast::ActionField],
+        params: &[Param],
+        outputs: &[Param],
+    ) -> ActionKind {
         let mut system = None;
         let mut prompt = None;
         let mut model = None;
         let mut temperature = None;
         let mut retries = None;
-        for f in self.unique_fields(fields, &["system", "prompt", "model", "temperature", "retries"], "llm") {
+        for f in self.unique_fields(
+            fields,
+            &["system", "prompt", "model", "temperature", "retries"],
+            "llm",
+        ) {
             match f.name.name.as_str() {
                 "system" => system = self.template(f, params),
                 "prompt" => prompt = self.template(f, params),
@@ -227,21 +310,41 @@ impl Checker<'_> {
         }
         if outputs.is_empty() {
             self.error(
-                Diagnostic::error(Code::InvalidActionBody, decl.name.span, "an `llm` action must declare its output")
-                    .with_hint("add `-> Text` (raw text) or another type for a structured answer"),
+                Diagnostic::error(
+                    Code::InvalidActionBody,
+                    decl.name.span,
+                    "an `llm` action must declare its output",
+                )
+                .with_hint("add `-> Text` (raw text) or another type for a structured answer"),
             );
         }
         let prompt = prompt.unwrap_or_else(|| {
             self.error(
-                Diagnostic::error(Code::InvalidActionField, decl.name.span, format!("the `llm` action `{}` has no `prompt`", decl.name.name))
-                    .with_hint("add `prompt: \"…\"` to its body"),
+                Diagnostic::error(
+                    Code::InvalidActionField,
+                    decl.name.span,
+                    format!("the `llm` action `{}` has no `prompt`", decl.name.name),
+                )
+                .with_hint("add `prompt: \"…\"` to its body"),
             );
             Template { parts: Vec::new() }
         });
-        ActionKind::Llm(LlmAction { system, prompt, model, temperature, retries })
+        ActionKind::Llm(LlmAction {
+            system,
+            prompt,
+            model,
+            temperature,
+            retries,
+        })
     }
 
-    fn human_body(&mut self, decl: &ast::ActionDecl, fields: &[ast::ActionField], params: &[Param], outputs: &[Param]) -> ActionKind {
+    fn human_body(
+        &mut self,
+        decl: &ast::ActionDecl,
+        fields: &[ast::ActionField],
+        params: &[Param],
+        outputs: &[Param],
+    ) -> ActionKind {
         let mut ask = None;
         let mut prefill = None;
         let mut prefill_span = None;
@@ -264,31 +367,54 @@ impl Checker<'_> {
             },
             _ => {
                 self.error(
-                    Diagnostic::error(Code::InvalidActionBody, decl.name.span, "a `human` action has exactly one output")
-                        .with_hint("`-> Bool` to confirm, `-> SomeEnum` to select, `-> Text` for free input"),
+                    Diagnostic::error(
+                        Code::InvalidActionBody,
+                        decl.name.span,
+                        "a `human` action has exactly one output",
+                    )
+                    .with_hint(
+                        "`-> Bool` to confirm, `-> SomeEnum` to select, `-> Text` for free input",
+                    ),
                 );
                 AnswerKind::Input
             }
         };
         if let (Some(span), false) = (prefill_span, answer == AnswerKind::Edit) {
             self.error(
-                Diagnostic::error(Code::InvalidActionField, span, "`prefill` only applies to a `Text` answer")
-                    .with_hint("remove `prefill`, or make the output `-> Text`"),
+                Diagnostic::error(
+                    Code::InvalidActionField,
+                    span,
+                    "`prefill` only applies to a `Text` answer",
+                )
+                .with_hint("remove `prefill`, or make the output `-> Text`"),
             );
         }
         let ask = ask.unwrap_or_else(|| {
             self.error(
-                Diagnostic::error(Code::InvalidActionField, decl.name.span, format!("the `human` action `{}` has no `ask`", decl.name.name))
-                    .with_hint("add `ask: \"…\"` to its body: it is what the person sees"),
+                Diagnostic::error(
+                    Code::InvalidActionField,
+                    decl.name.span,
+                    format!("the `human` action `{}` has no `ask`", decl.name.name),
+                )
+                .with_hint("add `ask: \"…\"` to its body: it is what the person sees"),
             );
             Template { parts: Vec::new() }
         });
-        ActionKind::Human(HumanAction { ask, prefill, answer })
+        ActionKind::Human(HumanAction {
+            ask,
+            prefill,
+            answer,
+        })
     }
 
     /// The fields of an action body that `allowed` lists, reporting unknown
     /// and repeated ones.
-    fn unique_fields<'f>(&mut self, fields: &'f [ast::ActionField], allowed: &[&str], kind: &str) -> Vec<&'f ast::ActionField> {
+    fn unique_fields<'f>(
+        &mut self,
+        fields: &'f [ast::ActionField],
+        allowed: &[&str],
+        kind: &str,
+    ) -> Vec<&'f ast::ActionField> {
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut out = Vec::new();
         for f in fields {
@@ -299,7 +425,12 @@ impl Checker<'_> {
                     None => format!("an `{kind}` action takes {}", allowed.join(", ")),
                 };
                 self.error(
-                    Diagnostic::error(Code::InvalidActionField, f.name.span, format!("an `{kind}` action has no field `{name}`")).with_hint(hint),
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        f.name.span,
+                        format!("an `{kind}` action has no field `{name}`"),
+                    )
+                    .with_hint(hint),
                 );
                 continue;
             }
@@ -315,8 +446,12 @@ impl Checker<'_> {
 
     fn bad_field(&mut self, f: &ast::ActionField, expected: &str) {
         self.error(
-            Diagnostic::error(Code::InvalidActionField, f.value.span, format!("`{}` must be {expected}", f.name.name))
-                .with_label(format!("expected {expected}")),
+            Diagnostic::error(
+                Code::InvalidActionField,
+                f.value.span,
+                format!("`{}` must be {expected}", f.name.name),
+            )
+            .with_label(format!("expected {expected}")),
         );
     }
 
@@ -344,18 +479,27 @@ impl Checker<'_> {
                     Some(i) => parts.push(TemplatePart::Param(i as u32)),
                     None => {
                         let hint = if params.is_empty() {
-                            "this action has no parameters; write `{{` for a literal brace".to_owned()
+                            "this action has no parameters; write `{{` for a literal brace"
+                                .to_owned()
                         } else {
-                            let names: Vec<_> = params.iter().map(|p| format!("`{}`", p.name)).collect();
+                            let names: Vec<_> =
+                                params.iter().map(|p| format!("`{}`", p.name)).collect();
                             match did_you_mean(&id.name, params.iter().map(|p| p.name.clone())) {
-                                Some(s) => format!("did you mean `{s}`? the parameters are {}", names.join(", ")),
+                                Some(s) => format!(
+                                    "did you mean `{s}`? the parameters are {}",
+                                    names.join(", ")
+                                ),
                                 None => format!("the parameters are {}", names.join(", ")),
                             }
                         };
                         self.error(
-                            Diagnostic::error(Code::UnknownPlaceholder, id.span, format!("`{{{}}}` names no parameter of the action", id.name))
-                                .with_label("not a parameter")
-                                .with_hint(hint),
+                            Diagnostic::error(
+                                Code::UnknownPlaceholder,
+                                id.span,
+                                format!("`{{{}}}` names no parameter of the action", id.name),
+                            )
+                            .with_label("not a parameter")
+                            .with_hint(hint),
                         );
                     }
                 },

@@ -22,7 +22,12 @@ pub(crate) enum Scope<'a> {
 impl Checker<'_> {
     /// Checks `e` in `scope`. `expected` only guides the resolution of bare
     /// enum values and empty lists; callers check assignability themselves.
-    pub(crate) fn expr(&mut self, e: &ast::Expr, scope: &Scope<'_>, expected: Option<&Type>) -> ir::Expr {
+    pub(crate) fn expr(
+        &mut self,
+        e: &ast::Expr,
+        scope: &Scope<'_>,
+        expected: Option<&Type>,
+    ) -> ir::Expr {
         let (kind, ty) = match &e.kind {
             AK::Bool(b) => (IK::Lit(Value::Bool(*b)), Type::Bool),
             AK::Int(n) => (IK::Lit(Value::Int(*n)), Type::Int),
@@ -34,18 +39,35 @@ impl Checker<'_> {
             AK::Unary(op, operand) => {
                 let operand = self.expr(operand, scope, None);
                 let (op, ok, ty) = match op {
-                    ast::UnaryOp::Not => (UnaryOp::Not, matches!(operand.ty, Type::Bool | Type::Error), Type::Bool),
-                    ast::UnaryOp::Neg => (UnaryOp::Neg, operand.ty.is_numeric(), operand.ty.clone()),
+                    ast::UnaryOp::Not => (
+                        UnaryOp::Not,
+                        matches!(operand.ty, Type::Bool | Type::Error),
+                        Type::Bool,
+                    ),
+                    ast::UnaryOp::Neg => {
+                        (UnaryOp::Neg, operand.ty.is_numeric(), operand.ty.clone())
+                    }
                 };
                 if !ok {
-                    let (word, wants) = if op == UnaryOp::Not { ("not", "a Bool") } else { ("-", "a number") };
+                    let (word, wants) = if op == UnaryOp::Not {
+                        ("not", "a Bool")
+                    } else {
+                        ("-", "a number")
+                    };
                     let found = self.types.display(&operand.ty).to_string();
                     self.error(
-                        Diagnostic::error(Code::OperatorTypes, operand.span, format!("`{word}` takes {wants}, not {found}"))
-                            .with_label(format!("this is {found}")),
+                        Diagnostic::error(
+                            Code::OperatorTypes,
+                            operand.span,
+                            format!("`{word}` takes {wants}, not {found}"),
+                        )
+                        .with_label(format!("this is {found}")),
                     );
                 }
-                (IK::Unary(op, Box::new(operand)), if ok { ty } else { Type::Error })
+                (
+                    IK::Unary(op, Box::new(operand)),
+                    if ok { ty } else { Type::Error },
+                )
             }
             AK::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs, scope),
             AK::List(items) => {
@@ -65,11 +87,18 @@ impl Checker<'_> {
                     }
                     out.push(checked);
                 }
-                (IK::List(out), Type::List(Box::new(elem_ty.unwrap_or(Type::Error))))
+                (
+                    IK::List(out),
+                    Type::List(Box::new(elem_ty.unwrap_or(Type::Error))),
+                )
             }
             AK::Error => (IK::Lit(Value::Bool(false)), Type::Error),
         };
-        ir::Expr { kind, ty, span: e.span }
+        ir::Expr {
+            kind,
+            ty,
+            span: e.span,
+        }
     }
 
     /// Reports a type mismatch unless `e` may flow where `expected` is wanted.
@@ -79,8 +108,12 @@ impl Checker<'_> {
         }
         let found = self.types.display(&e.ty).to_string();
         let wanted = self.types.display(expected).to_string();
-        let mut d = Diagnostic::error(Code::TypeMismatch, e.span, format!("expected {wanted}, found {found}"))
-            .with_label(format!("this is {found}, but {what} is {wanted}"));
+        let mut d = Diagnostic::error(
+            Code::TypeMismatch,
+            e.span,
+            format!("expected {wanted}, found {found}"),
+        )
+        .with_label(format!("this is {found}, but {what} is {wanted}"));
         if matches!((&e.ty, expected), (Type::Float, Type::Int)) {
             d = d.with_hint("a Float does not convert to an Int implicitly");
         }
@@ -98,7 +131,11 @@ impl Checker<'_> {
                 StrPart::Text(t) => parts.push(FormatPart::Text(t.clone())),
                 StrPart::Hole(id) => {
                     let (kind, ty) = self.name(id, scope, None);
-                    parts.push(FormatPart::Expr(ir::Expr { kind, ty, span: id.span }));
+                    parts.push(FormatPart::Expr(ir::Expr {
+                        kind,
+                        ty,
+                        span: id.span,
+                    }));
                 }
             }
         }
@@ -128,8 +165,12 @@ impl Checker<'_> {
         }
         match scope {
             Scope::Params(params) => {
-                let mut d = Diagnostic::error(Code::UnboundVariable, id.span, format!("`{}` is not a parameter of this action", id.name))
-                    .with_label("unknown name");
+                let mut d = Diagnostic::error(
+                    Code::UnboundVariable,
+                    id.span,
+                    format!("`{}` is not a parameter of this action", id.name),
+                )
+                .with_label("unknown name");
                 if let Some(s) = did_you_mean(&id.name, params.iter().map(|p| p.name.clone())) {
                     d = d.with_hint(format!("did you mean `{s}`?"));
                 }
@@ -139,11 +180,19 @@ impl Checker<'_> {
                 if let Some(Type::Enum(eid)) = expected {
                     let def = self.types.enum_def(*eid);
                     let hint = match did_you_mean(&id.name, def.values.iter().cloned()) {
-                        Some(s) => format!("did you mean `{s}`? {} has {}", def.name, def.values.join(", ")),
+                        Some(s) => format!(
+                            "did you mean `{s}`? {} has {}",
+                            def.name,
+                            def.values.join(", ")
+                        ),
                         None => format!("{} has {}", def.name, def.values.join(", ")),
                     };
                     let msg = format!("`{}` is not a value of {}", id.name, def.name);
-                    self.error(Diagnostic::error(Code::UnknownEnumValue, id.span, msg).with_label("unknown value").with_hint(hint));
+                    self.error(
+                        Diagnostic::error(Code::UnknownEnumValue, id.span, msg)
+                            .with_label("unknown value")
+                            .with_hint(hint),
+                    );
                 } else {
                     self.report_unbound_new(id, *at);
                 }
@@ -156,7 +205,10 @@ impl Checker<'_> {
     fn enum_value(&self, name: &str, expected: Option<&Type>) -> Option<(IK, Type)> {
         let candidates = self.enum_values.get(name)?;
         let pick = match expected {
-            Some(Type::Enum(want)) => candidates.iter().find(|(e, _)| e == want).or_else(|| candidates.first()),
+            Some(Type::Enum(want)) => candidates
+                .iter()
+                .find(|(e, _)| e == want)
+                .or_else(|| candidates.first()),
             _ => candidates.first(),
         }?;
         Some((IK::Lit(Value::Enum(pick.0, pick.1)), Type::Enum(pick.0)))
@@ -175,8 +227,12 @@ impl Checker<'_> {
             .filter(|&l| l != at)
             .map(|l| self.wf.lifeline_name(l).to_owned())
             .collect();
-        let mut d = Diagnostic::error(Code::UnboundVariable, id.span, format!("`{}` is not bound at {lifeline}", id.name))
-            .with_label(format!("read at {lifeline} before it is bound there"));
+        let mut d = Diagnostic::error(
+            Code::UnboundVariable,
+            id.span,
+            format!("`{}` is not bound at {lifeline}", id.name),
+        )
+        .with_label(format!("read at {lifeline} before it is bound there"));
         d = if let Some(other) = elsewhere.first() {
             d.with_hint(format!(
                 "`{0}` is bound at {other}, not at {lifeline}; send it first: `msg {other}({0}) -> {lifeline}({0})`",
@@ -203,13 +259,20 @@ impl Checker<'_> {
         let mut d = Diagnostic::error(
             Code::UnboundVariable,
             id.span,
-            format!("`{}` is not bound at {lifeline} on every path to this point", id.name),
+            format!(
+                "`{}` is not bound at {lifeline} on every path to this point",
+                id.name
+            ),
         )
         .with_label("possibly unbound here");
         if let BindState::Maybe(reason) = self.wf.state(var) {
             let line = self.line(reason.span);
             d = d
-                .with_hint(format!("`{}` is bound at {lifeline} only {} at line {line}", id.name, reason.what.describe()))
+                .with_hint(format!(
+                    "`{}` is bound at {lifeline} only {} at line {line}",
+                    id.name,
+                    reason.what.describe()
+                ))
                 .with_related(reason.span, reason.what.related());
         }
         self.error(d);
@@ -222,14 +285,19 @@ impl Checker<'_> {
                 Scope::Params(ps) => ps.iter().any(|p| p.name == type_name.name),
                 Scope::At(at) => self.wf.lookup(*at, &type_name.name).is_some(),
             };
-            if let (false, Some(Type::Enum(eid))) = (is_var, self.type_names.get(&type_name.name).cloned()) {
+            if let (false, Some(Type::Enum(eid))) =
+                (is_var, self.type_names.get(&type_name.name).cloned())
+            {
                 let def = self.types.enum_def(eid);
                 return match def.values.iter().position(|v| *v == field.name) {
                     Some(i) => (IK::Lit(Value::Enum(eid, i as u32)), Type::Enum(eid)),
                     None => {
                         let hint = format!("{} has {}", def.name, def.values.join(", "));
                         let msg = format!("`{}` is not a value of {}", field.name, def.name);
-                        self.error(Diagnostic::error(Code::UnknownEnumValue, field.span, msg).with_hint(hint));
+                        self.error(
+                            Diagnostic::error(Code::UnknownEnumValue, field.span, msg)
+                                .with_hint(hint),
+                        );
                         (IK::Lit(Value::Bool(false)), Type::Error)
                     }
                 };
@@ -251,26 +319,43 @@ impl Checker<'_> {
                             None => format!("{} has the fields {}", def.name, names.join(", ")),
                         };
                         let msg = format!("the record {} has no field `{}`", def.name, field.name);
-                        self.error(Diagnostic::error(Code::UnknownField, field.span, msg).with_label("unknown field").with_hint(hint));
+                        self.error(
+                            Diagnostic::error(Code::UnknownField, field.span, msg)
+                                .with_label("unknown field")
+                                .with_hint(hint),
+                        );
                         (IK::Lit(Value::Bool(false)), Type::Error)
                     }
                 }
             }
-            Type::Json => (IK::JsonField(Box::new(base), field.name.clone()), Type::Json),
+            Type::Json => (
+                IK::JsonField(Box::new(base), field.name.clone()),
+                Type::Json,
+            ),
             Type::Error => (IK::Lit(Value::Bool(false)), Type::Error),
             other => {
                 let found = self.types.display(&other).to_string();
                 self.error(
-                    Diagnostic::error(Code::UnknownField, field.span, format!("{found} has no fields"))
-                        .with_related(base.span, format!("this is {found}"))
-                        .with_hint("fields exist on records and on Json values"),
+                    Diagnostic::error(
+                        Code::UnknownField,
+                        field.span,
+                        format!("{found} has no fields"),
+                    )
+                    .with_related(base.span, format!("this is {found}"))
+                    .with_hint("fields exist on records and on Json values"),
                 );
                 (IK::Lit(Value::Bool(false)), Type::Error)
             }
         }
     }
 
-    fn binary(&mut self, op: ast::BinaryOp, lhs: &ast::Expr, rhs: &ast::Expr, scope: &Scope<'_>) -> (IK, Type) {
+    fn binary(
+        &mut self,
+        op: ast::BinaryOp,
+        lhs: &ast::Expr,
+        rhs: &ast::Expr,
+        scope: &Scope<'_>,
+    ) -> (IK, Type) {
         let op = lower_op(op);
         // Check the side that is surely a variable first, so that a bare enum
         // value on the other side resolves against its type.
@@ -286,16 +371,21 @@ impl Checker<'_> {
         };
         let (lt, rt) = (&l.ty, &r.ty);
         let result = match op {
-            BinaryOp::And | BinaryOp::Or => {
-                (matches!(lt, Type::Bool | Type::Error) && matches!(rt, Type::Bool | Type::Error)).then_some(Type::Bool)
+            BinaryOp::And | BinaryOp::Or => (matches!(lt, Type::Bool | Type::Error)
+                && matches!(rt, Type::Bool | Type::Error))
+            .then_some(Type::Bool),
+            BinaryOp::Eq | BinaryOp::Ne => {
+                (lt.assignable_to(rt) || rt.assignable_to(lt)).then_some(Type::Bool)
             }
-            BinaryOp::Eq | BinaryOp::Ne => (lt.assignable_to(rt) || rt.assignable_to(lt)).then_some(Type::Bool),
             BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-                ((lt.is_numeric() && rt.is_numeric()) || (is_text(lt) && is_text(rt))).then_some(Type::Bool)
+                ((lt.is_numeric() && rt.is_numeric()) || (is_text(lt) && is_text(rt)))
+                    .then_some(Type::Bool)
             }
-            BinaryOp::Add if is_text(lt) && is_text(rt) && !(lt.is_error() && rt.is_error()) => Some(Type::Text),
+            BinaryOp::Add if is_text(lt) && is_text(rt) && !(lt.is_error() && rt.is_error()) => {
+                Some(Type::Text)
+            }
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
-                (lt.is_numeric() && rt.is_numeric()).then(|| match (lt, rt) {
+                (lt.is_numeric() && rt.is_numeric()).then_some(match (lt, rt) {
                     (Type::Error, _) | (_, Type::Error) => Type::Error,
                     (Type::Int, Type::Int) => Type::Int,
                     _ => Type::Float,
@@ -310,7 +400,9 @@ impl Checker<'_> {
                 let takes = match op {
                     BinaryOp::And | BinaryOp::Or => "two Bools",
                     BinaryOp::Eq | BinaryOp::Ne => "two values of the same type",
-                    BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => "two numbers or two Texts",
+                    BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+                        "two numbers or two Texts"
+                    }
                     BinaryOp::Add => "two numbers or two Texts",
                     _ => "two numbers",
                 };

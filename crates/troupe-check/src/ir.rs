@@ -68,7 +68,9 @@ pub struct Action {
 pub enum ActionKind {
     Llm(LlmAction),
     /// A deterministic function: an expression over the params, or host code.
-    Pure { body: Option<Expr> },
+    Pure {
+        body: Option<Expr>,
+    },
     /// A side effect performed by host code.
     Effect,
     Human(HumanAction),
@@ -187,13 +189,31 @@ pub struct Stmt {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StmtKind {
     /// `msg from(items.send…) -> to(items.recv…)`; `from != to`.
-    Msg { from: LifelineId, to: LifelineId, items: Vec<MsgItem> },
+    Msg {
+        from: LifelineId,
+        to: LifelineId,
+        items: Vec<MsgItem>,
+    },
     /// `act at: outputs = call`; an output `None` discards (`_`).
-    Act { at: LifelineId, outputs: Vec<Option<VarId>>, call: Call },
+    Act {
+        at: LifelineId,
+        outputs: Vec<Option<VarId>>,
+        call: Call,
+    },
     /// `if guard @ owner { then } else { otherwise }`.
-    If { owner: LifelineId, guard: Expr, then: Block, otherwise: Block },
+    If {
+        owner: LifelineId,
+        guard: Expr,
+        then: Block,
+        otherwise: Block,
+    },
     /// `while guard @ owner { body } exit { exit }`.
-    While { owner: LifelineId, guard: Expr, body: Block, exit: Block },
+    While {
+        owner: LifelineId,
+        guard: Expr,
+        body: Block,
+        exit: Block,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

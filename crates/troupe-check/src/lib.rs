@@ -52,7 +52,9 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
     let mut workflows = Vec::new();
     let mut names: HashMap<&str, troupe_syntax::Span> = HashMap::new();
     for item in &file.items {
-        let ast::Item::Workflow(decl) = item else { continue };
+        let ast::Item::Workflow(decl) = item else {
+            continue;
+        };
         if let Some(&prev) = names.get(decl.name.name.as_str()) {
             checker.duplicate(&decl.name.name, decl.name.span, prev, "workflow");
             continue;
@@ -62,7 +64,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
             workflows.push(wf);
         }
     }
-    let program = (checker.error_count == 0).then(|| ir::Program {
+    let program = (checker.error_count == 0).then_some(ir::Program {
         types: checker.types,
         actions: checker.actions,
         workflows,

@@ -1,7 +1,10 @@
 //! "Did you mean …?" suggestions by edit distance.
 
 /// The candidate closest to `name`, if it is close enough to be a likely typo.
-pub(crate) fn did_you_mean(name: &str, candidates: impl IntoIterator<Item = String>) -> Option<String> {
+pub(crate) fn did_you_mean(
+    name: &str,
+    candidates: impl IntoIterator<Item = String>,
+) -> Option<String> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
@@ -19,7 +22,9 @@ fn levenshtein(a: &str, b: &str) -> usize {
         let mut diag = row[0];
         row[0] = i + 1;
         for (j, &cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            let next = (diag + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
             diag = row[j + 1];
             row[j + 1] = next;
         }
@@ -34,7 +39,10 @@ mod tests {
     #[test]
     fn suggests_close_names_only() {
         let names = || ["review_plan", "make_plan"].map(String::from);
-        assert_eq!(did_you_mean("reveiw_plan", names()), Some("review_plan".into()));
+        assert_eq!(
+            did_you_mean("reveiw_plan", names()),
+            Some("review_plan".into())
+        );
         assert_eq!(did_you_mean("bake", names()), None);
         assert_eq!(levenshtein("kitten", "sitting"), 3);
     }

@@ -46,7 +46,11 @@ impl Value {
     }
 
     /// Reads a value of type `ty` from JSON, checking it against the type.
-    pub fn from_json(json: &serde_json::Value, ty: &Type, types: &TypeTable) -> Result<Value, String> {
+    pub fn from_json(
+        json: &serde_json::Value,
+        ty: &Type,
+        types: &TypeTable,
+    ) -> Result<Value, String> {
         use serde_json::Value as J;
         let expected = || format!("expected {}, found {}", types.display(ty), short_json(json));
         match (ty, json) {
@@ -61,14 +65,25 @@ impl Value {
                     .iter()
                     .position(|v| v == s)
                     .map(|i| Value::Enum(*id, i as u32))
-                    .ok_or_else(|| format!("expected one of {} ({}), found {s:?}", def.values.join(", "), def.name))
+                    .ok_or_else(|| {
+                        format!(
+                            "expected one of {} ({}), found {s:?}",
+                            def.values.join(", "),
+                            def.name
+                        )
+                    })
             }
             (Type::Record(id), J::Object(map)) => {
                 let def = types.record_def(*id);
                 let mut fields = Vec::with_capacity(def.fields.len());
                 for (name, fty) in &def.fields {
-                    let v = map.get(name).ok_or_else(|| format!("field `{name}` of {} is missing", def.name))?;
-                    fields.push(Value::from_json(v, fty, types).map_err(|e| format!("field `{name}`: {e}"))?);
+                    let v = map
+                        .get(name)
+                        .ok_or_else(|| format!("field `{name}` of {} is missing", def.name))?;
+                    fields.push(
+                        Value::from_json(v, fty, types)
+                            .map_err(|e| format!("field `{name}`: {e}"))?,
+                    );
                 }
                 if let Some(extra) = map.keys().find(|k| def.field(k).is_none()) {
                     return Err(format!("{} has no field `{extra}`", def.name));
@@ -78,7 +93,9 @@ impl Value {
             (Type::List(inner), J::Array(items)) => items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| Value::from_json(v, inner, types).map_err(|e| format!("item {i}: {e}")))
+                .map(|(i, v)| {
+                    Value::from_json(v, inner, types).map_err(|e| format!("item {i}: {e}"))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(|v| Value::List(v.into())),
             _ => Err(expected()),
@@ -95,12 +112,22 @@ impl Value {
                 "false" | "no" => Ok(Value::Bool(false)),
                 _ => Err(format!("expected true or false, found {text:?}")),
             },
-            Type::Int => text.trim().parse().map(Value::Int).map_err(|_| format!("expected an integer, found {text:?}")),
-            Type::Float => text.trim().parse().map(Value::Float).map_err(|_| format!("expected a number, found {text:?}")),
-            Type::Enum(_) => Value::from_json(&serde_json::Value::String(text.to_owned()), ty, types),
+            Type::Int => text
+                .trim()
+                .parse()
+                .map(Value::Int)
+                .map_err(|_| format!("expected an integer, found {text:?}")),
+            Type::Float => text
+                .trim()
+                .parse()
+                .map(Value::Float)
+                .map_err(|_| format!("expected a number, found {text:?}")),
+            Type::Enum(_) => {
+                Value::from_json(&serde_json::Value::String(text.to_owned()), ty, types)
+            }
             _ => {
-                let json: serde_json::Value =
-                    serde_json::from_str(text).map_err(|e| format!("expected JSON for {}: {e}", types.display(ty)))?;
+                let json: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| format!("expected JSON for {}: {e}", types.display(ty)))?;
                 Value::from_json(&json, ty, types)
             }
         }
@@ -109,5 +136,9 @@ impl Value {
 
 fn short_json(json: &serde_json::Value) -> String {
     let s = json.to_string();
-    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
 }

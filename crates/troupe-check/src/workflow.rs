@@ -77,7 +77,11 @@ pub(crate) struct WfState {
 
 impl WfState {
     pub(crate) fn lookup(&self, at: LifelineId, name: &str) -> Option<VarId> {
-        self.by_name.get(name)?.iter().find(|(l, _)| *l == at).map(|(_, v)| *v)
+        self.by_name
+            .get(name)?
+            .iter()
+            .find(|(l, _)| *l == at)
+            .map(|(_, v)| *v)
     }
 
     pub(crate) fn state(&self, var: VarId) -> &BindState {
@@ -92,13 +96,22 @@ impl WfState {
     pub(crate) fn lifelines_binding(&self, name: &str) -> Vec<LifelineId> {
         self.by_name
             .get(name)
-            .map(|list| list.iter().filter(|(_, v)| *self.state(*v) == BindState::Bound).map(|(l, _)| *l).collect())
+            .map(|list| {
+                list.iter()
+                    .filter(|(_, v)| *self.state(*v) == BindState::Bound)
+                    .map(|(l, _)| *l)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// The names of the variables of lifeline `at`.
     pub(crate) fn names_at(&self, at: LifelineId) -> Vec<String> {
-        self.vars.iter().filter(|v| v.lifeline == at).map(|v| v.name.clone()).collect()
+        self.vars
+            .iter()
+            .filter(|v| v.lifeline == at)
+            .map(|v| v.name.clone())
+            .collect()
     }
 
     fn set(&mut self, var: VarId, state: BindState) {
@@ -111,7 +124,9 @@ impl WfState {
     fn rollback(&mut self, mark: usize) -> HashMap<VarId, BindState> {
         let mut finals = HashMap::new();
         while self.log.len() > mark {
-            let Some((var, old)) = self.log.pop() else { break };
+            let Some((var, old)) = self.log.pop() else {
+                break;
+            };
             let current = std::mem::replace(&mut self.states[var.0 as usize], old);
             finals.entry(var).or_insert(current);
         }
@@ -183,13 +198,20 @@ impl Checker<'_> {
                 ast::StmtKind::Act { at, .. } => {
                     self.add_lifeline(at);
                 }
-                ast::StmtKind::If { owner, then, otherwise, .. } => {
+                ast::StmtKind::If {
+                    owner,
+                    then,
+                    otherwise,
+                    ..
+                } => {
                     self.add_lifeline(owner);
                     let rest = otherwise.iter().flat_map(|b| b.stmts.iter());
                     let children: Vec<_> = then.stmts.iter().chain(rest).collect();
                     stack.extend(children.into_iter().rev());
                 }
-                ast::StmtKind::While { owner, body, exit, .. } => {
+                ast::StmtKind::While {
+                    owner, body, exit, ..
+                } => {
                     self.add_lifeline(owner);
                     let rest = exit.iter().flat_map(|b| b.stmts.iter());
                     let children: Vec<_> = body.stmts.iter().chain(rest).collect();
@@ -210,7 +232,10 @@ impl Checker<'_> {
             return l;
         }
         let l = LifelineId(self.wf.lifelines.len() as u32);
-        self.wf.lifelines.push(ir::Lifeline { name: id.name.clone(), span: id.span });
+        self.wf.lifelines.push(ir::Lifeline {
+            name: id.name.clone(),
+            span: id.span,
+        });
         self.wf.lifeline_index.insert(id.name.clone(), l);
         l
     }
@@ -223,12 +248,20 @@ impl Checker<'_> {
         let names: Vec<String> = self.wf.lifelines.iter().map(|l| l.name.clone()).collect();
         let hint = match did_you_mean(&id.name, names.iter().cloned()) {
             Some(s) => format!("did you mean `{s}`?"),
-            None => format!("add `{}` to the `lifelines` line ({})", id.name, names.join(", ")),
+            None => format!(
+                "add `{}` to the `lifelines` line ({})",
+                id.name,
+                names.join(", ")
+            ),
         };
         self.error(
-            Diagnostic::error(Code::UnknownLifeline, id.span, format!("`{}` is not a lifeline of this workflow", id.name))
-                .with_label("unknown lifeline")
-                .with_hint(hint),
+            Diagnostic::error(
+                Code::UnknownLifeline,
+                id.span,
+                format!("`{}` is not a lifeline of this workflow", id.name),
+            )
+            .with_label("unknown lifeline")
+            .with_hint(hint),
         );
         // Add it so that the rest of the workflow checks without repeats.
         let l = self.add_lifeline(id);
@@ -242,23 +275,41 @@ impl Checker<'_> {
             let known = self.wf.vars[var.0 as usize].ty.clone();
             if known != ty && !known.is_error() && !ty.is_error() {
                 let first = self.wf.first_binding[var.0 as usize];
-                let (k, t) = (self.types.display(&known).to_string(), self.types.display(&ty).to_string());
+                let (k, t) = (
+                    self.types.display(&known).to_string(),
+                    self.types.display(&ty).to_string(),
+                );
                 let lifeline = self.wf.lifeline_name(at).to_owned();
                 self.error(
-                    Diagnostic::error(Code::BindingTypeMismatch, name.span, format!("`{}` at {lifeline} is bound to {t} here, but to {k} before", name.name))
-                        .with_label(format!("a {t}"))
-                        .with_related(first, format!("first bound here, to {k}"))
-                        .with_hint("a variable keeps one type; use another name for the new value"),
+                    Diagnostic::error(
+                        Code::BindingTypeMismatch,
+                        name.span,
+                        format!(
+                            "`{}` at {lifeline} is bound to {t} here, but to {k} before",
+                            name.name
+                        ),
+                    )
+                    .with_label(format!("bound to {t} here"))
+                    .with_related(first, format!("first bound here, to {k}"))
+                    .with_hint("a variable keeps one type; use another name for the new value"),
                 );
             }
             self.wf.set(var, BindState::Bound);
             return var;
         }
         let var = VarId(self.wf.vars.len() as u32);
-        self.wf.vars.push(ir::Var { name: name.name.clone(), lifeline: at, ty });
+        self.wf.vars.push(ir::Var {
+            name: name.name.clone(),
+            lifeline: at,
+            ty,
+        });
         self.wf.first_binding.push(name.span);
         self.wf.states.push(BindState::Unbound);
-        self.wf.by_name.entry(name.name.clone()).or_default().push((at, var));
+        self.wf
+            .by_name
+            .entry(name.name.clone())
+            .or_default()
+            .push((at, var));
         self.wf.set(var, BindState::Bound);
         var
     }
@@ -315,14 +366,27 @@ impl Checker<'_> {
                     let mut d = Diagnostic::error(
                         Code::ReturnUnbound,
                         item.var.span,
-                        format!("`{}` is not bound at {lifeline} on every path to the end", item.var.name),
+                        format!(
+                            "`{}` is not bound at {lifeline} on every path to the end",
+                            item.var.name
+                        ),
                     )
                     .with_label("returned here");
-                    let elsewhere: Vec<_> = self.wf.lifelines_binding(&item.var.name).into_iter().filter(|&l| l != at).collect();
-                    if let Some(BindState::Maybe(reason)) = found.map(|v| self.wf.state(v).clone()) {
+                    let elsewhere: Vec<_> = self
+                        .wf
+                        .lifelines_binding(&item.var.name)
+                        .into_iter()
+                        .filter(|&l| l != at)
+                        .collect();
+                    if let Some(BindState::Maybe(reason)) = found.map(|v| self.wf.state(v).clone())
+                    {
                         let line = self.line(reason.span);
                         d = d
-                            .with_hint(format!("`{}` is bound at {lifeline} only {} at line {line}", item.var.name, reason.what.describe()))
+                            .with_hint(format!(
+                                "`{}` is bound at {lifeline} only {} at line {line}",
+                                item.var.name,
+                                reason.what.describe()
+                            ))
                             .with_related(reason.span, reason.what.related());
                     } else if let Some(&other) = elsewhere.first() {
                         let other = self.wf.lifeline_name(other);
@@ -343,7 +407,12 @@ impl Checker<'_> {
 
     fn stmt(&mut self, stmt: &ast::Stmt) -> Option<ir::Stmt> {
         let kind = match &stmt.kind {
-            ast::StmtKind::Msg { from, send, to, recv } => {
+            ast::StmtKind::Msg {
+                from,
+                send,
+                to,
+                recv,
+            } => {
                 let id = self.next_id();
                 (id, self.msg(stmt.span, from, send, to, recv))
             }
@@ -351,19 +420,40 @@ impl Checker<'_> {
                 let id = self.next_id();
                 (id, self.act(at, targets, rhs))
             }
-            ast::StmtKind::If { guard, owner, then, otherwise } => {
+            ast::StmtKind::If {
+                guard,
+                owner,
+                then,
+                otherwise,
+            } => {
                 let id = self.next_id();
                 let owner = self.lifeline(owner);
                 let guard = self.guard(guard, owner);
                 let mark = self.wf.log.len();
                 let then = self.block(then);
                 let then_finals = self.wf.rollback(mark);
-                let otherwise = otherwise.as_ref().map(|b| self.block(b)).unwrap_or_default();
+                let otherwise = otherwise
+                    .as_ref()
+                    .map(|b| self.block(b))
+                    .unwrap_or_default();
                 let else_finals = self.wf.rollback(mark);
                 self.merge_branches(then_finals, else_finals, guard.span);
-                (id, StmtKind::If { owner, guard, then, otherwise })
+                (
+                    id,
+                    StmtKind::If {
+                        owner,
+                        guard,
+                        then,
+                        otherwise,
+                    },
+                )
             }
-            ast::StmtKind::While { guard, owner, body, exit } => {
+            ast::StmtKind::While {
+                guard,
+                owner,
+                body,
+                exit,
+            } => {
                 let id = self.next_id();
                 let owner = self.lifeline(owner);
                 let guard = self.guard(guard, owner);
@@ -375,28 +465,52 @@ impl Checker<'_> {
                 for (var, state) in changed {
                     if *self.wf.state(var) != BindState::Bound {
                         let state = match state {
-                            BindState::Bound => BindState::Maybe(MaybeReason { what: Partial::WhileBody, span: guard.span }),
+                            BindState::Bound => BindState::Maybe(MaybeReason {
+                                what: Partial::WhileBody,
+                                span: guard.span,
+                            }),
                             other => other,
                         };
                         self.wf.set(var, state);
                     }
                 }
                 let exit = exit.as_ref().map(|b| self.block(b)).unwrap_or_default();
-                (id, StmtKind::While { owner, guard, body, exit })
+                (
+                    id,
+                    StmtKind::While {
+                        owner,
+                        guard,
+                        body,
+                        exit,
+                    },
+                )
             }
             ast::StmtKind::Lifelines(_) => {
                 self.error(
-                    Diagnostic::error(Code::UnexpectedToken, stmt.span, "the `lifelines` line must come first in a workflow body")
-                        .with_hint("move it to the top of the workflow body"),
+                    Diagnostic::error(
+                        Code::UnexpectedToken,
+                        stmt.span,
+                        "the `lifelines` line must come first in a workflow body",
+                    )
+                    .with_hint("move it to the top of the workflow body"),
                 );
                 return None;
             }
             ast::StmtKind::Return(_) | ast::StmtKind::Error => return None,
         };
-        Some(ir::Stmt { id: kind.0, span: stmt.span, kind: kind.1 })
+        Some(ir::Stmt {
+            id: kind.0,
+            span: stmt.span,
+            kind: kind.1,
+        })
     }
 
-    fn merge_branches(&mut self, then: HashMap<VarId, BindState>, otherwise: HashMap<VarId, BindState>, guard: Span) {
+    fn merge_branches(
+        &mut self,
+        then: HashMap<VarId, BindState>,
+        otherwise: HashMap<VarId, BindState>,
+        guard: Span,
+    ) {
         let mut vars: Vec<VarId> = then.keys().chain(otherwise.keys()).copied().collect();
         vars.sort();
         vars.dedup();
@@ -407,8 +521,14 @@ impl Checker<'_> {
             let merged = match (t, e) {
                 (BindState::Bound, BindState::Bound) => BindState::Bound,
                 (BindState::Maybe(r), _) | (_, BindState::Maybe(r)) => BindState::Maybe(*r),
-                (BindState::Bound, _) => BindState::Maybe(MaybeReason { what: Partial::IfThen, span: guard }),
-                (_, BindState::Bound) => BindState::Maybe(MaybeReason { what: Partial::IfElse, span: guard }),
+                (BindState::Bound, _) => BindState::Maybe(MaybeReason {
+                    what: Partial::IfThen,
+                    span: guard,
+                }),
+                (_, BindState::Bound) => BindState::Maybe(MaybeReason {
+                    what: Partial::IfElse,
+                    span: guard,
+                }),
                 _ => BindState::Unbound,
             };
             if merged != current {
@@ -422,47 +542,85 @@ impl Checker<'_> {
         if !matches!(g.ty, Type::Bool | Type::Error) {
             let found = self.types.display(&g.ty).to_string();
             self.error(
-                Diagnostic::error(Code::GuardNotBool, g.span, format!("a condition must be a Bool, not {found}"))
-                    .with_label(format!("this is {found}"))
-                    .with_hint("compare it: e.g. `x > 0`, `v == approve`"),
+                Diagnostic::error(
+                    Code::GuardNotBool,
+                    g.span,
+                    format!("a condition must be a Bool, not {found}"),
+                )
+                .with_label(format!("this is {found}"))
+                .with_hint("compare it: e.g. `x > 0`, `v == approve`"),
             );
         }
         g
     }
 
-    fn msg(&mut self, span: Span, from: &ast::Ident, send: &[ast::Expr], to: &ast::Ident, recv: &[ast::Expr]) -> StmtKind {
+    fn msg(
+        &mut self,
+        span: Span,
+        from: &ast::Ident,
+        send: &[ast::Expr],
+        to: &ast::Ident,
+        recv: &[ast::Expr],
+    ) -> StmtKind {
         let from_id = self.lifeline(from);
         let to_id = self.lifeline(to);
         if from_id == to_id {
             self.error(
-                Diagnostic::error(Code::SelfMessage, span, format!("`{}` sends a message to itself", from.name))
-                    .with_hint(format!("compute locally instead: `act {}: y = x`", from.name)),
+                Diagnostic::error(
+                    Code::SelfMessage,
+                    span,
+                    format!("`{}` sends a message to itself", from.name),
+                )
+                .with_hint(format!(
+                    "compute locally instead: `act {}: y = x`",
+                    from.name
+                )),
             );
         }
         if send.len() != recv.len() {
-            let recv_span = recv.first().map_or(to.span, |f| f.span.to(recv.last().map_or(f.span, |l| l.span)));
-            let send_span = send.first().map_or(from.span, |f| f.span.to(send.last().map_or(f.span, |l| l.span)));
+            let recv_span = recv.first().map_or(to.span, |f| {
+                f.span.to(recv.last().map_or(f.span, |l| l.span))
+            });
+            let send_span = send.first().map_or(from.span, |f| {
+                f.span.to(send.last().map_or(f.span, |l| l.span))
+            });
             self.error(
                 Diagnostic::error(
                     Code::PayloadArity,
                     recv_span,
-                    format!("{} sends {} item(s) but {} receives {}", from.name, send.len(), to.name, recv.len()),
+                    format!(
+                        "{} sends {} item(s) but {} receives {}",
+                        from.name,
+                        send.len(),
+                        to.name,
+                        recv.len()
+                    ),
                 )
                 .with_label(format!("{} item(s) here", recv.len()))
                 .with_related(send_span, format!("{} item(s) sent", send.len()))
                 .with_hint("sender and receiver list the same number of items"),
             );
         }
-        let sent: Vec<ir::Expr> = send.iter().map(|e| self.expr(e, &Scope::At(from_id), None)).collect();
+        let sent: Vec<ir::Expr> = send
+            .iter()
+            .map(|e| self.expr(e, &Scope::At(from_id), None))
+            .collect();
         let mut items = Vec::with_capacity(sent.len());
         for (i, send_expr) in sent.into_iter().enumerate() {
             let recv = match recv.get(i) {
                 Some(r) => self.recv_item(r, &send_expr, to_id),
                 None => Recv::Discard,
             };
-            items.push(MsgItem { send: send_expr, recv });
+            items.push(MsgItem {
+                send: send_expr,
+                recv,
+            });
         }
-        StmtKind::Msg { from: from_id, to: to_id, items }
+        StmtKind::Msg {
+            from: from_id,
+            to: to_id,
+            items,
+        }
     }
 
     fn recv_item(&mut self, r: &ast::Expr, sent: &ir::Expr, to: LifelineId) -> Recv {
@@ -524,7 +682,12 @@ impl Checker<'_> {
                             Diagnostic::error(
                                 Code::ArgumentCount,
                                 name.span,
-                                format!("`{}` takes {} argument(s) but {} were given", name.name, params.len(), args.len()),
+                                format!(
+                                    "`{}` takes {} argument(s) but {} were given",
+                                    name.name,
+                                    params.len(),
+                                    args.len()
+                                ),
                             )
                             .with_related(action_span, format!("declared as `{sig}`")),
                         );
@@ -534,12 +697,21 @@ impl Checker<'_> {
                         let expected = params.get(i);
                         let e = self.expr(arg, &scope, expected);
                         if let Some(t) = expected {
-                            let pname = format!("parameter `{}`", self.actions[action_id.0 as usize].params[i].name);
+                            let pname = format!(
+                                "parameter `{}`",
+                                self.actions[action_id.0 as usize].params[i].name
+                            );
                             self.expect_type(&e, t, &pname);
                         }
                         checked.push(e);
                     }
-                    (Call::Action { action: action_id, args: checked }, Some(outputs))
+                    (
+                        Call::Action {
+                            action: action_id,
+                            args: checked,
+                        },
+                        Some(outputs),
+                    )
                 }
                 None => {
                     let hint = match did_you_mean(&name.name, self.action_names.keys().cloned()) {
@@ -547,27 +719,48 @@ impl Checker<'_> {
                         None => "declare it with `llm`, `pure`, `effect` or `human`".to_owned(),
                     };
                     self.error(
-                        Diagnostic::error(Code::UnknownAction, name.span, format!("no action named `{}`", name.name))
-                            .with_label("unknown action")
-                            .with_hint(hint),
+                        Diagnostic::error(
+                            Code::UnknownAction,
+                            name.span,
+                            format!("no action named `{}`", name.name),
+                        )
+                        .with_label("unknown action")
+                        .with_hint(hint),
                     );
                     for arg in args {
                         self.expr(arg, &scope, None);
                     }
-                    (Call::Expr(ir::Expr { kind: ir::ExprKind::Lit(Value::Bool(false)), ty: Type::Error, span: name.span }), None)
+                    (
+                        Call::Expr(ir::Expr {
+                            kind: ir::ExprKind::Lit(Value::Bool(false)),
+                            ty: Type::Error,
+                            span: name.span,
+                        }),
+                        None,
+                    )
                 }
             },
             ActRhs::Expr(e) => {
                 let expected = match targets {
-                    [one] => self.wf.lookup(at_id, &one.name).map(|v| self.wf.vars[v.0 as usize].ty.clone()),
+                    [one] => self
+                        .wf
+                        .lookup(at_id, &one.name)
+                        .map(|v| self.wf.vars[v.0 as usize].ty.clone()),
                     _ => None,
                 };
                 let e = self.expr(e, &scope, expected.as_ref());
                 let ty = e.ty.clone();
                 if targets.len() != 1 {
                     self.error(
-                        Diagnostic::error(Code::OutputCount, e.span, format!("an expression yields one value, but {} names are bound", targets.len()))
-                            .with_hint("bind one name: `act A: y = expr`"),
+                        Diagnostic::error(
+                            Code::OutputCount,
+                            e.span,
+                            format!(
+                                "an expression yields one value, but {} names are bound",
+                                targets.len()
+                            ),
+                        )
+                        .with_hint("bind one name: `act A: y = expr`"),
                     );
                 }
                 (Call::Expr(e), Some(vec![ty]))
@@ -577,15 +770,29 @@ impl Checker<'_> {
         if let Some(types) = output_types {
             if let (ActRhs::Call { name, .. }, true) = (rhs, types.len() != targets.len()) {
                 let hint = if targets.is_empty() {
-                    format!("bind its outputs: `act {}: {} = {}(…)` (use `_` to drop one)", at.name, vec!["_"; types.len()].join(", "), name.name)
+                    format!(
+                        "bind its outputs: `act {}: {} = {}(…)` (use `_` to drop one)",
+                        at.name,
+                        vec!["_"; types.len()].join(", "),
+                        name.name
+                    )
                 } else {
-                    format!("`{}` has {} output(s); list one name per output (use `_` to drop one)", name.name, types.len())
+                    format!(
+                        "`{}` has {} output(s); list one name per output (use `_` to drop one)",
+                        name.name,
+                        types.len()
+                    )
                 };
                 self.error(
                     Diagnostic::error(
                         Code::OutputCount,
                         name.span,
-                        format!("`{}` yields {} output(s) but {} name(s) are bound", name.name, types.len(), targets.len()),
+                        format!(
+                            "`{}` yields {} output(s) but {} name(s) are bound",
+                            name.name,
+                            types.len(),
+                            targets.len()
+                        ),
                     )
                     .with_hint(hint),
                 );
@@ -599,13 +806,31 @@ impl Checker<'_> {
                 outputs.push(Some(self.bind(at_id, target, ty)));
             }
         }
-        StmtKind::Act { at: at_id, outputs, call }
+        StmtKind::Act {
+            at: at_id,
+            outputs,
+            call,
+        }
     }
 
     fn signature(&self, id: ir::ActionId) -> String {
         let a = &self.actions[id.0 as usize];
-        let params: Vec<_> = a.params.iter().map(|p| format!("{}: {}", p.name, self.types.display(&p.ty))).collect();
-        let outputs: Vec<_> = a.outputs.iter().map(|p| format!("{}: {}", p.name, self.types.display(&p.ty))).collect();
-        format!("{} {}({}) -> ({})", a.kind.label(), a.name, params.join(", "), outputs.join(", "))
+        let params: Vec<_> = a
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, self.types.display(&p.ty)))
+            .collect();
+        let outputs: Vec<_> = a
+            .outputs
+            .iter()
+            .map(|p| format!("{}: {}", p.name, self.types.display(&p.ty)))
+            .collect();
+        format!(
+            "{} {}({}) -> ({})",
+            a.kind.label(),
+            a.name,
+            params.join(", "),
+            outputs.join(", ")
+        )
     }
 }

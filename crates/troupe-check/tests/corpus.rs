@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use troupe_syntax::{Code, LineIndex};
 
 fn corpus(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(kind);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(kind);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -25,7 +27,9 @@ fn corpus(kind: &str) -> Vec<PathBuf> {
 fn expected(text: &str) -> BTreeMap<(u32, String), usize> {
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(pos) = line.find("//~") else { continue };
+        let Some(pos) = line.find("//~") else {
+            continue;
+        };
         let rest = &line[pos + 3..];
         let carets = rest.chars().take_while(|&c| c == '^').count();
         let target = (i + 1 - carets) as u32;
@@ -41,8 +45,16 @@ fn ok_files_check_clean() {
     for path in corpus("ok").into_iter().chain(examples()) {
         let text = std::fs::read_to_string(&path).unwrap();
         let (program, diagnostics) = troupe_check::check_text(&text);
-        assert!(diagnostics.is_empty(), "{}: {diagnostics:#?}", path.display());
-        assert!(program.is_some_and(|p| !p.workflows.is_empty()), "{}", path.display());
+        assert!(
+            diagnostics.is_empty(),
+            "{}: {diagnostics:#?}",
+            path.display()
+        );
+        assert!(
+            program.is_some_and(|p| !p.workflows.is_empty()),
+            "{}",
+            path.display()
+        );
     }
 }
 
@@ -65,15 +77,27 @@ fn err_files_report_exactly_their_annotations() {
         let want = expected(&text);
         assert!(!want.is_empty(), "{} has no //~ annotation", path.display());
         let (program, diagnostics) = troupe_check::check_text(&text);
-        assert!(program.is_none(), "{}: a file with errors yields no program", path.display());
+        assert!(
+            program.is_none(),
+            "{}: a file with errors yields no program",
+            path.display()
+        );
         let index = LineIndex::new(&text);
         let mut got = BTreeMap::new();
         for d in &diagnostics {
-            *got.entry((index.line(d.span.start), d.code.as_str().to_owned())).or_insert(0) += 1;
+            *got.entry((index.line(d.span.start), d.code.as_str().to_owned()))
+                .or_insert(0) += 1;
         }
         if got != want {
-            let rendered: Vec<_> = diagnostics.iter().map(|d| format!("  {}:{} {}", index.line(d.span.start), d.code, d.message)).collect();
-            failures.push(format!("{}\n want {want:?}\n got  {got:?}\n{}", path.display(), rendered.join("\n")));
+            let rendered: Vec<_> = diagnostics
+                .iter()
+                .map(|d| format!("  {}:{} {}", index.line(d.span.start), d.code, d.message))
+                .collect();
+            failures.push(format!(
+                "{}\n want {want:?}\n got  {got:?}\n{}",
+                path.display(),
+                rendered.join("\n")
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -83,10 +107,17 @@ fn err_files_report_exactly_their_annotations() {
 /// err files, named after their code.
 #[test]
 fn every_code_has_two_err_files() {
-    let files: Vec<String> = corpus("err").iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let files: Vec<String> = corpus("err")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     for code in Code::ALL {
         let prefix = code.as_str().to_ascii_lowercase();
         let n = files.iter().filter(|f| f.starts_with(&prefix)).count();
-        assert!(n >= 2, "{code} ({}) has {n} err file(s); want at least 2", code.name());
+        assert!(
+            n >= 2,
+            "{code} ({}) has {n} err file(s); want at least 2",
+            code.name()
+        );
     }
 }

@@ -35,8 +35,39 @@ fn example_texts() -> Vec<String> {
 }
 
 const FRAGMENTS: &[&str] = &[
-    "{", "}", "(", ")", "[", "]", "\"", "\"\"\"", "@", "->", ",", ":", "=", "==", "msg ", "act ", "if ", "else ",
-    "while ", "exit ", "return ", "workflow ", "enum ", "llm ", "{x}", "\\", "'", "-", "not ", "//", "\n", "é", "\u{0}",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\"",
+    "\"\"\"",
+    "@",
+    "->",
+    ",",
+    ":",
+    "=",
+    "==",
+    "msg ",
+    "act ",
+    "if ",
+    "else ",
+    "while ",
+    "exit ",
+    "return ",
+    "workflow ",
+    "enum ",
+    "llm ",
+    "{x}",
+    "\\",
+    "'",
+    "-",
+    "not ",
+    "//",
+    "\n",
+    "é",
+    "\u{0}",
 ];
 
 #[derive(Debug, Clone)]
@@ -50,7 +81,8 @@ enum Mutation {
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (any::<usize>(), 1usize..40).prop_map(|(at, len)| Mutation::Delete { at, len }),
-        (any::<usize>(), 0..FRAGMENTS.len()).prop_map(|(at, fragment)| Mutation::Insert { at, fragment }),
+        (any::<usize>(), 0..FRAGMENTS.len())
+            .prop_map(|(at, fragment)| Mutation::Insert { at, fragment }),
         (any::<usize>(), 1usize..80).prop_map(|(at, len)| Mutation::Duplicate { at, len }),
         any::<usize>().prop_map(|at| Mutation::Truncate { at }),
     ]
@@ -119,11 +151,20 @@ proptest! {
 
 #[test]
 fn deep_nesting_is_reported_not_recursed() {
-    let open_parens = format!("workflow w(x: Int @ A) {{ act A: y = {}x }}", "(".repeat(100_000));
+    let open_parens = format!(
+        "workflow w(x: Int @ A) {{ act A: y = {}x }}",
+        "(".repeat(100_000)
+    );
     check_terminates(open_parens);
-    let blocks = format!("workflow w(x: Int @ A) {{ {} }}", "while x > 0 @ A { ".repeat(50_000));
+    let blocks = format!(
+        "workflow w(x: Int @ A) {{ {} }}",
+        "while x > 0 @ A { ".repeat(50_000)
+    );
     check_terminates(blocks);
-    let unary = format!("workflow w(x: Int @ A) {{ act A: y = {}x }}", "- not ".repeat(100_000));
+    let unary = format!(
+        "workflow w(x: Int @ A) {{ act A: y = {}x }}",
+        "- not ".repeat(100_000)
+    );
     check_terminates(unary);
     let lists = format!("pure f(n: Int) -> Int = {}", "[".repeat(100_000));
     check_terminates(lists);

@@ -17,7 +17,12 @@ use std::process::ExitCode;
 /// Exit status: 0 on success, 1 when a check finds errors or a run fails,
 /// 2 for usage and I/O errors.
 #[derive(Debug, Parser)]
-#[command(name = "troupe", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "troupe",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     /// When to colour the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
@@ -54,7 +59,9 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
         }
     }
 }

@@ -28,19 +28,35 @@ fn render_one(file: &FileReport<'_>, d: &Diagnostic, color: bool, out: &mut Vec<
     let path = file.path;
     let range = clamp(d.span.range(), file.text.len());
     let mut report = Report::build(kind, (path, range.clone()))
-        .with_config(Config::default().with_color(color).with_index_type(IndexType::Byte))
+        .with_config(
+            Config::default()
+                .with_color(color)
+                .with_index_type(IndexType::Byte),
+        )
         .with_code(format!("{}", d.code))
         .with_message(&d.message)
-        .with_label(Label::new((path, range)).with_message(d.label.as_deref().unwrap_or("here")).with_order(0));
+        .with_label(
+            Label::new((path, range))
+                .with_message(d.label.as_deref().unwrap_or("here"))
+                .with_order(0),
+        );
     for (i, (span, label)) in d.related.iter().enumerate() {
         let order = i32::try_from(i + 1).unwrap_or(i32::MAX);
-        report = report.with_label(Label::new((path, clamp(span.range(), file.text.len()))).with_message(label).with_order(order));
+        report = report.with_label(
+            Label::new((path, clamp(span.range(), file.text.len())))
+                .with_message(label)
+                .with_order(order),
+        );
     }
     if let Some(hint) = &d.hint {
         report = report.with_help(hint);
     }
     let mut buf = Vec::new();
-    if report.finish().write((path, Source::from(file.text)), &mut buf).is_err() {
+    if report
+        .finish()
+        .write((path, Source::from(file.text)), &mut buf)
+        .is_err()
+    {
         // ariadne only fails on I/O into a Vec, which cannot happen; fall back
         // to a plain line rather than lose the diagnostic.
         buf = format!("{}[{}]: {}\n", severity_word(d.severity), d.code, d.message).into_bytes();
@@ -105,7 +121,11 @@ pub fn to_json(file: &FileReport<'_>) -> Vec<JsonDiagnostic> {
                     .iter()
                     .map(|(span, message)| {
                         let at = index.line_col(file.text, span.start);
-                        JsonRelated { line: at.line, column: at.column, message: message.clone() }
+                        JsonRelated {
+                            line: at.line,
+                            column: at.column,
+                            message: message.clone(),
+                        }
                     })
                     .collect(),
             }

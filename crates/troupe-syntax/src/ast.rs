@@ -149,11 +149,30 @@ pub struct Stmt {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StmtKind {
     /// `msg from(send…) -> to(recv…)`
-    Msg { from: Ident, send: Vec<Expr>, to: Ident, recv: Vec<Expr> },
+    Msg {
+        from: Ident,
+        send: Vec<Expr>,
+        to: Ident,
+        recv: Vec<Expr>,
+    },
     /// `act at: targets = rhs` (no targets: `act at: f(x)`)
-    Act { at: Ident, targets: Vec<Ident>, rhs: ActRhs },
-    If { guard: Expr, owner: Ident, then: Block, otherwise: Option<Block> },
-    While { guard: Expr, owner: Ident, body: Block, exit: Option<Block> },
+    Act {
+        at: Ident,
+        targets: Vec<Ident>,
+        rhs: ActRhs,
+    },
+    If {
+        guard: Expr,
+        owner: Ident,
+        then: Block,
+        otherwise: Option<Block>,
+    },
+    While {
+        guard: Expr,
+        owner: Ident,
+        body: Block,
+        exit: Option<Block>,
+    },
     Return(Vec<ReturnItem>),
     /// A `lifelines` line anywhere but first in a workflow.
     Lifelines(Vec<Ident>),

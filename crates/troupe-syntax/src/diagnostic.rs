@@ -39,7 +39,10 @@ impl Diagnostic {
     }
 
     pub fn warning(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, span, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, span, message)
+        }
     }
 
     #[must_use]
@@ -92,7 +95,7 @@ macro_rules! codes {
                 match self { $(Code::$variant => concat!($($doc, "\n"),*),)* }
             }
 
-            pub fn from_str(code: &str) -> Option<Code> {
+            pub fn from_code(code: &str) -> Option<Code> {
                 match code { $($code => Some(Code::$variant),)* _ => None }
             }
         }
@@ -189,7 +192,7 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for &code in Code::ALL {
             assert!(seen.insert(code.as_str()), "duplicate {code}");
-            assert_eq!(Code::from_str(code.as_str()), Some(code));
+            assert_eq!(Code::from_code(code.as_str()), Some(code));
             assert!(!code.explanation().trim().is_empty());
         }
     }

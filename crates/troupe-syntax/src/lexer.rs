@@ -159,9 +159,13 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                     None => {
                         i = bytes.len();
                         diagnostics.push(
-                            Diagnostic::error(Code::UnterminatedString, Span::new(start, start + 3), "unterminated `\"\"\"` string")
-                                .with_label("this string is never closed")
-                                .with_hint("close it with `\"\"\"`"),
+                            Diagnostic::error(
+                                Code::UnterminatedString,
+                                Span::new(start, start + 3),
+                                "unterminated `\"\"\"` string",
+                            )
+                            .with_label("this string is never closed")
+                            .with_hint("close it with `\"\"\"`"),
                         );
                     }
                 }
@@ -199,8 +203,15 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                     i += 1;
                 }
                 diagnostics.push(
-                    Diagnostic::error(Code::InvalidCharacter, Span::new(start, i), "strings use double quotes")
-                        .with_hint(format!("write \"{}\"", text[start + 1..i].trim_end_matches('\''))),
+                    Diagnostic::error(
+                        Code::InvalidCharacter,
+                        Span::new(start, i),
+                        "strings use double quotes",
+                    )
+                    .with_hint(format!(
+                        "write \"{}\"",
+                        text[start + 1..i].trim_end_matches('\'')
+                    )),
                 );
                 TokenKind::Error
             }
@@ -221,7 +232,11 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                             '#' => Some("comments start with `//`"),
                             _ => None,
                         };
-                        let mut d = Diagnostic::error(Code::InvalidCharacter, Span::new(start, i), format!("unexpected character {ch:?}"));
+                        let mut d = Diagnostic::error(
+                            Code::InvalidCharacter,
+                            Span::new(start, i),
+                            format!("unexpected character {ch:?}"),
+                        );
                         if let Some(hint) = hint {
                             d = d.with_hint(hint);
                         }
@@ -231,9 +246,15 @@ pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
                 }
             }
         };
-        tokens.push(Token { kind, span: Span::new(start, i) });
+        tokens.push(Token {
+            kind,
+            span: Span::new(start, i),
+        });
     }
-    tokens.push(Token { kind: TokenKind::Eof, span: Span::new(bytes.len(), bytes.len()) });
+    tokens.push(Token {
+        kind: TokenKind::Eof,
+        span: Span::new(bytes.len(), bytes.len()),
+    });
     tokens
 }
 
@@ -275,7 +296,10 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<TokenKind> {
-        lex(text, &mut Vec::new()).into_iter().map(|t| t.kind).collect()
+        lex(text, &mut Vec::new())
+            .into_iter()
+            .map(|t| t.kind)
+            .collect()
     }
 
     #[test]

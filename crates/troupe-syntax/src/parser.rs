@@ -25,7 +25,13 @@ pub struct Parsed {
 pub fn parse(text: &str) -> Parsed {
     let mut diagnostics = Vec::new();
     let tokens = lex(text, &mut diagnostics);
-    let mut p = Parser { text, tokens, pos: 0, diagnostics, depth: 0 };
+    let mut p = Parser {
+        text,
+        tokens,
+        pos: 0,
+        diagnostics,
+        depth: 0,
+    };
     let file = p.file();
     let mut diagnostics = p.diagnostics;
     diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
@@ -103,18 +109,31 @@ impl Parser<'_> {
         };
         // Lexer errors were reported already, and an unterminated string
         // swallows the rest of the file: don't pile on.
-        let after_unterminated = tok.kind == T::Eof && self.diagnostics.iter().any(|d| d.code == Code::UnterminatedString);
+        let after_unterminated = tok.kind == T::Eof
+            && self
+                .diagnostics
+                .iter()
+                .any(|d| d.code == Code::UnterminatedString);
         if tok.kind != T::Error && !after_unterminated {
             // When the offending token starts a later line, the mistake is at
             // the end of the line before (a missing `)`, say): point there.
             let prev = self.prev_span();
-            let on_later_line = self.pos > 0 && self.text[prev.end as usize..tok.span.start as usize].contains('\n');
+            let on_later_line = self.pos > 0
+                && self.text[prev.end as usize..tok.span.start as usize].contains('\n');
             let (span, label) = if on_later_line {
-                (Span::new(prev.end as usize, prev.end as usize), format!("expected {what} after this"))
+                (
+                    Span::new(prev.end as usize, prev.end as usize),
+                    format!("expected {what} after this"),
+                )
             } else {
                 (tok.span, format!("expected {what}"))
             };
-            let mut d = Diagnostic::error(Code::UnexpectedToken, span, format!("expected {what}, found {found}")).with_label(label);
+            let mut d = Diagnostic::error(
+                Code::UnexpectedToken,
+                span,
+                format!("expected {what}, found {found}"),
+            )
+            .with_label(label);
             if let Some(hint) = self.hint_for(tok.kind, what) {
                 d = d.with_hint(hint);
             }
@@ -125,7 +144,10 @@ impl Parser<'_> {
 
     fn hint_for(&self, found: T, what: &str) -> Option<String> {
         match found {
-            T::Keyword(k) if what.contains("name") => Some(format!("`{}` is a keyword and cannot be used as a name", k.as_str())),
+            T::Keyword(k) if what.contains("name") => Some(format!(
+                "`{}` is a keyword and cannot be used as a name",
+                k.as_str()
+            )),
             T::Keyword(K::Else) => Some("`else` must follow the closing `}` of an `if`".into()),
             T::Keyword(K::Exit) => Some("`exit` must follow the closing `}` of a `while`".into()),
             _ => None,
@@ -133,13 +155,20 @@ impl Parser<'_> {
     }
 
     fn expect(&mut self, kind: T) -> PResult<Span> {
-        if self.at(kind) { Ok(self.bump().span) } else { Err(self.error_expected(kind.describe())) }
+        if self.at(kind) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.error_expected(kind.describe()))
+        }
     }
 
     fn ident(&mut self, what: &str) -> PResult<Ident> {
         if self.at(T::Ident) {
             let span = self.bump().span;
-            Ok(Ident { name: self.text_of(span).to_owned(), span })
+            Ok(Ident {
+                name: self.text_of(span).to_owned(),
+                span,
+            })
         } else {
             Err(self.error_expected(what))
         }
@@ -150,8 +179,9 @@ impl Parser<'_> {
         if self.depth > MAX_DEPTH {
             let span = self.span();
             self.diagnostics.push(
-                Diagnostic::error(Code::UnexpectedToken, span, "nesting is too deep")
-                    .with_hint(format!("expressions and blocks nest at most {MAX_DEPTH} levels")),
+                Diagnostic::error(Code::UnexpectedToken, span, "nesting is too deep").with_hint(
+                    format!("expressions and blocks nest at most {MAX_DEPTH} levels"),
+                ),
             );
             self.depth -= 1;
             return Err(Reported);
@@ -197,7 +227,10 @@ impl Parser<'_> {
             }
             if self.at(T::RBrace) && self.pos == before {
                 let span = self.bump().span;
-                self.diagnostics.push(Diagnostic::error(Code::UnexpectedToken, span, "unmatched `}`").with_label("nothing to close here"));
+                self.diagnostics.push(
+                    Diagnostic::error(Code::UnexpectedToken, span, "unmatched `}`")
+                        .with_label("nothing to close here"),
+                );
             } else if self.pos == before {
                 self.bump();
             }
@@ -218,8 +251,14 @@ impl Parser<'_> {
             T::Keyword(K::Workflow) => Item::Workflow(self.workflow()?),
             T::Keyword(K::Mcp) => {
                 self.diagnostics.push(
-                    Diagnostic::error(Code::Unsupported, start, "`mcp` server declarations are not supported yet")
-                        .with_hint("declare the action as `effect … extern` and register it from Rust for now"),
+                    Diagnostic::error(
+                        Code::Unsupported,
+                        start,
+                        "`mcp` server declarations are not supported yet",
+                    )
+                    .with_hint(
+                        "declare the action as `effect … extern` and register it from Rust for now",
+                    ),
                 );
                 self.bump();
                 self.skip_until(is_item_start);
@@ -231,10 +270,13 @@ impl Parser<'_> {
             }
             _ => {
                 let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool` or `workflow`)");
-                if matches!(self.peek(), T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return)) {
-                    if let Some(last) = self.diagnostics.last_mut() {
-                        last.hint = Some("statements belong inside a `workflow name(…) { … }` body".into());
-                    }
+                if matches!(
+                    self.peek(),
+                    T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return)
+                ) && let Some(last) = self.diagnostics.last_mut()
+                {
+                    last.hint =
+                        Some("statements belong inside a `workflow name(…) { … }` body".into());
                 }
                 return Err(d);
             }
@@ -253,7 +295,11 @@ impl Parser<'_> {
             }
         }
         let end = self.bump().span;
-        Ok(EnumDecl { name, values, span: start.to(end) })
+        Ok(EnumDecl {
+            name,
+            values,
+            span: start.to(end),
+        })
     }
 
     fn record_decl(&mut self) -> PResult<RecordDecl> {
@@ -268,7 +314,11 @@ impl Parser<'_> {
             }
         }
         let end = self.bump().span;
-        Ok(RecordDecl { name, fields, span: start.to(end) })
+        Ok(RecordDecl {
+            name,
+            fields,
+            span: start.to(end),
+        })
     }
 
     fn param(&mut self) -> PResult<Param> {
@@ -311,7 +361,11 @@ impl Parser<'_> {
         let name = self.ident("an action name")?;
         let params = self.param_list()?;
         let outputs = if self.eat(T::Arrow) {
-            if self.at(T::LParen) { Outputs::Named(self.param_list()?) } else { Outputs::Single(self.type_expr()?) }
+            if self.at(T::LParen) {
+                Outputs::Named(self.param_list()?)
+            } else {
+                Outputs::Single(self.type_expr()?)
+            }
         } else {
             Outputs::None
         };
@@ -328,7 +382,10 @@ impl Parser<'_> {
                     let field_name = self.ident("a field name such as `prompt`")?;
                     self.expect(T::Colon)?;
                     let value = self.expr()?;
-                    fields.push(ActionField { name: field_name, value });
+                    fields.push(ActionField {
+                        name: field_name,
+                        value,
+                    });
                     self.eat(T::Comma);
                     self.eat(T::Semi);
                     if self.at(T::Eof) {
@@ -341,7 +398,14 @@ impl Parser<'_> {
             _ => ActionBody::Missing(self.prev_span()),
         };
         let end = self.prev_span();
-        Ok(ActionDecl { kind, name, params, outputs, body, span: start.to(end) })
+        Ok(ActionDecl {
+            kind,
+            name,
+            params,
+            outputs,
+            body,
+            span: start.to(end),
+        })
     }
 
     fn workflow(&mut self) -> PResult<WorkflowDecl> {
@@ -362,7 +426,11 @@ impl Parser<'_> {
             }
             self.bump();
             let lifeline = self.ident("a lifeline name")?;
-            inputs.push(WorkflowInput { name: input_name, ty, lifeline });
+            inputs.push(WorkflowInput {
+                name: input_name,
+                ty,
+                lifeline,
+            });
             if !self.eat(T::Comma) && !self.at(T::RParen) {
                 return Err(self.error_expected("`,` or `)`"));
             }
@@ -380,16 +448,30 @@ impl Parser<'_> {
             }
         }
         let mut body = self.block_contents();
-        let close = if self.at(T::RBrace) { self.bump().span } else { self.error_unclosed(open) };
+        let close = if self.at(T::RBrace) {
+            self.bump().span
+        } else {
+            self.error_unclosed(open)
+        };
         body.span = open.to(close);
-        Ok(WorkflowDecl { name, inputs, lifelines, body, span: start.to(close) })
+        Ok(WorkflowDecl {
+            name,
+            inputs,
+            lifelines,
+            body,
+            span: start.to(close),
+        })
     }
 
     fn error_unclosed(&mut self, open: Span) -> Span {
         let span = self.span();
         self.diagnostics.push(
-            Diagnostic::error(Code::UnexpectedToken, span, format!("expected `}}`, found {}", self.peek().describe()))
-                .with_related(open, "this `{` is never closed"),
+            Diagnostic::error(
+                Code::UnexpectedToken,
+                span,
+                format!("expected `}}`, found {}", self.peek().describe()),
+            )
+            .with_related(open, "this `{` is never closed"),
         );
         span
     }
@@ -410,7 +492,11 @@ impl Parser<'_> {
         self.enter()?;
         let mut block = self.block_contents();
         self.leave();
-        let close = if self.at(T::RBrace) { self.bump().span } else { self.error_unclosed(open) };
+        let close = if self.at(T::RBrace) {
+            self.bump().span
+        } else {
+            self.error_unclosed(open)
+        };
         block.span = open.to(close);
         Ok(block)
     }
@@ -430,17 +516,26 @@ impl Parser<'_> {
             let start = self.span();
             let before = self.pos;
             match self.stmt() {
-                Ok(kind) => stmts.push(Stmt { kind, span: start.to(self.prev_span()) }),
+                Ok(kind) => stmts.push(Stmt {
+                    kind,
+                    span: start.to(self.prev_span()),
+                }),
                 Err(Reported) => {
                     self.skip_until(is_stmt_start);
-                    stmts.push(Stmt { kind: StmtKind::Error, span: start.to(self.prev_span()) });
+                    stmts.push(Stmt {
+                        kind: StmtKind::Error,
+                        span: start.to(self.prev_span()),
+                    });
                 }
             }
             if self.pos == before {
                 self.bump();
             }
         }
-        Block { stmts, span: Span::default() }
+        Block {
+            stmts,
+            span: Span::default(),
+        }
     }
 
     fn stmt(&mut self) -> PResult<StmtKind> {
@@ -453,8 +548,17 @@ impl Parser<'_> {
                 let guard = self.expr()?;
                 let owner = self.owner()?;
                 let body = self.block()?;
-                let exit = if self.eat(T::Keyword(K::Exit)) { Some(self.block()?) } else { None };
-                Ok(StmtKind::While { guard, owner, body, exit })
+                let exit = if self.eat(T::Keyword(K::Exit)) {
+                    Some(self.block()?)
+                } else {
+                    None
+                };
+                Ok(StmtKind::While {
+                    guard,
+                    owner,
+                    body,
+                    exit,
+                })
             }
             T::Keyword(K::Return) => {
                 self.bump();
@@ -477,7 +581,8 @@ impl Parser<'_> {
                 Ok(StmtKind::Lifelines(self.ident_list()?))
             }
             T::Ident if matches!(self.peek_at(1), T::LParen) && self.peek_at(2) == T::Ident => {
-                let err = self.error_expected("a statement (`msg`, `act`, `if`, `while` or `return`)");
+                let err =
+                    self.error_expected("a statement (`msg`, `act`, `if`, `while` or `return`)");
                 if let Some(last) = self.diagnostics.last_mut() {
                     last.hint = Some("a message is written `msg A(x) -> B(y)`".into());
                 }
@@ -513,14 +618,22 @@ impl Parser<'_> {
                 self.leave();
                 let nested = nested?;
                 let span = start.to(self.prev_span());
-                Some(Block { stmts: vec![Stmt { kind: nested, span }], span })
+                Some(Block {
+                    stmts: vec![Stmt { kind: nested, span }],
+                    span,
+                })
             } else {
                 Some(self.block()?)
             }
         } else {
             None
         };
-        Ok(StmtKind::If { guard, owner, then, otherwise })
+        Ok(StmtKind::If {
+            guard,
+            owner,
+            then,
+            otherwise,
+        })
     }
 
     fn return_item(&mut self) -> PResult<ReturnItem> {
@@ -555,13 +668,23 @@ impl Parser<'_> {
             }
         }
         self.bump();
-        Ok(StmtKind::Msg { from, send, to, recv })
+        Ok(StmtKind::Msg {
+            from,
+            send,
+            to,
+            recv,
+        })
     }
 
     /// A receiver item: a name to bind or a literal to match.
     fn recv_item(&mut self) -> PResult<Expr> {
         match self.peek() {
-            T::Ident | T::Int | T::Float | T::Str | T::TripleStr | T::Keyword(K::True | K::False) => self.primary(),
+            T::Ident
+            | T::Int
+            | T::Float
+            | T::Str
+            | T::TripleStr
+            | T::Keyword(K::True | K::False) => self.primary(),
             T::Minus if matches!(self.peek_at(1), T::Int | T::Float) => self.unary(),
             _ => {
                 let err = self.error_expected("a variable to bind or a literal to match");
@@ -588,7 +711,11 @@ impl Parser<'_> {
         if self.at(T::Ident) && self.peek_at(1) == T::LParen {
             let name = self.ident("an action name")?;
             let args = self.expr_list(T::LParen, T::RParen)?;
-            return Ok(StmtKind::Act { at, targets: Vec::new(), rhs: ActRhs::Call { name, args } });
+            return Ok(StmtKind::Act {
+                at,
+                targets: Vec::new(),
+                rhs: ActRhs::Call { name, args },
+            });
         }
         let mut targets = vec![self.ident("a variable name")?];
         while self.eat(T::Comma) {
@@ -629,8 +756,7 @@ impl Parser<'_> {
 
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some((op, prec)) = binary_op(self.peek()) else { break };
+        while let Some((op, prec)) = binary_op(self.peek()) {
             if prec < min_prec {
                 break;
             }
@@ -647,7 +773,10 @@ impl Parser<'_> {
                 return Err(Reported);
             }
             let span = lhs.span.to(rhs.span);
-            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span };
+            lhs = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                span,
+            };
         }
         Ok(lhs)
     }
@@ -662,7 +791,11 @@ impl Parser<'_> {
         self.enter()?;
         // `not` binds looser than comparisons (`not a == b` is `not (a == b)`),
         // unary minus tighter than everything.
-        let operand = if op == UnaryOp::Not { self.binary(CMP_PREC) } else { self.unary() };
+        let operand = if op == UnaryOp::Not {
+            self.binary(CMP_PREC)
+        } else {
+            self.unary()
+        };
         self.leave();
         let operand = operand?;
         let span = start.to(operand.span);
@@ -681,15 +814,26 @@ impl Parser<'_> {
             self.bump();
             let field = self.ident("a field name")?;
             let span = e.span.to(field.span);
-            e = Expr { kind: ExprKind::Field(Box::new(e), field), span };
+            e = Expr {
+                kind: ExprKind::Field(Box::new(e), field),
+                span,
+            };
         }
-        if self.at(T::LParen) {
-            if let ExprKind::Name(name) = &e.kind {
+        if self.at(T::LParen)
+            && let ExprKind::Name(name) = &e.kind
+        {
+            {
                 let span = e.span;
                 let name = name.name.clone();
                 self.diagnostics.push(
-                    Diagnostic::error(Code::UnexpectedToken, span, "actions cannot be called inside an expression")
-                        .with_hint(format!("call it on its own: `act A: y = {name}(…)`, then use `y`")),
+                    Diagnostic::error(
+                        Code::UnexpectedToken,
+                        span,
+                        "actions cannot be called inside an expression",
+                    )
+                    .with_hint(format!(
+                        "call it on its own: `act A: y = {name}(…)`, then use `y`"
+                    )),
                 );
                 return Err(Reported);
             }
@@ -706,32 +850,53 @@ impl Parser<'_> {
                 Ok(n) => ExprKind::Int(n),
                 Err(_) => {
                     self.diagnostics.push(
-                        Diagnostic::error(Code::InvalidNumber, tok.span, "integer literal is too large")
-                            .with_hint(format!("integers are 64-bit: at most {}", i64::MAX)),
+                        Diagnostic::error(
+                            Code::InvalidNumber,
+                            tok.span,
+                            "integer literal is too large",
+                        )
+                        .with_hint(format!("integers are 64-bit: at most {}", i64::MAX)),
                     );
                     ExprKind::Error
                 }
             },
             T::Float => ExprKind::Float(self.text_of(tok.span).parse().unwrap_or(f64::NAN)),
             T::Str | T::TripleStr => {
-                let lit = strings::decode(self.text, tok.span, tok.kind == T::TripleStr, &mut self.diagnostics);
+                let lit = strings::decode(
+                    self.text,
+                    tok.span,
+                    tok.kind == T::TripleStr,
+                    &mut self.diagnostics,
+                );
                 ExprKind::Str(lit)
             }
-            T::Ident => ExprKind::Name(Ident { name: self.text_of(tok.span).to_owned(), span: tok.span }),
+            T::Ident => ExprKind::Name(Ident {
+                name: self.text_of(tok.span).to_owned(),
+                span: tok.span,
+            }),
             T::LParen => {
                 self.bump();
                 let inner = self.expr()?;
                 let end = self.expect(T::RParen)?;
-                return Ok(Expr { kind: ExprKind::Paren(Box::new(inner)), span: tok.span.to(end) });
+                return Ok(Expr {
+                    kind: ExprKind::Paren(Box::new(inner)),
+                    span: tok.span.to(end),
+                });
             }
             T::LBracket => {
                 let items = self.expr_list(T::LBracket, T::RBracket)?;
-                return Ok(Expr { kind: ExprKind::List(items), span: tok.span.to(self.prev_span()) });
+                return Ok(Expr {
+                    kind: ExprKind::List(items),
+                    span: tok.span.to(self.prev_span()),
+                });
             }
             _ => return Err(self.error_expected("an expression")),
         };
         self.bump();
-        Ok(Expr { kind, span: tok.span })
+        Ok(Expr {
+            kind,
+            span: tok.span,
+        })
     }
 }
 
@@ -759,10 +924,23 @@ fn binary_op(kind: T) -> Option<(BinaryOp, u8)> {
 fn is_item_start(kind: T) -> bool {
     matches!(
         kind,
-        T::Keyword(K::Enum | K::Record | K::Llm | K::Pure | K::Effect | K::Human | K::Tool | K::Mcp | K::Workflow)
+        T::Keyword(
+            K::Enum
+                | K::Record
+                | K::Llm
+                | K::Pure
+                | K::Effect
+                | K::Human
+                | K::Tool
+                | K::Mcp
+                | K::Workflow
+        )
     )
 }
 
 fn is_stmt_start(kind: T) -> bool {
-    matches!(kind, T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return | K::Lifelines)) || is_item_start(kind)
+    matches!(
+        kind,
+        T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return | K::Lifelines)
+    ) || is_item_start(kind)
 }

@@ -12,12 +12,18 @@ pub struct Span {
 
 impl Span {
     pub fn new(start: usize, end: usize) -> Span {
-        Span { start: clamp(start), end: clamp(end.max(start)) }
+        Span {
+            start: clamp(start),
+            end: clamp(end.max(start)),
+        }
     }
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     pub fn range(self) -> std::ops::Range<usize> {
@@ -59,11 +65,19 @@ impl LineIndex {
 
     /// The position of `offset` in `text` (the text this index was built from).
     pub fn line_col(&self, text: &str, offset: u32) -> LineCol {
-        let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        let line = self
+            .line_starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
         let start = self.line_starts[line] as usize;
         let end = (offset as usize).min(text.len());
-        let column = text.get(start..end).map_or(end - start, |s| s.chars().count());
-        LineCol { line: clamp(line + 1), column: clamp(column + 1) }
+        let column = text
+            .get(start..end)
+            .map_or(end - start, |s| s.chars().count());
+        LineCol {
+            line: clamp(line + 1),
+            column: clamp(column + 1),
+        }
     }
 
     /// The 1-based line of `offset`.

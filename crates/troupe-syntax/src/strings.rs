@@ -10,14 +10,23 @@ pub fn decode(text: &str, span: Span, triple: bool, diagnostics: &mut Vec<Diagno
     let quote = if triple { 3 } else { 1 };
     let body_start = span.start as usize + quote.min(raw.len());
     let closed = raw.len() >= 2 * quote && raw.ends_with(if triple { "\"\"\"" } else { "\"" });
-    let body_end = if closed { span.end as usize - quote } else { span.end as usize };
+    let body_end = if closed {
+        span.end as usize - quote
+    } else {
+        span.end as usize
+    };
     let body_end = body_end.max(body_start);
 
     // The body of an unterminated string is the rest of the line or file:
     // its braces and backslashes are not worth reporting on top.
     let mut discarded = Vec::new();
     let diagnostics = if closed { diagnostics } else { &mut discarded };
-    let mut out = Decoder { text, parts: Vec::new(), current: String::new(), diagnostics };
+    let mut out = Decoder {
+        text,
+        parts: Vec::new(),
+        current: String::new(),
+        diagnostics,
+    };
     if triple {
         for (start, end) in dedented_lines(text, body_start, body_end) {
             out.run(start, end);
@@ -86,8 +95,12 @@ impl Decoder<'_, '_> {
                     Some((_, '\\')) => self.current.push('\\'),
                     Some((j, other)) => {
                         self.diagnostics.push(
-                            Diagnostic::error(Code::InvalidEscape, Span::new(at, start + j + other.len_utf8()), format!("unknown escape `\\{other}`"))
-                                .with_hint("the escapes are \\n \\t \\\" \\\\ and {{ }} for braces"),
+                            Diagnostic::error(
+                                Code::InvalidEscape,
+                                Span::new(at, start + j + other.len_utf8()),
+                                format!("unknown escape `\\{other}`"),
+                            )
+                            .with_hint("the escapes are \\n \\t \\\" \\\\ and {{ }} for braces"),
                         );
                     }
                     None => {}
@@ -102,12 +115,17 @@ impl Decoder<'_, '_> {
                 }
                 '{' => {
                     let rest = &s[i + 1..];
-                    let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                    let name_len = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
                     let name = &rest[..name_len];
-                    let valid = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && rest[name_len..].starts_with('}');
+                    let valid = !name.is_empty()
+                        && !name.starts_with(|c: char| c.is_ascii_digit())
+                        && rest[name_len..].starts_with('}');
                     if valid {
                         if !self.current.is_empty() {
-                            self.parts.push(StrPart::Text(std::mem::take(&mut self.current)));
+                            self.parts
+                                .push(StrPart::Text(std::mem::take(&mut self.current)));
                         }
                         let name_start = at + 1;
                         self.parts.push(StrPart::Hole(Ident {
@@ -119,15 +137,25 @@ impl Decoder<'_, '_> {
                         }
                     } else {
                         self.diagnostics.push(
-                            Diagnostic::error(Code::InvalidEscape, Span::new(at, at + 1), "a lone `{` in a string")
-                                .with_hint("write `{name}` to insert a parameter, or `{{` for a literal brace"),
+                            Diagnostic::error(
+                                Code::InvalidEscape,
+                                Span::new(at, at + 1),
+                                "a lone `{` in a string",
+                            )
+                            .with_hint(
+                                "write `{name}` to insert a parameter, or `{{` for a literal brace",
+                            ),
                         );
                     }
                 }
                 '}' => {
                     self.diagnostics.push(
-                        Diagnostic::error(Code::InvalidEscape, Span::new(at, at + 1), "a lone `}` in a string")
-                            .with_hint("write `}}` for a literal brace"),
+                        Diagnostic::error(
+                            Code::InvalidEscape,
+                            Span::new(at, at + 1),
+                            "a lone `}` in a string",
+                        )
+                        .with_hint("write `}}` for a literal brace"),
                     );
                 }
                 c => self.current.push(c),
@@ -160,7 +188,9 @@ mod tests {
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(lit.parts.len(), 3);
         assert_eq!(lit.parts[0], StrPart::Text("a\n".into()));
-        assert!(matches!(&lit.parts[1], StrPart::Hole(id) if id.name == "x" && id.span == Span::new(5, 6)));
+        assert!(
+            matches!(&lit.parts[1], StrPart::Hole(id) if id.name == "x" && id.span == Span::new(5, 6))
+        );
         assert_eq!(lit.parts[2], StrPart::Text(" {y} \"q\"".into()));
     }
 

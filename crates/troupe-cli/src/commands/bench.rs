@@ -30,7 +30,11 @@ pub enum BenchCommand {
 
 pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
     match &args.which {
-        BenchCommand::Check { statements, lifelines, runs } => bench_check(*statements, *lifelines, *runs),
+        BenchCommand::Check {
+            statements,
+            lifelines,
+            runs,
+        } => bench_check(*statements, *lifelines, *runs),
     }
 }
 
@@ -39,7 +43,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
 pub fn generate_workflow(statements: usize, lifelines: usize) -> String {
     let lifelines = lifelines.max(2);
     let mut src = String::with_capacity(statements * 40);
-    src.push_str("pure step(n: Int) -> Int = n + 1\n\nworkflow generated(seed: Int @ L0) {\n  lifelines ");
+    src.push_str(
+        "pure step(n: Int) -> Int = n + 1\n\nworkflow generated(seed: Int @ L0) {\n  lifelines ",
+    );
     let names: Vec<String> = (0..lifelines).map(|i| format!("L{i}")).collect();
     src.push_str(&names.join(", "));
     src.push('\n');
@@ -108,7 +114,11 @@ fn bench_check(statements: usize, lifelines: usize, runs: usize) -> Result<ExitS
         let t = Instant::now();
         let (program, diagnostics) = troupe_check::check(&parsed.file, &src);
         check_times.push(t.elapsed());
-        anyhow::ensure!(program.is_some(), "the generated workflow does not check: {:?}", diagnostics.first());
+        anyhow::ensure!(
+            program.is_some(),
+            "the generated workflow does not check: {:?}",
+            diagnostics.first()
+        );
     }
     let stats = |v: &mut Vec<std::time::Duration>| {
         v.sort();
@@ -117,10 +127,22 @@ fn bench_check(statements: usize, lifelines: usize, runs: usize) -> Result<ExitS
     let (lex_best, lex_median) = stats(&mut lex_times);
     let (parse_best, parse_median) = stats(&mut parse_times);
     let (check_best, check_median) = stats(&mut check_times);
-    println!("troupe bench check: {statements} statements, {lifelines} lifelines, {} bytes, {runs} runs", src.len());
-    println!("  lex only (baseline)  best {:>9.2?}  median {:>9.2?}", lex_best, lex_median);
-    println!("  parse (incl. lex)    best {:>9.2?}  median {:>9.2?}", parse_best, parse_median);
-    println!("  check (after parse)  best {:>9.2?}  median {:>9.2?}", check_best, check_median);
+    println!(
+        "troupe bench check: {statements} statements, {lifelines} lifelines, {} bytes, {runs} runs",
+        src.len()
+    );
+    println!(
+        "  lex only (baseline)  best {:>9.2?}  median {:>9.2?}",
+        lex_best, lex_median
+    );
+    println!(
+        "  parse (incl. lex)    best {:>9.2?}  median {:>9.2?}",
+        parse_best, parse_median
+    );
+    println!(
+        "  check (after parse)  best {:>9.2?}  median {:>9.2?}",
+        check_best, check_median
+    );
     let total = parse_median + check_median;
     println!(
         "  parse + check        median {:>9.2?}  ({:.1} M statements/s, {:.1}x the lexer alone)",

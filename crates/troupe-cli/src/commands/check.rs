@@ -17,6 +17,20 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// What `check --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct JsonReport {
+    diagnostics: Vec<render::JsonDiagnostic>,
+    summary: Summary,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Summary {
+    files: usize,
+    errors: usize,
+    warnings: usize,
+}
+
 pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
@@ -40,7 +54,11 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
         if diagnostics.iter().any(|d| d.is_error()) && status == ExitStatus::Success {
             status = ExitStatus::Failure;
         }
-        let report = FileReport { path: &shown, text: &text, diagnostics: &diagnostics };
+        let report = FileReport {
+            path: &shown,
+            text: &text,
+            diagnostics: &diagnostics,
+        };
         if args.json {
             json.extend(render::to_json(&report));
         } else {
@@ -50,18 +68,33 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
     }
     if args.json {
-        let doc = serde_json::json!({
-            "diagnostics": json,
-            "summary": { "files": args.files.len(), "errors": errors, "warnings": warnings },
-        });
+        let doc = JsonReport {
+            diagnostics: json,
+            summary: Summary {
+                files: args.files.len(),
+                errors,
+                warnings,
+            },
+        };
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else if status != ExitStatus::Usage {
         let files = args.files.len();
-        let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
+        let plural = |n: usize, w: &str| {
+            if n == 1 {
+                format!("{n} {w}")
+            } else {
+                format!("{n} {w}s")
+            }
+        };
         if errors == 0 && warnings == 0 {
             eprintln!("checked {}: no problems", plural(files, "file"));
         } else {
-            eprintln!("checked {}: {}, {}", plural(files, "file"), plural(errors, "error"), plural(warnings, "warning"));
+            eprintln!(
+                "checked {}: {}, {}",
+                plural(files, "file"),
+                plural(errors, "error"),
+                plural(warnings, "warning")
+            );
         }
     }
     Ok(status)

@@ -22,7 +22,10 @@ pub fn run(args: &ExplainArgs) -> Result<ExitStatus> {
         }
         Some(text) => {
             let wanted = text.trim().to_ascii_uppercase();
-            match Code::ALL.iter().find(|c| c.as_str() == wanted || c.name() == text.trim()) {
+            match Code::ALL
+                .iter()
+                .find(|c| c.as_str() == wanted || c.name() == text.trim())
+            {
                 Some(code) => {
                     println!("{} ({})\n", code.as_str(), code.name());
                     for line in code.explanation().lines() {
@@ -31,7 +34,9 @@ pub fn run(args: &ExplainArgs) -> Result<ExitStatus> {
                     Ok(ExitStatus::Success)
                 }
                 None => {
-                    eprintln!("error: no diagnostic code `{text}`; `troupe explain` lists them all");
+                    eprintln!(
+                        "error: no diagnostic code `{text}`; `troupe explain` lists them all"
+                    );
                     Ok(ExitStatus::Usage)
                 }
             }

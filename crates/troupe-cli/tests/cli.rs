@@ -1,0 +1,123 @@
+//! Command-line tests: exit codes, rendered diagnostics (snapshots) and JSON.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn troupe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args(args)
+        .current_dir(workspace())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run troupe")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err_corpus() -> Vec<String> {
+    let dir = workspace().join("crates/troupe-check/tests/corpus/err");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "troupe"))
+        .map(|p| {
+            p.strip_prefix(workspace())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn examples_check_clean() {
+    let files: Vec<String> = std::fs::read_dir(workspace().join("examples"))
+        .unwrap()
+        .map(|e| format!("examples/{}", e.unwrap().file_name().to_string_lossy()))
+        .filter(|f| f.ends_with(".troupe"))
+        .collect();
+    let mut args = vec!["check"];
+    args.extend(files.iter().map(String::as_str));
+    let out = troupe(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no problems"));
+}
+
+#[test]
+fn rendered_diagnostics_match_snapshots() {
+    for file in err_corpus() {
+        let out = troupe(&["check", "--color", "never", &file]);
+        assert_eq!(out.status.code(), Some(1), "{file}");
+        let name = Path::new(&file)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        insta::assert_snapshot!(name, stdout(&out));
+    }
+}
+
+#[test]
+fn json_output_has_locations_codes_and_hints() {
+    let out = troupe(&[
+        "check",
+        "--json",
+        "crates/troupe-check/tests/corpus/err/e0301_bound_on_one_branch.troupe",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &doc["diagnostics"][0];
+    assert_eq!(d["code"], "E0301");
+    assert_eq!(d["name"], "unbound-variable");
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["line"], 7);
+    assert_eq!(d["column"], 14);
+    assert!(
+        d["hint"]
+            .as_str()
+            .unwrap()
+            .contains("only on the `if` branch at line 4"),
+        "{d}"
+    );
+    assert_eq!(doc["summary"]["errors"], 1);
+}
+
+#[test]
+fn missing_file_is_a_usage_error() {
+    let out = troupe(&["check", "no/such/file.troupe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read no/such/file.troupe"));
+}
+
+#[test]
+fn no_arguments_is_a_usage_error() {
+    assert_eq!(troupe(&["check"]).status.code(), Some(2));
+    assert_eq!(troupe(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn explain_knows_every_code() {
+    let out = troupe(&["explain", "E0301"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("unbound-variable"));
+    let all = stdout(&troupe(&["explain"]));
+    assert!(all.lines().count() >= 20);
+    assert_eq!(troupe(&["explain", "E9999"]).status.code(), Some(2));
+}
