@@ -7,6 +7,7 @@
 
 mod decls;
 mod expr;
+pub mod eval;
 pub mod ir;
 mod suggest;
 pub mod types;

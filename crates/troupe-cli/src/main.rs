@@ -45,6 +45,18 @@ enum Command {
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
     Bench(commands::bench::BenchArgs),
+    /// Tool contracts: SGD services and MCP tool lists, the maps between
+    /// them, the MCP+ lint and bisimulation.
+    ///
+    /// MCP+ is MCP with a contract per tool (in `_meta["dev.troupe/contract"]`
+    /// or a sidecar file) covering four principles: semantic completeness,
+    /// explicit action boundaries, failure modes and inter-tool relations.
+    ///
+    /// Examples:
+    ///   troupe contracts lint ../shared/data/mcp-tools/filesystem.json
+    ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
+    #[command(subcommand, verbatim_doc_comment)]
+    Contracts(troupe_contracts::cli::ContractsCommand),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,10 +88,11 @@ pub enum ExitStatus {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Check(args) => commands::check::run(args, cli.color),
-        Command::Explain(args) => commands::explain::run(args),
-        Command::Bench(args) => commands::bench::run(args),
+    let result = match cli.command {
+        Command::Check(args) => commands::check::run(&args, cli.color),
+        Command::Explain(args) => commands::explain::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
+        Command::Contracts(cmd) => commands::contracts::run(cmd),
     };
     match result {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,

@@ -121,3 +121,13 @@ fn explain_knows_every_code() {
     assert!(all.lines().count() >= 20);
     assert_eq!(troupe(&["explain", "E9999"]).status.code(), Some(2));
 }
+
+#[test]
+fn contracts_are_mounted() {
+    let data = workspace().join("../shared/data/mcp-tools/time.json");
+    let out = troupe(&["contracts", "lint", "--json", data.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.to_string().contains("convert_time"));
+    assert_eq!(troupe(&["contracts", "lint", "no/such.json"]).status.code(), Some(2));
+}
