@@ -5,12 +5,117 @@
 //! a backend can derive a JSON Schema and validate the answer) and a
 //! [`CallKey`] that names the call stably within a run, so that deterministic
 //! backends (mock, scripted) answer a re-run call exactly as the first time.
+//!
+//! # Backends
+//!
+//! | spec | what answers |
+//! |---|---|
+//! | `mock` | [`MockBackend`]: deterministic, type-directed placeholders (the default when nothing is configured) |
+//! | `scripted:FILE` | [`ScriptedBackend`]: answers read from a JSON file keyed `Lifeline.action` or `action` |
+//! | `openai:MODEL` | OpenAI chat completions (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) |
+//! | `anthropic:MODEL` | Anthropic Messages (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`) |
+//! | `ollama:MODEL` | a local Ollama through its OpenAI-compatible API (`OLLAMA_BASE_URL`, default `http://localhost:11434/v1`, no key) |
+//! | `openrouter:MODEL` | OpenRouter through its OpenAI-compatible API (`OPENROUTER_API_KEY`) |
+//! | `NAME:MODEL` | a provider declared in `troupe.toml` as `[providers.NAME] api = "openai"` (or `"anthropic"`) with a `base_url` — vLLM, llama.cpp server, LM Studio, … |
+//!
+//! Any action whose outputs are not exactly one `Text` asks for JSON that
+//! conforms to a JSON Schema derived from the declared types (see [`schema`]),
+//! validates the answer with [`Value::from_json`], and re-asks with the
+//! validation error when it does not conform (up to the action's `retries:`,
+//! default 2). Transport failures (429, 5xx, timeouts, connection errors) are
+//! retried separately with exponential backoff and full jitter, honouring
+//! `Retry-After`.
+//!
+//! # Running a real model
+//!
+//! ```text
+//! OPENAI_API_KEY=… troupe run examples/reviewed_execution.troupe \
+//!     --llm openai:gpt-4o-mini --input task="Plan a team offsite"
+//!
+//! # a local model through Ollama (ollama serve; ollama pull qwen2.5:7b)
+//! troupe run examples/reviewed_execution.troupe --llm ollama:qwen2.5:7b --input task="…"
+//!
+//! # one lifeline on another model, one action scripted
+//! ANTHROPIC_API_KEY=… troupe run examples/reviewed_execution.troupe --llm openai:gpt-4o-mini \
+//!     --llm-for Reviewer=anthropic:claude-sonnet-4-5 --llm-for finalize=mock --input task="…"
+//!
+//! # what works?
+//! troupe models check
+//! ```
+//!
+//! Routing is most-specific-first: `Lifeline.action` > `action` > `Lifeline` >
+//! the default (`--llm`, else `[llm] default` in `troupe.toml`, else `mock`).
+//! A `--llm-for KEY=SPEC` replaces a `[llm.route]` entry with the same key.
+//! An action's own `model:` field applies only where no explicit route does
+//! and the default is a real provider: a bare model name (`gpt-4o`) is used
+//! with the default's provider, a full spec (`anthropic:claude-…`) as is.
+//!
+//! A project file `troupe.toml` (see [`config`]):
+//!
+//! ```toml
+//! [llm]
+//! default = "openai:gpt-4o-mini"
+//! timeout_secs = 60
+//!
+//! [llm.route]
+//! "Planner" = "anthropic:claude-sonnet-4-5"
+//! "review_plan" = "mock"
+//! "Planner.make_plan" = "ollama:qwen2.5:7b"
+//!
+//! [providers.openai]
+//! base_url = "https://api.openai.com/v1"
+//!
+//! [providers.local]          # a llama.cpp server
+//! api = "openai"
+//! base_url = "http://127.0.0.1:8080/v1"
+//! ```
+//!
+//! API keys are read from the environment only (never from `troupe.toml`),
+//! and never appear in errors, `Debug` output or [`LlmBackend::describe`].
+//!
+//! # Why no provider SDK
+//!
+//! Troupe talks to model providers with one HTTP client (reqwest) and two
+//! small JSON APIs: OpenAI-style chat completions, which OpenAI, Ollama,
+//! vLLM, llama.cpp's server, LM Studio and OpenRouter all speak, and
+//! Anthropic's Messages API. Each is one POST with a JSON body and a JSON
+//! answer; the parts troupe needs — messages, a JSON Schema for structured
+//! output, token usage, error bodies — fit in a few hundred lines per API.
+//! Provider SDKs would bring a dependency tree (and often a runtime or TLS
+//! stack) per vendor, hide the retry and timeout policy that troupe must
+//! control to classify failures (transient, invalid answer, permanent) and to
+//! honour `Retry-After`, and lag behind OpenAI-compatible servers, which are
+//! the point: any endpoint that speaks the protocol works with a base URL.
+//! The cost is that new provider features (native tools, streaming, batch)
+//! are added by hand when troupe needs them.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use troupe_check::{Type, TypeTable, Value};
+
+mod answer;
+mod anthropic;
+pub mod check;
+pub mod config;
+mod hash;
+mod http;
+pub mod mock;
+mod openai;
+pub mod router;
+pub mod schema;
+pub mod scripted;
+pub mod spec;
+
+pub use check::{ModelCheck, check_models};
+pub use config::{ConfigError, LlmConfig};
+pub use http::{Api, ApiKey, HttpBackend, HttpSettings};
+pub use mock::MockBackend;
+pub use router::{Router, parse_override};
+pub use schema::{json_schema, output_schema};
+pub use scripted::ScriptedBackend;
+pub use spec::{BackendSpec, parse_spec};
 
 /// Names one LLM call within a run, stably across restarts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -21,11 +126,40 @@ pub struct CallKey {
     pub occurrence: u64,
 }
 
+impl CallKey {
+    pub fn new(lifeline: impl Into<String>, action: impl Into<String>, occurrence: u64) -> CallKey {
+        CallKey {
+            lifeline: lifeline.into(),
+            action: action.into(),
+            occurrence,
+        }
+    }
+}
+
+impl std::fmt::Display for CallKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}.{} (occurrence {})",
+            self.lifeline, self.action, self.occurrence
+        )
+    }
+}
+
 /// One declared output of the action.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputSlot {
     pub name: String,
     pub ty: Type,
+}
+
+impl OutputSlot {
+    pub fn new(name: impl Into<String>, ty: Type) -> OutputSlot {
+        OutputSlot {
+            name: name.into(),
+            ty,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -46,11 +180,55 @@ pub struct LlmRequest {
     pub retries: Option<u32>,
 }
 
+impl LlmRequest {
+    /// A request with no system prompt, model, temperature or retries, and seed 0.
+    pub fn new(
+        key: CallKey,
+        prompt: impl Into<String>,
+        outputs: Vec<OutputSlot>,
+        types: Arc<TypeTable>,
+    ) -> LlmRequest {
+        LlmRequest {
+            key,
+            seed: 0,
+            system: None,
+            prompt: prompt.into(),
+            outputs,
+            types,
+            model: None,
+            temperature: None,
+            retries: None,
+        }
+    }
+
+    /// Whether the answer is raw text (exactly one `Text` output) rather than JSON.
+    pub fn wants_raw_text(&self) -> bool {
+        answer::is_raw_text(&self.outputs)
+    }
+
+    /// How often an invalid answer is re-asked: the action's `retries:`, default 2.
+    pub fn reasks(&self) -> u32 {
+        self.retries.unwrap_or(DEFAULT_REASKS)
+    }
+}
+
+/// How often an invalid answer is re-asked when the action sets no `retries:`.
+pub const DEFAULT_REASKS: u32 = 2;
+
 /// Token counts as reported by the provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+impl Usage {
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -73,10 +251,55 @@ pub enum LlmError {
     Transient { backend: String, message: String },
     /// The model answered, but not in the declared shape, after all re-asks.
     #[error("invalid answer from {backend} for {action}: {message}")]
-    InvalidAnswer { backend: String, action: String, message: String },
+    InvalidAnswer {
+        backend: String,
+        action: String,
+        message: String,
+    },
     /// Will not succeed by retrying (bad key, unknown model, 4xx, script exhausted).
     #[error("{backend}: {message}")]
     Permanent { backend: String, message: String },
+}
+
+/// The class of an [`LlmError`], for callers that only need to branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    Transient,
+    InvalidAnswer,
+    Permanent,
+}
+
+impl LlmError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            LlmError::Transient { .. } => ErrorClass::Transient,
+            LlmError::InvalidAnswer { .. } => ErrorClass::InvalidAnswer,
+            LlmError::Permanent { .. } => ErrorClass::Permanent,
+        }
+    }
+
+    /// Whether trying the same call again later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, LlmError::Transient { .. })
+    }
+
+    /// The backend that failed, e.g. `openai:gpt-4o-mini`.
+    pub fn backend(&self) -> &str {
+        match self {
+            LlmError::Transient { backend, .. }
+            | LlmError::InvalidAnswer { backend, .. }
+            | LlmError::Permanent { backend, .. } => backend,
+        }
+    }
+
+    /// The message without the backend prefix.
+    pub fn message(&self) -> &str {
+        match self {
+            LlmError::Transient { message, .. }
+            | LlmError::InvalidAnswer { message, .. }
+            | LlmError::Permanent { message, .. } => message,
+        }
+    }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -88,4 +311,14 @@ pub trait LlmBackend: Send + Sync + std::fmt::Debug {
     fn describe(&self) -> String;
 
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>>;
+}
+
+impl<B: LlmBackend + ?Sized> LlmBackend for Arc<B> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+
+    fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {
+        (**self).call(request)
+    }
 }
