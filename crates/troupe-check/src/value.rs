@@ -21,6 +21,23 @@ impl Value {
         Value::Text(s.into())
     }
 
+    /// Whether the value is of type `ty` (an `Int` also counts as a `Float`,
+    /// anything as `Json`).
+    pub fn conforms(&self, ty: &Type, types: &TypeTable) -> bool {
+        match (self, ty) {
+            (_, Type::Json | Type::Error) => true,
+            (Value::Bool(_), Type::Bool) | (Value::Int(_), Type::Int | Type::Float) | (Value::Float(_), Type::Float) => true,
+            (Value::Text(_), Type::Text) => true,
+            (Value::Enum(a, i), Type::Enum(b)) => a == b && (*i as usize) < types.enum_def(*b).values.len(),
+            (Value::Record(a, fields), Type::Record(b)) => {
+                let def = types.record_def(*b);
+                a == b && fields.len() == def.fields.len() && fields.iter().zip(&def.fields).all(|(v, (_, t))| v.conforms(t, types))
+            }
+            (Value::List(items), Type::List(inner)) => items.iter().all(|v| v.conforms(inner, types)),
+            _ => false,
+        }
+    }
+
     /// The JSON form of the value: enums as their value name, records as objects.
     pub fn to_json(&self, types: &TypeTable) -> serde_json::Value {
         use serde_json::Value as J;

@@ -1,0 +1,140 @@
+//! The seams through which a run performs actions: host-registered `extern`
+//! functions (pure and effects) and the human inbox. LLM calls go through
+//! [`troupe_llm::LlmBackend`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use troupe_check::ir::AnswerKind;
+use troupe_check::{Type, Value};
+use troupe_llm::BoxFuture;
+
+/// A host function behind `pure f(…) -> T extern`: deterministic, synchronous.
+pub type PureFn = dyn Fn(&[Value]) -> Result<Vec<Value>, String> + Send + Sync;
+
+/// A host function behind `effect f(…) -> T extern`.
+pub type EffectFn = dyn Fn(EffectCall) -> BoxFuture<'static, Result<Vec<Value>, String>> + Send + Sync;
+
+/// What an effect receives: its arguments and a key that names this call
+/// stably across restarts, for idempotent delivery.
+#[derive(Debug, Clone)]
+pub struct EffectCall {
+    pub args: Vec<Value>,
+    /// `run/lifeline/action#occurrence`: the same call after a restart has
+    /// the same key.
+    pub idempotency_key: String,
+}
+
+/// The host functions registered for `extern` actions, by action name.
+#[derive(Clone, Default)]
+pub struct Externs {
+    pub(crate) pure: HashMap<String, Arc<PureFn>>,
+    pub(crate) effects: HashMap<String, Arc<EffectFn>>,
+}
+
+impl std::fmt::Debug for Externs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut pure: Vec<_> = self.pure.keys().collect();
+        let mut effects: Vec<_> = self.effects.keys().collect();
+        pure.sort();
+        effects.sort();
+        f.debug_struct("Externs").field("pure", &pure).field("effects", &effects).finish()
+    }
+}
+
+impl Externs {
+    pub fn new() -> Externs {
+        Externs::default()
+    }
+
+    /// Registers the body of `pure name(…) extern`.
+    pub fn pure(&mut self, name: &str, f: impl Fn(&[Value]) -> Result<Vec<Value>, String> + Send + Sync + 'static) -> &mut Self {
+        self.pure.insert(name.to_owned(), Arc::new(f));
+        self
+    }
+
+    /// Registers the body of `effect name(…) extern`.
+    pub fn effect<F, Fut>(&mut self, name: &str, f: F) -> &mut Self
+    where
+        F: Fn(EffectCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Value>, String>> + Send + 'static,
+    {
+        self.effects.insert(name.to_owned(), Arc::new(move |call| Box::pin(f(call))));
+        self
+    }
+}
+
+/// A task for a person, as the inbox receives it.
+#[derive(Debug, Clone)]
+pub struct HumanTask {
+    /// Stable within a run: `lifeline/action#occurrence`.
+    pub key: String,
+    pub run: String,
+    pub lifeline: String,
+    pub action: String,
+    pub prompt: String,
+    pub prefill: Option<String>,
+    pub answer: AnswerKind,
+    /// The values to choose from, for a `select`.
+    pub options: Vec<String>,
+    /// The declared answer type.
+    pub ty: Type,
+}
+
+/// Where human tasks go and their answers come from.
+pub trait HumanInbox: Send + Sync + std::fmt::Debug {
+    /// Asks a person. The answer is checked against `task.ty` by the runtime.
+    fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>>;
+}
+
+/// An inbox that refuses every task, for runs that must not wait on people.
+#[derive(Debug, Clone, Default)]
+pub struct NoHumans;
+
+impl HumanInbox for NoHumans {
+    fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+        let msg = format!(
+            "`{}` at {} needs a person's answer, but no inbox is available; pass --answers FILE or run from a terminal",
+            task.action, task.lifeline
+        );
+        Box::pin(async move { Err(msg) })
+    }
+}
+
+/// Answers from a JSON object keyed by `Lifeline.action` or `action`; a list
+/// answers successive tasks of that key in order.
+#[derive(Debug, Clone)]
+pub struct ScriptedHumans {
+    answers: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ScriptedHumans {
+    pub fn new(answers: serde_json::Map<String, serde_json::Value>) -> ScriptedHumans {
+        ScriptedHumans { answers }
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<ScriptedHumans, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        match serde_json::from_str(&text) {
+            Ok(serde_json::Value::Object(map)) => Ok(ScriptedHumans::new(map)),
+            Ok(_) => Err(format!("{}: expected a JSON object keyed by `Lifeline.action` or `action`", path.display())),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+}
+
+impl HumanInbox for ScriptedHumans {
+    fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+        let qualified = format!("{}.{}", task.lifeline, task.action);
+        let occurrence: usize = task.key.rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let answer = match self.answers.get(&qualified).or_else(|| self.answers.get(&task.action)) {
+            None => Err(format!("no scripted answer for `{qualified}` or `{}`", task.action)),
+            Some(serde_json::Value::Array(list)) => list
+                .get(occurrence)
+                .cloned()
+                .ok_or_else(|| format!("the scripted answers for `{}` ran out after {} task(s)", task.action, list.len())),
+            Some(v) => Ok(v.clone()),
+        };
+        Box::pin(async move { answer })
+    }
+}

@@ -1,0 +1,864 @@
+//! The engine: a compiled workflow with its action performers, and the
+//! interpreter that runs it.
+//!
+//! Each lifeline of a run is a task of the run's own scheduler: it executes
+//! its flat local program (`troupe_project::Op`) until it must wait — for a
+//! message on a channel, or for an asynchronous action (LLM, effect, human) —
+//! and the scheduler then runs another lifeline of the same run. Channels are
+//! one FIFO queue per ordered pair of lifelines; control messages are their
+//! own variant, carrying the decision and the construct's tag κ.
+//!
+//! Why not one tokio task per lifeline: a hand-off between tokio tasks costs a
+//! wake-up (and across threads about a hundred times more), while a hand-off
+//! between lifelines of the same run here is a push onto a `VecDeque`. A run
+//! is one tokio task, so many runs spread over the worker threads while the
+//! lifelines of one run never cross threads. The scheduler is deterministic
+//! (or driven by a seed), so a run can be replayed exactly.
+
+use crate::actions::{EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn};
+use crate::error::{Location, RunError};
+use crate::trace::{Trace, TraceEntry};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use troupe_check::eval::{EvalError, display, eval};
+use troupe_check::ir::{
+    ActionId, ActionKind, AnswerKind, Block, Call, LifelineId, Program, Recv, StmtId, StmtKind, Template, TemplatePart,
+    VarId, Workflow,
+};
+use troupe_check::{Type, TypeTable, Value};
+use troupe_llm::{CallKey, LlmBackend, LlmRequest, OutputSlot};
+use troupe_msc::{Event, MemberOptions, Message, Semantics};
+use troupe_project::{ControlTag, FlatProgram, Op};
+use troupe_syntax::{LineIndex, Span};
+
+/// How a declared action is performed.
+#[derive(Clone)]
+enum Performer {
+    PureExpr,
+    PureHost(Arc<PureFn>),
+    Effect(Arc<EffectFn>),
+    /// An `extern` with no registered body, answered by a mock backend.
+    Mock,
+    Llm,
+    Human,
+}
+
+/// A compiled workflow, ready to run any number of times, concurrently.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    program: Arc<Program>,
+    workflow: usize,
+    flat: Vec<FlatProgram>,
+    performers: Vec<Performer>,
+    llm: Arc<dyn LlmBackend>,
+    mock: Option<Arc<dyn LlmBackend>>,
+    humans: Arc<dyn HumanInbox>,
+    timeouts: HashMap<String, Duration>,
+    default_timeout: Option<Duration>,
+    stmt_spans: Vec<Span>,
+    lines: Option<LineIndex>,
+    semantics: std::sync::OnceLock<Result<Semantics, String>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("workflow", &self.workflow().name).field("llm", &self.inner.llm.describe()).finish()
+    }
+}
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    program: Program,
+    source: Option<String>,
+    workflow: Option<String>,
+    externs: Externs,
+    llm: Option<Arc<dyn LlmBackend>>,
+    mock: Option<Arc<dyn LlmBackend>>,
+    humans: Arc<dyn HumanInbox>,
+    timeouts: HashMap<String, Duration>,
+    default_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder").field("workflow", &self.workflow).field("externs", &self.externs).finish()
+    }
+}
+
+impl EngineBuilder {
+    /// Starts from a source text; fails with its rendered-free diagnostics
+    /// when it does not check.
+    pub fn from_source(text: &str) -> Result<EngineBuilder, Vec<troupe_syntax::Diagnostic>> {
+        let (program, diagnostics) = troupe_check::check_text(text);
+        let program = program.ok_or(diagnostics)?;
+        let mut b = EngineBuilder::from_program(program);
+        b.source = Some(text.to_owned());
+        Ok(b)
+    }
+
+    pub fn from_program(program: Program) -> EngineBuilder {
+        EngineBuilder {
+            program,
+            source: None,
+            workflow: None,
+            externs: Externs::new(),
+            llm: None,
+            mock: None,
+            humans: Arc::new(NoHumans),
+            timeouts: HashMap::new(),
+            default_timeout: None,
+        }
+    }
+
+    /// Which workflow to run, when the file has several.
+    pub fn workflow(mut self, name: &str) -> Self {
+        self.workflow = Some(name.to_owned());
+        self
+    }
+
+    pub fn externs(mut self, externs: Externs) -> Self {
+        self.externs = externs;
+        self
+    }
+
+    pub fn llm(mut self, backend: Arc<dyn LlmBackend>) -> Self {
+        self.llm = Some(backend);
+        self
+    }
+
+    /// Answer `extern` actions that have no registered body with this
+    /// backend (typically the mock), instead of refusing to build.
+    pub fn mock_unbound_externs(mut self, backend: Arc<dyn LlmBackend>) -> Self {
+        self.mock = Some(backend);
+        self
+    }
+
+    pub fn humans(mut self, inbox: Arc<dyn HumanInbox>) -> Self {
+        self.humans = inbox;
+        self
+    }
+
+    /// A deadline for every asynchronous action without one of its own.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// A deadline for one action, by name.
+    pub fn timeout(mut self, action: &str, timeout: Duration) -> Self {
+        self.timeouts.insert(action.to_owned(), timeout);
+        self
+    }
+
+    /// The names of `extern` actions with no registered body.
+    pub fn unbound_externs(&self) -> Vec<String> {
+        self.program
+            .actions
+            .iter()
+            .filter(|a| match &a.kind {
+                ActionKind::Pure { body: None } => !self.externs.pure.contains_key(&a.name),
+                ActionKind::Effect => !self.externs.effects.contains_key(&a.name),
+                _ => false,
+            })
+            .map(|a| a.name.clone())
+            .collect()
+    }
+
+    pub fn build(self) -> Result<Engine, RunError> {
+        let workflow = match &self.workflow {
+            Some(name) => self.program.workflows.iter().position(|w| &w.name == name).ok_or_else(|| {
+                let names: Vec<_> = self.program.workflows.iter().map(|w| w.name.as_str()).collect();
+                RunError::Setup(format!("no workflow named `{name}`; the file has {}", names.join(", ")))
+            })?,
+            None if self.program.workflows.len() == 1 => 0,
+            None if self.program.workflows.is_empty() => return Err(RunError::Setup("the file declares no workflow".into())),
+            None => {
+                let names: Vec<_> = self.program.workflows.iter().map(|w| w.name.as_str()).collect();
+                return Err(RunError::Setup(format!("the file has several workflows ({}); choose one with --workflow", names.join(", "))));
+            }
+        };
+        let mut performers = Vec::with_capacity(self.program.actions.len());
+        for action in &self.program.actions {
+            let performer = match &action.kind {
+                ActionKind::Pure { body: Some(_) } => Performer::PureExpr,
+                ActionKind::Pure { body: None } => match self.externs.pure.get(&action.name) {
+                    Some(f) => Performer::PureHost(f.clone()),
+                    None => self.unbound(&action.name, "pure")?,
+                },
+                ActionKind::Effect => match self.externs.effects.get(&action.name) {
+                    Some(f) => Performer::Effect(f.clone()),
+                    None => self.unbound(&action.name, "effect")?,
+                },
+                ActionKind::Llm(_) => Performer::Llm,
+                ActionKind::Human(_) => Performer::Human,
+            };
+            performers.push(performer);
+        }
+        let wf = &self.program.workflows[workflow];
+        let projection = troupe_project::project(&self.program, wf).map_err(|e| RunError::Setup(e.to_string()))?;
+        let flat = projection.flatten();
+        let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
+        collect_spans(&wf.body, &mut stmt_spans);
+        let llm = match self.llm {
+            Some(llm) => llm,
+            None => match &self.mock {
+                Some(mock) => mock.clone(),
+                None if self.program.actions.iter().any(|a| matches!(a.kind, ActionKind::Llm(_))) => {
+                    return Err(RunError::Setup("the workflow calls a language model, but no LLM backend is configured".into()));
+                }
+                None => Arc::new(NoModel),
+            },
+        };
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                lines: self.source.as_deref().map(LineIndex::new),
+                program: Arc::new(self.program),
+                workflow,
+                flat,
+                performers,
+                llm,
+                mock: self.mock,
+                humans: self.humans,
+                timeouts: self.timeouts,
+                default_timeout: self.default_timeout,
+                stmt_spans,
+                semantics: std::sync::OnceLock::new(),
+            }),
+        })
+    }
+
+    fn unbound(&self, name: &str, kind: &str) -> Result<Performer, RunError> {
+        if self.mock.is_some() {
+            Ok(Performer::Mock)
+        } else {
+            Err(RunError::Setup(format!("no body is registered for `{kind} {name}(…) extern`; register one with Externs::{kind}")))
+        }
+    }
+}
+
+fn collect_spans(block: &Block, out: &mut [Span]) {
+    for stmt in &block.stmts {
+        if let Some(slot) = out.get_mut(stmt.id.0 as usize) {
+            *slot = stmt.span;
+        }
+        match &stmt.kind {
+            StmtKind::If { then, otherwise, .. } => {
+                collect_spans(then, out);
+                collect_spans(otherwise, out);
+            }
+            StmtKind::While { body, exit, .. } => {
+                collect_spans(body, out);
+                collect_spans(exit, out);
+            }
+            StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+        }
+    }
+}
+
+/// A backend for workflows without `llm` actions.
+#[derive(Debug)]
+struct NoModel;
+
+impl LlmBackend for NoModel {
+    fn describe(&self) -> String {
+        "none".into()
+    }
+    fn call<'a>(&'a self, _: &'a LlmRequest) -> troupe_llm::BoxFuture<'a, Result<troupe_llm::LlmAnswer, troupe_llm::LlmError>> {
+        Box::pin(async { Err(troupe_llm::LlmError::Permanent { backend: "none".into(), message: "no LLM backend".into() }) })
+    }
+}
+
+/// How the lifelines of a run take turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// Each ready lifeline runs until it must wait, in FIFO order.
+    #[default]
+    RunToBlock,
+    /// A seeded random ready lifeline runs one operation at a time: for
+    /// testing that every interleaving behaves.
+    Random(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub run_id: String,
+    /// Mixed into deterministic backends (the mock model).
+    pub seed: u64,
+    /// Record the trace (needed to verify the run).
+    pub trace: bool,
+    pub schedule: Schedule,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { run_id: "run".into(), seed: 0, trace: true, schedule: Schedule::RunToBlock }
+    }
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The returned values, named as in `return`.
+    pub results: Vec<(String, Value)>,
+    pub trace: Option<Trace>,
+    /// Operations executed, over all lifelines.
+    pub steps: u64,
+}
+
+impl Engine {
+    pub fn program(&self) -> &Program {
+        &self.inner.program
+    }
+
+    pub fn workflow(&self) -> &Workflow {
+        &self.inner.program.workflows[self.inner.workflow]
+    }
+
+    pub fn types(&self) -> &TypeTable {
+        &self.inner.program.types
+    }
+
+    /// Which LLM backend answers, for people.
+    pub fn llm_description(&self) -> String {
+        self.inner.llm.describe()
+    }
+
+    /// Reads inputs given as `name=value` texts (parsed by declared type)
+    /// and/or a JSON object; every declared input must be given exactly once.
+    pub fn parse_inputs(&self, pairs: &[(String, String)], json: Option<&serde_json::Value>) -> Result<Vec<Value>, RunError> {
+        let wf = self.workflow();
+        let types = self.types();
+        let mut values: Vec<Option<Value>> = vec![None; wf.inputs.len()];
+        let index = |name: &str| wf.inputs.iter().position(|v| wf.var(*v).name == name);
+        let unknown = |name: &str| {
+            let names: Vec<_> = wf.inputs.iter().map(|v| wf.var(*v).name.as_str()).collect();
+            RunError::Input { name: name.to_owned(), message: format!("no such input; the inputs are {}", names.join(", ")) }
+        };
+        if let Some(json) = json {
+            let obj = json.as_object().ok_or_else(|| RunError::Input { name: "--input-json".into(), message: "expected a JSON object".into() })?;
+            for (name, v) in obj {
+                let i = index(name).ok_or_else(|| unknown(name))?;
+                let ty = &wf.var(wf.inputs[i]).ty;
+                values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input { name: name.clone(), message: m })?);
+            }
+        }
+        for (name, text) in pairs {
+            let i = index(name).ok_or_else(|| unknown(name))?;
+            let ty = &wf.var(wf.inputs[i]).ty;
+            values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input { name: name.clone(), message: m })?);
+        }
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.ok_or_else(|| {
+                    let var = wf.var(wf.inputs[i]);
+                    RunError::Input {
+                        name: var.name.clone(),
+                        message: format!("missing; give it with --input {}=… ({})", var.name, types.display(&var.ty)),
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Runs the workflow once with `inputs` (in declaration order).
+    pub async fn run(&self, inputs: Vec<Value>, options: RunOptions) -> Result<RunOutcome, RunError> {
+        let mut run = RunState::new(self.inner.clone(), options);
+        run.bind_inputs(inputs)?;
+        run.drive().await
+    }
+
+    /// Checks that a trace's erasure is a run of the workflow (⟦P⟧).
+    pub fn verify(&self, run_id: &str, trace: &Trace) -> Result<(), RunError> {
+        let semantics = self.inner.semantics.get_or_init(|| {
+            Semantics::new(&self.inner.program, self.workflow()).map_err(|e| e.to_string())
+        });
+        let semantics = semantics.as_ref().map_err(|e| RunError::Setup(e.clone()))?;
+        let exec = trace.execution(self.workflow().lifelines.len());
+        semantics
+            .check(&exec.erase_control(), &MemberOptions { control: false, prefix: false })
+            .map_err(|e| RunError::NotMember { run: run_id.to_owned(), message: e.to_string() })
+    }
+}
+
+/// What travels on a channel.
+#[derive(Debug)]
+enum Msg {
+    Data { stmt: StmtId, values: Vec<Value> },
+    Control { tag: ControlTag, decision: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Ready,
+    Recv(u32),
+    Action,
+    Done,
+}
+
+/// One lifeline of a run.
+struct Lane {
+    pc: u32,
+    env: Vec<Option<Value>>,
+    wait: Wait,
+    /// Per action: how many times this lifeline called it so far.
+    occurrences: Vec<u64>,
+}
+
+type Pending = (u32, Result<Vec<Value>, String>);
+
+struct RunState {
+    engine: Arc<Inner>,
+    options: RunOptions,
+    lanes: Vec<Lane>,
+    /// `queues[from * n + to]`.
+    queues: Vec<VecDeque<Msg>>,
+    ready: VecDeque<u32>,
+    pending: JoinSet<Pending>,
+    trace: Option<Vec<TraceEntry>>,
+    clock: u64,
+    steps: u64,
+    done: usize,
+    rng: u64,
+}
+
+impl RunState {
+    fn new(engine: Arc<Inner>, options: RunOptions) -> RunState {
+        let wf = &engine.program.workflows[engine.workflow];
+        let n = wf.lifelines.len();
+        let lanes = (0..n)
+            .map(|_| Lane { pc: 0, env: vec![None; wf.vars.len()], wait: Wait::Ready, occurrences: vec![0; engine.program.actions.len()] })
+            .collect();
+        let rng = match options.schedule {
+            Schedule::Random(seed) => seed | 1,
+            Schedule::RunToBlock => 1,
+        };
+        RunState {
+            trace: options.trace.then(Vec::new),
+            options,
+            lanes,
+            queues: (0..n * n).map(|_| VecDeque::new()).collect(),
+            ready: (0..n as u32).collect(),
+            pending: JoinSet::new(),
+            clock: 0,
+            steps: 0,
+            done: 0,
+            rng,
+            engine,
+        }
+    }
+
+    fn workflow(&self) -> &Workflow {
+        &self.engine.program.workflows[self.engine.workflow]
+    }
+
+    fn bind_inputs(&mut self, inputs: Vec<Value>) -> Result<(), RunError> {
+        let engine = self.engine.clone();
+        let wf = &engine.program.workflows[engine.workflow];
+        if inputs.len() != wf.inputs.len() {
+            return Err(RunError::Input { name: "inputs".into(), message: format!("expected {} input(s), got {}", wf.inputs.len(), inputs.len()) });
+        }
+        for (var, value) in wf.inputs.iter().zip(inputs) {
+            let v = wf.var(*var);
+            if !value.conforms(&v.ty, &engine.program.types) {
+                return Err(RunError::Input { name: v.name.clone(), message: format!("expected {}", engine.program.types.display(&v.ty)) });
+            }
+            self.lanes[v.lifeline.0 as usize].env[var.0 as usize] = Some(value);
+        }
+        Ok(())
+    }
+
+    async fn drive(mut self) -> Result<RunOutcome, RunError> {
+        let n = self.lanes.len();
+        loop {
+            while let Some(lane) = self.pick() {
+                self.step(lane)?;
+            }
+            if self.done == n {
+                break;
+            }
+            let Some(joined) = self.pending.join_next().await else {
+                return Err(self.deadlock());
+            };
+            let (lane, result) = joined.map_err(|e| RunError::Protocol {
+                run: self.options.run_id.clone(),
+                lifeline: "?".into(),
+                message: format!("an action task failed: {e}"),
+            })?;
+            self.complete(lane, result)?;
+        }
+        let engine = self.engine.clone();
+        let wf = &engine.program.workflows[engine.workflow];
+        let results = wf
+            .results
+            .iter()
+            .map(|var| {
+                let v = wf.var(*var);
+                let value = self.lanes[v.lifeline.0 as usize].env[var.0 as usize].clone().unwrap_or(Value::Bool(false));
+                (v.name.clone(), value)
+            })
+            .collect();
+        Ok(RunOutcome { results, trace: self.trace.map(|entries| Trace { entries }), steps: self.steps })
+    }
+
+    fn pick(&mut self) -> Option<u32> {
+        match self.options.schedule {
+            Schedule::RunToBlock => self.ready.pop_front(),
+            Schedule::Random(_) => {
+                if self.ready.is_empty() {
+                    return None;
+                }
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                let i = (self.rng % self.ready.len() as u64) as usize;
+                self.ready.swap_remove_back(i)
+            }
+        }
+    }
+
+    fn deadlock(&self) -> RunError {
+        let wf = self.workflow();
+        let waiting: Vec<String> = self
+            .lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| match l.wait {
+                Wait::Recv(from) => Some(format!("{} waits for {}", wf.lifelines[i].name, wf.lifelines[from as usize].name)),
+                _ => None,
+            })
+            .collect();
+        RunError::Protocol { run: self.options.run_id.clone(), lifeline: "(all)".into(), message: format!("deadlock: {}", waiting.join(", ")) }
+    }
+
+    fn location(&self, lane: u32, stmt: StmtId, action: Option<ActionId>) -> Location {
+        let span = self.engine.stmt_spans.get(stmt.0 as usize).copied().unwrap_or_default();
+        Location {
+            lifeline: self.workflow().lifelines[lane as usize].name.clone(),
+            action: action.map(|a| self.engine.program.action(a).name.clone()),
+            line: self.engine.lines.as_ref().map_or(0, |l| l.line(span.start)),
+        }
+    }
+
+    fn eval_error(&self, lane: u32, stmt: StmtId, e: EvalError) -> RunError {
+        RunError::Eval { run: self.options.run_id.clone(), at: self.location(lane, stmt, None), message: e.message }
+    }
+
+    fn record(&mut self, lane: u32, event: Event) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(TraceEntry { time: self.clock, lifeline: LifelineId(lane), event });
+            self.clock += 1;
+        }
+    }
+
+    fn push(&mut self, from: u32, to: u32, msg: Msg) {
+        let n = self.lanes.len();
+        self.queues[from as usize * n + to as usize].push_back(msg);
+        let target = &mut self.lanes[to as usize];
+        if target.wait == Wait::Recv(from) {
+            target.wait = Wait::Ready;
+            self.ready.push_back(to);
+        }
+    }
+
+    fn pop(&mut self, from: u32, to: u32) -> Option<Msg> {
+        let n = self.lanes.len();
+        self.queues[from as usize * n + to as usize].pop_front()
+    }
+
+    /// Runs `lane` until it waits, ends, or (random schedule) for one op.
+    fn step(&mut self, lane: u32) -> Result<(), RunError> {
+        let engine = self.engine.clone();
+        let ops = &engine.flat[lane as usize].ops;
+        let types = &engine.program.types;
+        let one_op = matches!(self.options.schedule, Schedule::Random(_));
+        loop {
+            let pc = self.lanes[lane as usize].pc;
+            let Some(op) = ops.get(pc as usize) else {
+                self.lanes[lane as usize].wait = Wait::Done;
+                self.done += 1;
+                return Ok(());
+            };
+            self.steps += 1;
+            match op {
+                Op::Send { stmt, to, items } => {
+                    let env = &self.lanes[lane as usize].env;
+                    let mut values = Vec::with_capacity(items.len());
+                    for item in items {
+                        values.push(eval(item, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?);
+                    }
+                    if self.trace.is_some() {
+                        let msg = Message::Data { stmt: *stmt, values: Some(values.clone()) };
+                        self.record(lane, Event::Send { to: *to, msg });
+                    }
+                    self.push(lane, to.0, Msg::Data { stmt: *stmt, values });
+                    self.lanes[lane as usize].pc += 1;
+                }
+                Op::Recv { stmt, from, binds } => match self.pop(from.0, lane) {
+                    None => {
+                        self.lanes[lane as usize].wait = Wait::Recv(from.0);
+                        return Ok(());
+                    }
+                    Some(Msg::Data { stmt: got, values }) if got == *stmt && values.len() == binds.len() => {
+                        if self.trace.is_some() {
+                            let msg = Message::Data { stmt: *stmt, values: Some(values.clone()) };
+                            self.record(lane, Event::Recv { from: *from, msg });
+                        }
+                        let env = &mut self.lanes[lane as usize].env;
+                        for (bind, value) in binds.iter().zip(values) {
+                            if let Recv::Bind(var) = bind {
+                                env[var.0 as usize] = Some(value);
+                            }
+                        }
+                        self.lanes[lane as usize].pc += 1;
+                    }
+                    Some(other) => return Err(self.protocol(lane, format!("expected the message of s{}, got {other:?}", stmt.0))),
+                },
+                Op::Act { stmt, outputs, call } => match call {
+                    Call::Expr(e) => {
+                        let value = eval(e, &self.lanes[lane as usize].env, types).map_err(|e| self.eval_error(lane, *stmt, e))?;
+                        self.finish_act(lane, *stmt, outputs, vec![value]);
+                    }
+                    Call::Action { action, args } => {
+                        let env = &self.lanes[lane as usize].env;
+                        let mut argv = Vec::with_capacity(args.len());
+                        for a in args {
+                            argv.push(eval(a, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?);
+                        }
+                        match &engine.performers[action.0 as usize] {
+                            Performer::PureExpr => {
+                                let ActionKind::Pure { body: Some(body) } = &engine.program.action(*action).kind else {
+                                    unreachable!("PureExpr is only built for pure actions with a body")
+                                };
+                                let value = eval(body, argv.as_slice(), types).map_err(|e| self.eval_error(lane, *stmt, e))?;
+                                self.finish_act(lane, *stmt, outputs, vec![value]);
+                            }
+                            Performer::PureHost(f) => {
+                                let values = f(&argv).map_err(|m| self.action_error(lane, *stmt, *action, m))?;
+                                let values = self.check_outputs(lane, *stmt, *action, values)?;
+                                self.finish_act(lane, *stmt, outputs, values);
+                            }
+                            performer => {
+                                let performer = performer.clone();
+                                self.start(lane, *stmt, *action, argv, performer);
+                                self.lanes[lane as usize].wait = Wait::Action;
+                                return Ok(());
+                            }
+                        }
+                    }
+                },
+                Op::Decide { stmt, guard, tag, notify, on_false } => {
+                    let decision = match eval(guard, &self.lanes[lane as usize].env, types) {
+                        Ok(Value::Bool(b)) => b,
+                        Ok(other) => return Err(self.protocol(lane, format!("guard gave {other:?}"))),
+                        Err(e) => return Err(self.eval_error(lane, *stmt, e)),
+                    };
+                    self.record(lane, Event::Decide { stmt: *stmt, tag: *tag, decision });
+                    for r in notify {
+                        if self.trace.is_some() {
+                            let msg = Message::Control { stmt: *stmt, tag: *tag, decision };
+                            self.record(lane, Event::Send { to: *r, msg });
+                        }
+                        self.push(lane, r.0, Msg::Control { tag: *tag, decision });
+                    }
+                    self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
+                }
+                Op::Await { stmt, from, tag, on_false } => match self.pop(from.0, lane) {
+                    None => {
+                        self.lanes[lane as usize].wait = Wait::Recv(from.0);
+                        return Ok(());
+                    }
+                    Some(Msg::Control { tag: got, decision }) if got == *tag => {
+                        if self.trace.is_some() {
+                            let msg = Message::Control { stmt: *stmt, tag: *tag, decision };
+                            self.record(lane, Event::Recv { from: *from, msg });
+                        }
+                        self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
+                    }
+                    Some(other) => return Err(self.protocol(lane, format!("expected decision {tag} of s{}, got {other:?}", stmt.0))),
+                },
+                Op::Jump { target } => self.lanes[lane as usize].pc = *target,
+            }
+            if one_op {
+                self.ready.push_back(lane);
+                return Ok(());
+            }
+        }
+    }
+
+    fn protocol(&self, lane: u32, message: String) -> RunError {
+        RunError::Protocol { run: self.options.run_id.clone(), lifeline: self.workflow().lifelines[lane as usize].name.clone(), message }
+    }
+
+    fn action_error(&self, lane: u32, stmt: StmtId, action: ActionId, message: String) -> RunError {
+        RunError::Action { run: self.options.run_id.clone(), at: self.location(lane, stmt, Some(action)), message }
+    }
+
+    /// Checks an action's outputs against its declared types.
+    fn check_outputs(&self, lane: u32, stmt: StmtId, action: ActionId, values: Vec<Value>) -> Result<Vec<Value>, RunError> {
+        let decl = self.engine.program.action(action);
+        let types = &self.engine.program.types;
+        if values.len() != decl.outputs.len() {
+            let msg = format!("returned {} value(s) but declares {} output(s)", values.len(), decl.outputs.len());
+            return Err(self.action_error(lane, stmt, action, msg));
+        }
+        for (v, out) in values.iter().zip(&decl.outputs) {
+            if !v.conforms(&out.ty, types) {
+                let msg = format!("output `{}` should be {}, but is {}", out.name, types.display(&out.ty), v.to_json(types));
+                return Err(self.action_error(lane, stmt, action, msg));
+            }
+        }
+        Ok(values)
+    }
+
+    fn finish_act(&mut self, lane: u32, stmt: StmtId, outputs: &[Option<VarId>], values: Vec<Value>) {
+        if self.trace.is_some() {
+            self.record(lane, Event::Act { stmt, outputs: Some(values.clone()) });
+        }
+        let l = &mut self.lanes[lane as usize];
+        for (out, value) in outputs.iter().zip(values) {
+            if let Some(var) = out {
+                l.env[var.0 as usize] = Some(value);
+            }
+        }
+        l.pc += 1;
+    }
+
+    /// Starts an asynchronous action on the run's task set.
+    fn start(&mut self, lane: u32, stmt: StmtId, action: ActionId, args: Vec<Value>, performer: Performer) {
+        let engine = self.engine.clone();
+        let decl = engine.program.action(action);
+        let types = &engine.program.types;
+        let occurrence = {
+            let occ = &mut self.lanes[lane as usize].occurrences[action.0 as usize];
+            let k = *occ;
+            *occ += 1;
+            k
+        };
+        let lifeline = self.workflow().lifelines[lane as usize].name.clone();
+        let key = CallKey { lifeline: lifeline.clone(), action: decl.name.clone(), occurrence };
+        let timeout = engine.timeouts.get(&decl.name).copied().or(engine.default_timeout);
+        let outputs: Vec<OutputSlot> = decl.outputs.iter().map(|p| OutputSlot { name: p.name.clone(), ty: p.ty.clone() }).collect();
+        let seed = self.options.seed;
+        let run = self.options.run_id.clone();
+        let fut: troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> = match (&performer, &decl.kind) {
+            (Performer::Llm, ActionKind::Llm(llm)) => {
+                let request = LlmRequest {
+                    key,
+                    seed,
+                    system: llm.system.as_ref().map(|t| render(t, &args, types)),
+                    prompt: render(&llm.prompt, &args, types),
+                    outputs,
+                    types: Arc::new(types.clone()),
+                    model: llm.model.clone(),
+                    temperature: llm.temperature,
+                    retries: llm.retries,
+                };
+                let backend = engine.llm.clone();
+                Box::pin(async move { backend.call(&request).await.map(|a| a.values).map_err(|e| e.to_string()) })
+            }
+            (Performer::Mock, _) => {
+                let request = LlmRequest {
+                    key,
+                    seed,
+                    system: None,
+                    prompt: String::new(),
+                    outputs,
+                    types: Arc::new(types.clone()),
+                    model: None,
+                    temperature: None,
+                    retries: None,
+                };
+                let backend = engine.mock.clone().unwrap_or_else(|| engine.llm.clone());
+                Box::pin(async move { backend.call(&request).await.map(|a| a.values).map_err(|e| e.to_string()) })
+            }
+            (Performer::Effect(f), _) => {
+                let call = EffectCall { args, idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name) };
+                f(call)
+            }
+            (Performer::Human, ActionKind::Human(h)) => {
+                let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
+                let options = match &ty {
+                    Type::Enum(id) => types.enum_def(*id).values.clone(),
+                    _ => Vec::new(),
+                };
+                let task = HumanTask {
+                    key: format!("{lifeline}/{}#{occurrence}", decl.name),
+                    run,
+                    lifeline,
+                    action: decl.name.clone(),
+                    prompt: render(&h.ask, &args, types),
+                    prefill: h.prefill.as_ref().map(|t| render(t, &args, types)),
+                    answer: h.answer,
+                    options,
+                    ty: ty.clone(),
+                };
+                let inbox = engine.humans.clone();
+                let types = types.clone();
+                let answer_kind = h.answer;
+                Box::pin(async move {
+                    let answer = inbox.ask(task).await?;
+                    let answer = match (answer_kind, &answer) {
+                        // A confirm may be answered with yes/no text.
+                        (AnswerKind::Confirm, serde_json::Value::String(s)) => Value::parse(s, &ty, &types)?,
+                        _ => Value::from_json(&answer, &ty, &types)?,
+                    };
+                    Ok(vec![answer])
+                })
+            }
+            _ => Box::pin(async { Err("no performer for this action".to_owned()) }),
+        };
+        let fut = async move {
+            let result = match timeout {
+                Some(t) => match tokio::time::timeout(t, fut).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("timed out after {t:?}")),
+                },
+                None => fut.await,
+            };
+            (lane, result)
+        };
+        self.pending.spawn(fut);
+        let _ = stmt;
+    }
+
+    /// An asynchronous action of `lane` finished.
+    fn complete(&mut self, lane: u32, result: Result<Vec<Value>, String>) -> Result<(), RunError> {
+        let engine = self.engine.clone();
+        let pc = self.lanes[lane as usize].pc;
+        let Some(Op::Act { stmt, outputs, call: Call::Action { action, .. } }) = engine.flat[lane as usize].ops.get(pc as usize) else {
+            return Err(self.protocol(lane, "an action finished, but the lifeline is not at an action".into()));
+        };
+        let values = result.map_err(|m| self.action_error(lane, *stmt, *action, m))?;
+        let values = self.check_outputs(lane, *stmt, *action, values)?;
+        self.finish_act(lane, *stmt, outputs, values);
+        let l = &mut self.lanes[lane as usize];
+        l.wait = Wait::Ready;
+        self.ready.push_back(lane);
+        Ok(())
+    }
+}
+
+/// Fills a template's `{param}` holes with the arguments.
+fn render(t: &Template, args: &[Value], types: &TypeTable) -> String {
+    let mut out = String::new();
+    for part in &t.parts {
+        match part {
+            TemplatePart::Text(s) => out.push_str(s),
+            TemplatePart::Param(i) => {
+                if let Some(v) = args.get(*i as usize) {
+                    out.push_str(&display(v, types));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,44 @@
+//! Why a run failed. Every error names the run, and where it applies the
+//! lifeline, the action and the source line.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// Building the engine failed (unknown workflow, missing extern, …).
+    #[error("{0}")]
+    Setup(String),
+    /// An input is missing, unknown or of the wrong type.
+    #[error("input `{name}`: {message}")]
+    Input { name: String, message: String },
+    /// An action failed, timed out or answered with a value of the wrong type.
+    #[error("run {run}: {at}: {message}")]
+    Action { run: String, at: Location, message: String },
+    /// An expression failed (overflow, division by zero).
+    #[error("run {run}: {at}: {message}")]
+    Eval { run: String, at: Location, message: String },
+    /// The local programs disagreed: impossible for projected programs;
+    /// reported rather than trusted.
+    #[error("run {run}: protocol violation at {lifeline}: {message}")]
+    Protocol { run: String, lifeline: String, message: String },
+    /// The recorded execution is not a run of the workflow.
+    #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
+    NotMember { run: String, message: String },
+}
+
+/// Where in the workflow something happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub lifeline: String,
+    pub action: Option<String>,
+    pub line: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.action {
+            Some(a) => write!(f, "lifeline {}, action `{a}` (line {})", self.lifeline, self.line),
+            None => write!(f, "lifeline {} (line {})", self.lifeline, self.line),
+        }
+    }
+}

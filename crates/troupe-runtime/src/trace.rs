@@ -1,0 +1,101 @@
+//! The trace of a run: per lifeline, its events with logical timestamps.
+
+use troupe_check::ir::{LifelineId, Program, Workflow};
+use troupe_msc::{Event, Execution, Message};
+use troupe_project::Names;
+
+/// One event of one lifeline at logical time `time` (a global counter of the
+/// run's scheduler: a valid linearisation of the causal order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceEntry {
+    pub time: u64,
+    pub lifeline: LifelineId,
+    pub event: Event,
+}
+
+/// Everything a run did, in the order its scheduler did it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Trace {
+    pub entries: Vec<TraceEntry>,
+}
+
+impl Trace {
+    /// The tuple of local words of the run.
+    pub fn execution(&self, lifelines: usize) -> Execution {
+        let mut exec = Execution::new(lifelines);
+        for e in &self.entries {
+            if let Some(word) = exec.words.get_mut(e.lifeline.0 as usize) {
+                word.push(e.event.clone());
+            }
+        }
+        exec
+    }
+
+    /// One line per event, for people.
+    pub fn render(&self, program: &Program, workflow: &Workflow) -> String {
+        let names = Names::new(program, workflow);
+        let mut out = String::new();
+        for e in &self.entries {
+            let who = names.lifeline(e.lifeline);
+            let line = match &e.event {
+                Event::Send { to, msg } => format!("send {} to {}", message(msg, &names), names.lifeline(*to)),
+                Event::Recv { from, msg } => format!("recv {} from {}", message(msg, &names), names.lifeline(*from)),
+                Event::Act { stmt, outputs } => {
+                    let outs = outputs.as_ref().map(|v| v.iter().map(|x| names.value(x)).collect::<Vec<_>>().join(", "));
+                    format!("act s{} -> ({})", stmt.0, outs.unwrap_or_default())
+                }
+                Event::Decide { stmt, tag, decision } => format!("decide {} at s{} {tag}", if *decision { "⊤" } else { "⊥" }, stmt.0),
+            };
+            out.push_str(&format!("{:>6}  {:<12} {line}\n", e.time, who));
+        }
+        out
+    }
+
+    /// The trace as JSON records.
+    pub fn to_json(&self, program: &Program, workflow: &Workflow) -> serde_json::Value {
+        let names = Names::new(program, workflow);
+        let values = |v: &Option<Vec<troupe_check::Value>>| {
+            v.as_ref().map(|v| v.iter().map(|x| x.to_json(&program.types)).collect::<Vec<_>>())
+        };
+        let entries: Vec<_> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let mut obj = serde_json::json!({ "time": e.time, "lifeline": names.lifeline(e.lifeline) });
+                let extra = match &e.event {
+                    Event::Send { to, msg } | Event::Recv { from: to, msg } => {
+                        let kind = if matches!(e.event, Event::Send { .. }) { "send" } else { "recv" };
+                        let peer = if kind == "send" { "to" } else { "from" };
+                        let mut m = serde_json::json!({ "kind": kind, peer: names.lifeline(*to), "stmt": msg.stmt().0 });
+                        match msg {
+                            Message::Data { values: v, .. } => m["values"] = serde_json::json!(values(v)),
+                            Message::Control { tag, decision, .. } => {
+                                m["control"] = serde_json::json!({ "tag": tag.hex(), "decision": decision });
+                            }
+                        }
+                        m
+                    }
+                    Event::Act { stmt, outputs } => serde_json::json!({ "kind": "act", "stmt": stmt.0, "outputs": values(outputs) }),
+                    Event::Decide { stmt, tag, decision } => {
+                        serde_json::json!({ "kind": "decide", "stmt": stmt.0, "tag": tag.hex(), "decision": decision })
+                    }
+                };
+                if let (Some(o), Some(x)) = (obj.as_object_mut(), extra.as_object()) {
+                    o.extend(x.clone());
+                }
+                obj
+            })
+            .collect();
+        serde_json::Value::Array(entries)
+    }
+}
+
+fn message(msg: &Message, names: &Names<'_>) -> String {
+    match msg {
+        Message::Data { stmt, values } => {
+            let vals = values.as_ref().map(|v| v.iter().map(|x| names.value(x)).collect::<Vec<_>>().join(", "));
+            format!("s{}({})", stmt.0, vals.unwrap_or_default())
+        }
+        Message::Control { stmt, tag, decision } => format!("control s{} {} {tag}", stmt.0, if *decision { "⊤" } else { "⊥" }),
+    }
+}
