@@ -94,6 +94,7 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
         refusal: None,
         usage,
         raw: J::Array(blocks.clone()),
+        truncated: body.get("stop_reason").and_then(J::as_str) == Some("max_tokens"),
     })
 }
 

@@ -368,7 +368,11 @@ impl HttpBackend {
                     });
                 }
                 Err(e) => {
-                    last_error = e;
+                    last_error = if reply.truncated {
+                        format!("{e} (the answer was cut off at the token limit: raise max_tokens)")
+                    } else {
+                        e
+                    };
                     if ask < reasks {
                         match (self.api, raw_text) {
                             (Api::OpenAi, false) => {
@@ -454,11 +458,16 @@ impl HttpBackend {
             .await
             .map_err(|e| self.transport_failure(&e))?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        // OpenAI also sends a millisecond-precise `retry-after-ms`.
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+        let retry_after = header("retry-after-ms")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| Duration::from_secs_f64(ms.min(1e12) / 1000.0))
+            .or_else(|| {
+                header(reqwest::header::RETRY_AFTER.as_str())
+                    .and_then(|v| parse_retry_after(v, SystemTime::now()))
+            });
         let bytes = response
             .bytes()
             .await
@@ -579,6 +588,8 @@ pub(crate) struct Reply {
     pub(crate) usage: Option<Usage>,
     /// The turn as the protocol returned it, to replay in a re-ask.
     pub(crate) raw: J,
+    /// The model stopped at the token limit, so the answer is likely cut off.
+    pub(crate) truncated: bool,
 }
 
 #[derive(Debug)]

@@ -64,7 +64,12 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
     let message = body
         .get("choices")
         .and_then(J::as_array)
-        .and_then(|c| c.first())
+        .and_then(|c| c.first());
+    let truncated = message
+        .and_then(|c| c.get("finish_reason"))
+        .and_then(J::as_str)
+        == Some("length");
+    let message = message
         .and_then(|c| c.get("message"))
         .ok_or("no `choices[0].message` in the response")?;
     if let Some(refusal) = message.get("refusal").and_then(J::as_str) {
@@ -74,6 +79,7 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
             refusal: Some(refusal.to_owned()),
             usage,
             raw: message.clone(),
+            truncated,
         });
     }
     let text = match message.get("content") {
@@ -95,6 +101,7 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
         refusal: None,
         usage,
         raw: message.clone(),
+        truncated,
     })
 }
 

@@ -280,3 +280,40 @@ async fn connection_refused_is_transient() {
     assert!(err.is_transient(), "{err:?}");
     assert!(err.to_string().contains("cannot connect"), "{err}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn retry_after_ms_is_honoured() {
+    let fake = Fake::start(vec![
+        Reply::Json(
+            429,
+            json!({"error": {"message": "slow"}}),
+            vec![
+                ("retry-after-ms", "300".into()),
+                ("retry-after", "30".into()),
+            ],
+        ),
+        ok(completion("done")),
+    ])
+    .await;
+    backend(&fake).call(&text_request()).await.unwrap();
+    let reqs = fake.requests();
+    let waited = reqs[1].at - reqs[0].at;
+    assert!(
+        waited >= Duration::from_millis(280) && waited < Duration::from_secs(2),
+        "waited {waited:?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_cut_off_answer_says_so() {
+    let mut body = completion(r#"{"verdict": "rev"#);
+    body["choices"][0]["finish_reason"] = json!("length");
+    let fake = Fake::start(vec![ok(body)]).await;
+    let mut req = review_request();
+    req.retries = Some(0);
+    let err = backend(&fake).call(&req).await.unwrap_err();
+    assert!(
+        err.to_string().contains("cut off at the token limit"),
+        "{err}"
+    );
+}
