@@ -11,6 +11,38 @@ pub(crate) fn is_raw_text(outputs: &[OutputSlot]) -> bool {
     matches!(outputs, [OutputSlot { ty: Type::Text, .. }])
 }
 
+/// Checks that every enum and record the outputs mention exists in `types`,
+/// so that no later lookup can fail (the table comes from the checker, but a
+/// backend must not panic whatever it is handed).
+pub(crate) fn check_types(outputs: &[OutputSlot], types: &TypeTable) -> Result<(), String> {
+    fn walk(ty: &Type, types: &TypeTable, seen: &mut Vec<u32>) -> Result<(), String> {
+        match ty {
+            Type::Enum(id) if types.enums.get(id.0 as usize).is_none() => {
+                Err(format!("enum #{} is not in the type table", id.0))
+            }
+            Type::Record(id) => {
+                if seen.contains(&id.0) {
+                    return Ok(());
+                }
+                seen.push(id.0);
+                let def = types
+                    .records
+                    .get(id.0 as usize)
+                    .ok_or_else(|| format!("record #{} is not in the type table", id.0))?;
+                def.fields
+                    .iter()
+                    .try_for_each(|(_, t)| walk(t, types, seen))
+            }
+            Type::List(inner) => walk(inner, types, seen),
+            _ => Ok(()),
+        }
+    }
+    let mut seen = Vec::new();
+    outputs.iter().try_for_each(|o| {
+        walk(&o.ty, types, &mut seen).map_err(|e| format!("output `{}`: {e}", o.name))
+    })
+}
+
 /// Reads the values of `outputs` from a JSON answer.
 ///
 /// The canonical shape is an object with one property per output. With a

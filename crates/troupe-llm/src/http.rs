@@ -14,7 +14,7 @@
 //! sensitive header and scrubbed from every message this module produces (a
 //! provider may echo part of it in a 401 body).
 
-use crate::answer::{decode_json, decode_text, excerpt, is_raw_text};
+use crate::answer::{check_types, decode_json, decode_text, excerpt, is_raw_text};
 use crate::config::ConfigError;
 use crate::schema::output_schema;
 use crate::{
@@ -295,6 +295,8 @@ impl HttpBackend {
 
     async fn run(&self, request: &LlmRequest) -> Result<LlmAnswer, LlmError> {
         let start = Instant::now();
+        check_types(&request.outputs, &request.types)
+            .map_err(|e| self.error(ErrorClass::Permanent, &request.key.action, e))?;
         let action = request.key.action.as_str();
         let raw_text = request.outputs.is_empty() || is_raw_text(&request.outputs);
         let schema = (!raw_text).then(|| output_schema(&request.outputs, &request.types));
@@ -657,6 +659,68 @@ mod tests {
         }
         assert!(backoff_delay(3, base, max, 800) == Duration::from_millis(800));
         assert!(backoff_delay(0, base, max, 800) <= base);
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = J> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(J::Null),
+            any::<bool>().prop_map(J::Bool),
+            any::<i64>().prop_map(J::from),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(J::Null, J::Number)),
+            "[a-z{}\\[\\]\":, ]{0,12}".prop_map(J::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            let keys = prop_oneof![
+                Just("choices".to_owned()),
+                Just("message".to_owned()),
+                Just("content".to_owned()),
+                Just("type".to_owned()),
+                Just("text".to_owned()),
+                Just("tool_use".to_owned()),
+                Just("input".to_owned()),
+                Just("usage".to_owned()),
+                Just("verdict".to_owned()),
+                Just("notes".to_owned()),
+                Just("error".to_owned()),
+                "[a-z]{1,5}",
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(J::Array),
+                proptest::collection::btree_map(keys, inner, 0..4)
+                    .prop_map(|m| J::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a server sends, reading it yields a value or an error, never a panic.
+        #[test]
+        fn any_body_is_read_without_panicking(body in arb_json(), text in "\\PC{0,40}") {
+            use troupe_check::types::{EnumDef, EnumId};
+            let types = troupe_check::TypeTable {
+                enums: vec![EnumDef { name: "Verdict".into(), values: vec!["approve".into(), "revise".into()] }],
+                records: vec![],
+            };
+            let outs = [
+                crate::OutputSlot::new("verdict", troupe_check::Type::Enum(EnumId(0))),
+                crate::OutputSlot::new("notes", troupe_check::Type::Text),
+            ];
+            for reply in [openai::parse(&body), anthropic::parse(&body)].into_iter().flatten() {
+                let mut messages = Vec::new();
+                openai::reask(&mut messages, &reply, "e");
+                anthropic::reask(&mut messages, &reply, "e");
+                if let Some(j) = &reply.json {
+                    let _ = decode_json(j, &outs, &types);
+                }
+            }
+            let _ = openai::error_message(&body);
+            let _ = anthropic::error_message(&body);
+            let _ = decode_json(&body, &outs, &types);
+            let _ = decode_json(&body, &outs[..1], &types);
+            let _ = decode_text(&text, &outs, &types);
+            let _ = parse_retry_after(&text, SystemTime::now());
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //!
 //! Offsets come from a fixed hash of (seed, lifeline, action, output path).
 
+use crate::answer::check_types;
 use crate::hash::stable_hash;
 use crate::{BoxFuture, CallKey, LlmAnswer, LlmBackend, LlmError, LlmRequest};
 use std::sync::Arc;
@@ -51,6 +52,10 @@ impl MockBackend {
 
     /// The values the mock answers `request` with, without sleeping.
     pub fn answer_values(request: &LlmRequest) -> Result<Vec<Value>, LlmError> {
+        check_types(&request.outputs, &request.types).map_err(|message| LlmError::Permanent {
+            backend: "mock".into(),
+            message,
+        })?;
         let generator = Gen {
             seed: request.seed,
             key: &request.key,
@@ -289,6 +294,22 @@ mod tests {
         );
         let err = MockBackend::answer_values(&r).unwrap_err();
         assert!(err.to_string().contains("no finite value"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_type_table_is_an_error_not_a_panic() {
+        let r = request(
+            vec![OutputSlot::new(
+                "x",
+                Type::List(Box::new(Type::Enum(EnumId(9)))),
+            )],
+            0,
+            "A",
+            "f",
+            0,
+        );
+        let err = MockBackend::answer_values(&r).unwrap_err();
+        assert!(err.to_string().contains("enum #9"), "{err}");
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -136,6 +136,8 @@ pub struct Router {
     routes: BTreeMap<String, Target>,
     /// The default is `mock` because nothing chose another.
     implicit_mock: bool,
+    /// Whether an action's `model:` may pick the backend (not in a hand-built router).
+    action_models: bool,
     factory: Factory,
 }
 
@@ -245,6 +247,7 @@ impl Router {
             default,
             routes,
             implicit_mock,
+            action_models: true,
             factory,
         })
     }
@@ -258,6 +261,7 @@ impl Router {
             },
             routes: BTreeMap::new(),
             implicit_mock: false,
+            action_models: false,
             factory: Factory {
                 config: LlmConfig::default(),
                 env: BTreeMap::new(),
@@ -323,7 +327,7 @@ impl Router {
             .model
             .as_deref()
             .map(str::trim)
-            .filter(|m| !m.is_empty())
+            .filter(|m| self.action_models && !m.is_empty())
         else {
             return Ok(self.default.backend.clone());
         };
@@ -520,6 +524,12 @@ mod tests {
         req.model = Some("openrouter:x".into());
         let err = r.backend_for(&req).unwrap_err().to_string();
         assert!(err.contains("OPENROUTER_API_KEY"), "{err}");
+        let hand = Router::with_backend("openai:x", Arc::new(MockBackend::new()));
+        assert_eq!(
+            hand.backend_for(&req).unwrap().describe(),
+            "mock",
+            "a hand-built router ignores `model:`"
+        );
         req.key.action = "g".into();
         assert_eq!(
             r.backend_for(&req).unwrap().describe(),

@@ -21,7 +21,7 @@
 //! }
 //! ```
 
-use crate::answer::{decode_json, is_raw_text};
+use crate::answer::{check_types, decode_json, is_raw_text};
 use crate::{BoxFuture, LlmAnswer, LlmBackend, LlmError, LlmRequest};
 use std::path::Path;
 use std::time::Instant;
@@ -161,6 +161,12 @@ impl LlmBackend for ScriptedBackend {
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {
         Box::pin(async move {
             let start = Instant::now();
+            check_types(&request.outputs, &request.types).map_err(|message| {
+                LlmError::Permanent {
+                    backend: self.backend_name(),
+                    message,
+                }
+            })?;
             let (json, name) = self.lookup(request)?;
             let values = if request.outputs.is_empty() {
                 Vec::new()
