@@ -289,7 +289,11 @@ impl<'a> Names<'a> {
 
     /// The receiver items of a message, `p1, p2`.
     pub fn recv_items(&self, items: &[MsgItem]) -> String {
-        items.iter().map(|i| self.recv(&i.recv)).collect::<Vec<_>>().join(", ")
+        items
+            .iter()
+            .map(|i| self.recv(&i.recv))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The one-line head of a statement: the whole of a `msg` or `act`, and
@@ -313,13 +317,23 @@ impl<'a> Names<'a> {
                 );
             }
             StmtKind::Act { at, outputs, call } => {
-                let _ = write!(out, "act {}: {}", self.lifeline(*at), self.act(outputs, call));
+                let _ = write!(
+                    out,
+                    "act {}: {}",
+                    self.lifeline(*at),
+                    self.act(outputs, call)
+                );
             }
             StmtKind::If { owner, guard, .. } => {
                 let _ = write!(out, "if {} @ {}", self.expr(guard), self.lifeline(*owner));
             }
             StmtKind::While { owner, guard, .. } => {
-                let _ = write!(out, "while {} @ {}", self.expr(guard), self.lifeline(*owner));
+                let _ = write!(
+                    out,
+                    "while {} @ {}",
+                    self.expr(guard),
+                    self.lifeline(*owner)
+                );
             }
         }
     }
@@ -342,7 +356,9 @@ impl<'a> Names<'a> {
         self.write_stmt_head(out, stmt);
         match &stmt.kind {
             StmtKind::Msg { .. } | StmtKind::Act { .. } => out.push('\n'),
-            StmtKind::If { then, otherwise, .. } => {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
                 out.push_str(" {\n");
                 self.write_block(out, then, indent + 1);
                 push_indent(out, indent);

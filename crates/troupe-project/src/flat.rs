@@ -13,15 +13,40 @@ use troupe_check::ir::{Call, Expr, LifelineId, Recv, StmtId, VarId};
 /// One operation of a flat program.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Send { stmt: StmtId, to: LifelineId, items: Vec<Expr> },
-    Recv { stmt: StmtId, from: LifelineId, binds: Vec<Recv> },
-    Act { stmt: StmtId, outputs: Vec<Option<VarId>>, call: Call },
+    Send {
+        stmt: StmtId,
+        to: LifelineId,
+        items: Vec<Expr>,
+    },
+    Recv {
+        stmt: StmtId,
+        from: LifelineId,
+        binds: Vec<Recv>,
+    },
+    Act {
+        stmt: StmtId,
+        outputs: Vec<Option<VarId>>,
+        call: Call,
+    },
     /// Evaluate `guard`, send `(decision, tag)` to each of `notify` in order;
     /// continue at the next op on ⊤, at `on_false` on ⊥.
-    Decide { stmt: StmtId, guard: Expr, tag: ControlTag, notify: Vec<LifelineId>, on_false: u32 },
+    Decide {
+        stmt: StmtId,
+        guard: Expr,
+        tag: ControlTag,
+        notify: Vec<LifelineId>,
+        on_false: u32,
+    },
     /// Receive `(decision, tag)` from `from`; next op on ⊤, `on_false` on ⊥.
-    Await { stmt: StmtId, from: LifelineId, tag: ControlTag, on_false: u32 },
-    Jump { target: u32 },
+    Await {
+        stmt: StmtId,
+        from: LifelineId,
+        tag: ControlTag,
+        on_false: u32,
+    },
+    Jump {
+        target: u32,
+    },
 }
 
 /// The flat form of one lifeline's local program.
@@ -36,7 +61,10 @@ impl FlatProgram {
     pub fn from_local(program: &LocalProgram) -> FlatProgram {
         let mut ops = Vec::new();
         lower(&program.body, &mut ops);
-        FlatProgram { lifeline: program.lifeline, ops }
+        FlatProgram {
+            lifeline: program.lifeline,
+            ops,
+        }
     }
 }
 
@@ -55,29 +83,93 @@ fn patch(ops: &mut [Op], at: usize, target: u32) {
 fn lower(block: &[Instr], ops: &mut Vec<Op>) {
     for instr in block {
         match instr {
-            Instr::Send { stmt, to, items } => ops.push(Op::Send { stmt: *stmt, to: *to, items: items.clone() }),
-            Instr::Recv { stmt, from, binds } => ops.push(Op::Recv { stmt: *stmt, from: *from, binds: binds.clone() }),
-            Instr::Act { stmt, outputs, call } => {
-                ops.push(Op::Act { stmt: *stmt, outputs: outputs.clone(), call: call.clone() });
+            Instr::Send { stmt, to, items } => ops.push(Op::Send {
+                stmt: *stmt,
+                to: *to,
+                items: items.clone(),
+            }),
+            Instr::Recv { stmt, from, binds } => ops.push(Op::Recv {
+                stmt: *stmt,
+                from: *from,
+                binds: binds.clone(),
+            }),
+            Instr::Act {
+                stmt,
+                outputs,
+                call,
+            } => {
+                ops.push(Op::Act {
+                    stmt: *stmt,
+                    outputs: outputs.clone(),
+                    call: call.clone(),
+                });
             }
-            Instr::DecideIf { stmt, guard, tag, notify, then, otherwise } => {
+            Instr::DecideIf {
+                stmt,
+                guard,
+                tag,
+                notify,
+                then,
+                otherwise,
+            } => {
                 let head = ops.len();
-                ops.push(Op::Decide { stmt: *stmt, guard: guard.clone(), tag: *tag, notify: notify.clone(), on_false: 0 });
+                ops.push(Op::Decide {
+                    stmt: *stmt,
+                    guard: guard.clone(),
+                    tag: *tag,
+                    notify: notify.clone(),
+                    on_false: 0,
+                });
                 lower_if(ops, head, then, otherwise);
             }
-            Instr::Branch { stmt, from, tag, then, otherwise } => {
+            Instr::Branch {
+                stmt,
+                from,
+                tag,
+                then,
+                otherwise,
+            } => {
                 let head = ops.len();
-                ops.push(Op::Await { stmt: *stmt, from: *from, tag: *tag, on_false: 0 });
+                ops.push(Op::Await {
+                    stmt: *stmt,
+                    from: *from,
+                    tag: *tag,
+                    on_false: 0,
+                });
                 lower_if(ops, head, then, otherwise);
             }
-            Instr::DecideWhile { stmt, guard, tag, notify, body, exit } => {
+            Instr::DecideWhile {
+                stmt,
+                guard,
+                tag,
+                notify,
+                body,
+                exit,
+            } => {
                 let head = ops.len();
-                ops.push(Op::Decide { stmt: *stmt, guard: guard.clone(), tag: *tag, notify: notify.clone(), on_false: 0 });
+                ops.push(Op::Decide {
+                    stmt: *stmt,
+                    guard: guard.clone(),
+                    tag: *tag,
+                    notify: notify.clone(),
+                    on_false: 0,
+                });
                 lower_while(ops, head, body, exit);
             }
-            Instr::Loop { stmt, from, tag, body, exit } => {
+            Instr::Loop {
+                stmt,
+                from,
+                tag,
+                body,
+                exit,
+            } => {
                 let head = ops.len();
-                ops.push(Op::Await { stmt: *stmt, from: *from, tag: *tag, on_false: 0 });
+                ops.push(Op::Await {
+                    stmt: *stmt,
+                    from: *from,
+                    tag: *tag,
+                    on_false: 0,
+                });
                 lower_while(ops, head, body, exit);
             }
         }
@@ -102,7 +194,9 @@ fn lower_if(ops: &mut Vec<Op>, head: usize, then: &[Instr], otherwise: &[Instr])
 
 fn lower_while(ops: &mut Vec<Op>, head: usize, body: &[Instr], exit: &[Instr]) {
     lower(body, ops);
-    ops.push(Op::Jump { target: u32::try_from(head).unwrap_or(u32::MAX) });
+    ops.push(Op::Jump {
+        target: u32::try_from(head).unwrap_or(u32::MAX),
+    });
     let exit_start = pos(ops);
     patch(ops, head, exit_start);
     lower(exit, ops);
@@ -121,22 +215,40 @@ pub enum Step {
 
 /// The steps a tree-form program takes when every decision is answered by
 /// `decide`, stopping after `fuel` steps.
-pub fn tree_steps(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize) -> Vec<Step> {
+pub fn tree_steps(
+    body: &[Instr],
+    decide: &mut dyn FnMut(StmtId) -> bool,
+    fuel: &mut usize,
+) -> Vec<Step> {
     let mut out = Vec::new();
     tree_walk(body, decide, fuel, &mut out);
     out
 }
 
-fn tree_walk(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize, out: &mut Vec<Step>) {
+fn tree_walk(
+    body: &[Instr],
+    decide: &mut dyn FnMut(StmtId) -> bool,
+    fuel: &mut usize,
+    out: &mut Vec<Step>,
+) {
     for instr in body {
         match instr {
-            Instr::DecideWhile { stmt, body, exit, .. } | Instr::Loop { stmt, body, exit, .. } => loop {
+            Instr::DecideWhile {
+                stmt, body, exit, ..
+            }
+            | Instr::Loop {
+                stmt, body, exit, ..
+            } => loop {
                 if *fuel == 0 {
                     return;
                 }
                 *fuel -= 1;
                 let d = decide(*stmt);
-                out.push(if matches!(instr, Instr::DecideWhile { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                out.push(if matches!(instr, Instr::DecideWhile { .. }) {
+                    Step::Decide(*stmt, d)
+                } else {
+                    Step::Await(*stmt, d)
+                });
                 if d {
                     tree_walk(body, decide, fuel, out);
                 } else {
@@ -157,10 +269,25 @@ fn tree_walk(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut 
                 *fuel -= 1;
                 out.push(Step::Act(*stmt));
             }
-            Instr::DecideIf { stmt, then, otherwise, .. } | Instr::Branch { stmt, then, otherwise, .. } => {
+            Instr::DecideIf {
+                stmt,
+                then,
+                otherwise,
+                ..
+            }
+            | Instr::Branch {
+                stmt,
+                then,
+                otherwise,
+                ..
+            } => {
                 *fuel -= 1;
                 let d = decide(*stmt);
-                out.push(if matches!(instr, Instr::DecideIf { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                out.push(if matches!(instr, Instr::DecideIf { .. }) {
+                    Step::Decide(*stmt, d)
+                } else {
+                    Step::Await(*stmt, d)
+                });
                 tree_walk(if d { then } else { otherwise }, decide, fuel, out);
             }
         }
@@ -168,7 +295,11 @@ fn tree_walk(body: &[Instr], decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut 
 }
 
 /// The steps the flat program takes under the same contract as [`tree_steps`].
-pub fn flat_steps(program: &FlatProgram, decide: &mut dyn FnMut(StmtId) -> bool, fuel: &mut usize) -> Vec<Step> {
+pub fn flat_steps(
+    program: &FlatProgram,
+    decide: &mut dyn FnMut(StmtId) -> bool,
+    fuel: &mut usize,
+) -> Vec<Step> {
     let mut out = Vec::new();
     let mut pc = 0usize;
     while let Some(op) = program.ops.get(pc) {
@@ -196,7 +327,11 @@ pub fn flat_steps(program: &FlatProgram, decide: &mut dyn FnMut(StmtId) -> bool,
             }
             Op::Decide { stmt, on_false, .. } | Op::Await { stmt, on_false, .. } => {
                 let d = decide(*stmt);
-                out.push(if matches!(op, Op::Decide { .. }) { Step::Decide(*stmt, d) } else { Step::Await(*stmt, d) });
+                out.push(if matches!(op, Op::Decide { .. }) {
+                    Step::Decide(*stmt, d)
+                } else {
+                    Step::Await(*stmt, d)
+                });
                 if d { pc + 1 } else { *on_false as usize }
             }
             Op::Jump { target } => *target as usize,

@@ -11,11 +11,23 @@ use troupe_check::ir::{Call, Expr, LifelineId, Recv, StmtId, VarId};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Instr {
     /// Evaluate `items` and send them as one data message to `to`.
-    Send { stmt: StmtId, to: LifelineId, items: Vec<Expr> },
+    Send {
+        stmt: StmtId,
+        to: LifelineId,
+        items: Vec<Expr>,
+    },
     /// Receive one data message from `from` and bind (or check) its items.
-    Recv { stmt: StmtId, from: LifelineId, binds: Vec<Recv> },
+    Recv {
+        stmt: StmtId,
+        from: LifelineId,
+        binds: Vec<Recv>,
+    },
     /// Perform an action (or a pure computation) on local variables.
-    Act { stmt: StmtId, outputs: Vec<Option<VarId>>, call: Call },
+    Act {
+        stmt: StmtId,
+        outputs: Vec<Option<VarId>>,
+        call: Call,
+    },
     /// At the owner of an `if`: evaluate `guard`, send `(decision, tag)` to each
     /// lifeline of `notify` in order, then run the chosen branch.
     DecideIf {
@@ -38,10 +50,22 @@ pub enum Instr {
     },
     /// At a lifeline told about an `if`: receive the decision from `from`, run
     /// this lifeline's part of the chosen branch.
-    Branch { stmt: StmtId, from: LifelineId, tag: ControlTag, then: Vec<Instr>, otherwise: Vec<Instr> },
+    Branch {
+        stmt: StmtId,
+        from: LifelineId,
+        tag: ControlTag,
+        then: Vec<Instr>,
+        otherwise: Vec<Instr>,
+    },
     /// At a lifeline told about a `while`: receive a decision from `from`; on ⊤
     /// run the body part and receive again, on ⊥ run the exit part.
-    Loop { stmt: StmtId, from: LifelineId, tag: ControlTag, body: Vec<Instr>, exit: Vec<Instr> },
+    Loop {
+        stmt: StmtId,
+        from: LifelineId,
+        tag: ControlTag,
+        body: Vec<Instr>,
+        exit: Vec<Instr>,
+    },
 }
 
 impl Instr {
@@ -78,13 +102,18 @@ pub(crate) fn block_size(block: &[Instr]) -> usize {
         .iter()
         .map(|i| match i {
             Instr::Send { .. } | Instr::Recv { .. } | Instr::Act { .. } => 1,
-            Instr::DecideIf { notify, then, otherwise, .. } => {
-                1 + notify.len() + block_size(then) + block_size(otherwise)
-            }
-            Instr::DecideWhile { notify, body, exit, .. } => {
-                1 + notify.len() + block_size(body) + block_size(exit)
-            }
-            Instr::Branch { then, otherwise, .. } => 1 + block_size(then) + block_size(otherwise),
+            Instr::DecideIf {
+                notify,
+                then,
+                otherwise,
+                ..
+            } => 1 + notify.len() + block_size(then) + block_size(otherwise),
+            Instr::DecideWhile {
+                notify, body, exit, ..
+            } => 1 + notify.len() + block_size(body) + block_size(exit),
+            Instr::Branch {
+                then, otherwise, ..
+            } => 1 + block_size(then) + block_size(otherwise),
             Instr::Loop { body, exit, .. } => 1 + block_size(body) + block_size(exit),
         })
         .sum()

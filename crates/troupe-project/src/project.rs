@@ -23,10 +23,16 @@ pub const MAX_NESTING: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProjectError {
     #[error("statement s{stmt} names lifeline #{lifeline}, but the workflow has {count} lifelines")]
-    UnknownLifeline { stmt: u32, lifeline: u32, count: usize },
+    UnknownLifeline {
+        stmt: u32,
+        lifeline: u32,
+        count: usize,
+    },
     #[error("statement s{stmt} sends a message from {name} to itself")]
     SelfMessage { stmt: u32, name: String },
-    #[error("statement id s{stmt} is out of range (the workflow has {count} statements) or used twice")]
+    #[error(
+        "statement id s{stmt} is out of range (the workflow has {count} statements) or used twice"
+    )]
     BadStmtId { stmt: u32, count: u32 },
     #[error("if/while constructs nest more than {MAX_NESTING} deep")]
     TooDeep,
@@ -50,7 +56,10 @@ impl Projection {
 
     /// The control information of the construct with statement id `stmt`.
     pub fn construct(&self, stmt: troupe_check::ir::StmtId) -> Option<&ControlInfo> {
-        self.constructs.binary_search_by_key(&stmt, |c| c.stmt).ok().map(|i| &self.constructs[i])
+        self.constructs
+            .binary_search_by_key(&stmt, |c| c.stmt)
+            .ok()
+            .map(|i| &self.constructs[i])
     }
 
     /// Total projected size: instructions plus static control sends and receives.
@@ -80,14 +89,21 @@ pub fn project(program: &Program, workflow: &Workflow) -> Result<Projection, Pro
     p.open_frame();
     p.block(&workflow.body, Fnv64::new().finish(), 0)?;
     let mut programs: Vec<LocalProgram> = (0..n as u32)
-        .map(|l| LocalProgram { lifeline: LifelineId(l), body: Vec::new() })
+        .map(|l| LocalProgram {
+            lifeline: LifelineId(l),
+            body: Vec::new(),
+        })
         .collect();
     for (l, body) in p.close_frame() {
         programs[l.0 as usize].body = body;
     }
     let mut constructs = p.constructs;
     constructs.sort_unstable_by_key(|c| c.stmt);
-    Ok(Projection { workflow: workflow.name.clone(), programs, constructs })
+    Ok(Projection {
+        workflow: workflow.name.clone(),
+        programs,
+        constructs,
+    })
 }
 
 struct Projector<'a> {
@@ -124,12 +140,11 @@ impl Projector<'_> {
         let mut touched = self.frames.pop().unwrap_or_default();
         let mut parts = Vec::with_capacity(touched.len());
         for l in touched.drain(..) {
-            if let Some(stack) = self.open.get_mut(l.0 as usize) {
-                if stack.last().is_some_and(|(d, _)| *d == depth) {
-                    if let Some((_, body)) = stack.pop() {
-                        parts.push((l, body));
-                    }
-                }
+            if let Some(stack) = self.open.get_mut(l.0 as usize)
+                && stack.last().is_some_and(|(d, _)| *d == depth)
+                && let Some((_, body)) = stack.pop()
+            {
+                parts.push((l, body));
             }
         }
         self.spare.push(touched);
@@ -138,7 +153,9 @@ impl Projector<'_> {
 
     fn emit(&mut self, l: LifelineId, instr: Instr) {
         let depth = self.frames.len().saturating_sub(1);
-        let Some(stack) = self.open.get_mut(l.0 as usize) else { return };
+        let Some(stack) = self.open.get_mut(l.0 as usize) else {
+            return;
+        };
         if stack.last().is_none_or(|(d, _)| *d != depth) {
             stack.push((depth, Vec::new()));
             if let Some(f) = self.frames.last_mut() {
@@ -154,7 +171,11 @@ impl Projector<'_> {
         if (l.0 as usize) < self.lifelines {
             Ok(())
         } else {
-            Err(ProjectError::UnknownLifeline { stmt: stmt.id.0, lifeline: l.0, count: self.lifelines })
+            Err(ProjectError::UnknownLifeline {
+                stmt: stmt.id.0,
+                lifeline: l.0,
+                count: self.lifelines,
+            })
         }
     }
 
@@ -174,7 +195,12 @@ impl Projector<'_> {
         let id = stmt.id.0;
         match self.seen.get_mut(id as usize) {
             Some(seen) if !*seen => *seen = true,
-            _ => return Err(ProjectError::BadStmtId { stmt: id, count: self.stmt_count }),
+            _ => {
+                return Err(ProjectError::BadStmtId {
+                    stmt: id,
+                    count: self.stmt_count,
+                });
+            }
         }
         self.text.clear();
         self.names.write_stmt_head(&mut self.text, stmt);
@@ -184,26 +210,64 @@ impl Projector<'_> {
                 self.check_lifeline(stmt, *from)?;
                 self.check_lifeline(stmt, *to)?;
                 if from == to {
-                    return Err(ProjectError::SelfMessage { stmt: id, name: self.names.lifeline(*from).into_owned() });
+                    return Err(ProjectError::SelfMessage {
+                        stmt: id,
+                        name: self.names.lifeline(*from).into_owned(),
+                    });
                 }
                 let send = items.iter().map(|i| i.send.clone()).collect();
                 let binds = items.iter().map(|i| i.recv.clone()).collect();
-                self.emit(*from, Instr::Send { stmt: stmt.id, to: *to, items: send });
-                self.emit(*to, Instr::Recv { stmt: stmt.id, from: *from, binds });
+                self.emit(
+                    *from,
+                    Instr::Send {
+                        stmt: stmt.id,
+                        to: *to,
+                        items: send,
+                    },
+                );
+                self.emit(
+                    *to,
+                    Instr::Recv {
+                        stmt: stmt.id,
+                        from: *from,
+                        binds,
+                    },
+                );
                 Ok(head)
             }
             StmtKind::Act { at, outputs, call } => {
                 self.check_lifeline(stmt, *at)?;
-                self.emit(*at, Instr::Act { stmt: stmt.id, outputs: outputs.clone(), call: call.clone() });
+                self.emit(
+                    *at,
+                    Instr::Act {
+                        stmt: stmt.id,
+                        outputs: outputs.clone(),
+                        call: call.clone(),
+                    },
+                );
                 Ok(head)
             }
-            StmtKind::If { owner, guard, then: a, otherwise: b }
-            | StmtKind::While { owner, guard, body: a, exit: b } => {
+            StmtKind::If {
+                owner,
+                guard,
+                then: a,
+                otherwise: b,
+            }
+            | StmtKind::While {
+                owner,
+                guard,
+                body: a,
+                exit: b,
+            } => {
                 self.check_lifeline(stmt, *owner)?;
                 if depth >= MAX_NESTING {
                     return Err(ProjectError::TooDeep);
                 }
-                let kind = if matches!(stmt.kind, StmtKind::If { .. }) { ConstructKind::If } else { ConstructKind::While };
+                let kind = if matches!(stmt.kind, StmtKind::If { .. }) {
+                    ConstructKind::If
+                } else {
+                    ConstructKind::While
+                };
                 let inner_path = Fnv64::new().u64(path).u64(u64::from(id)).finish();
                 self.open_frame();
                 let ha = self.block(a, inner_path, depth + 1)?;
@@ -215,8 +279,12 @@ impl Projector<'_> {
                 let content = Fnv64::new().u64(head).u64(ha).u64(hb).finish();
                 let tag = self.fresh_tag(inner_path, content);
 
-                let mut notify: Vec<LifelineId> =
-                    parts_a.iter().chain(parts_b.iter()).map(|(l, _)| *l).filter(|l| l != owner).collect();
+                let mut notify: Vec<LifelineId> = parts_a
+                    .iter()
+                    .chain(parts_b.iter())
+                    .map(|(l, _)| *l)
+                    .filter(|l| l != owner)
+                    .collect();
                 notify.sort_unstable();
                 notify.dedup();
                 for (l, body) in parts_a {
@@ -226,7 +294,10 @@ impl Projector<'_> {
                     self.slot_b[l.0 as usize] = Some(body);
                 }
                 let o = owner.0 as usize;
-                let (oa, ob) = (self.slot_a[o].take().unwrap_or_default(), self.slot_b[o].take().unwrap_or_default());
+                let (oa, ob) = (
+                    self.slot_a[o].take().unwrap_or_default(),
+                    self.slot_b[o].take().unwrap_or_default(),
+                );
                 let decide = match kind {
                     ConstructKind::If => Instr::DecideIf {
                         stmt: stmt.id,
@@ -248,14 +319,35 @@ impl Projector<'_> {
                 self.emit(*owner, decide);
                 for &r in &notify {
                     let i = r.0 as usize;
-                    let (ra, rb) = (self.slot_a[i].take().unwrap_or_default(), self.slot_b[i].take().unwrap_or_default());
+                    let (ra, rb) = (
+                        self.slot_a[i].take().unwrap_or_default(),
+                        self.slot_b[i].take().unwrap_or_default(),
+                    );
                     let follow = match kind {
-                        ConstructKind::If => Instr::Branch { stmt: stmt.id, from: *owner, tag, then: ra, otherwise: rb },
-                        ConstructKind::While => Instr::Loop { stmt: stmt.id, from: *owner, tag, body: ra, exit: rb },
+                        ConstructKind::If => Instr::Branch {
+                            stmt: stmt.id,
+                            from: *owner,
+                            tag,
+                            then: ra,
+                            otherwise: rb,
+                        },
+                        ConstructKind::While => Instr::Loop {
+                            stmt: stmt.id,
+                            from: *owner,
+                            tag,
+                            body: ra,
+                            exit: rb,
+                        },
                     };
                     self.emit(r, follow);
                 }
-                self.constructs.push(ControlInfo { stmt: stmt.id, kind, owner: *owner, tag, notify });
+                self.constructs.push(ControlInfo {
+                    stmt: stmt.id,
+                    kind,
+                    owner: *owner,
+                    tag,
+                    notify,
+                });
                 Ok(content)
             }
         }
@@ -268,7 +360,12 @@ impl Projector<'_> {
     fn fresh_tag(&mut self, path: u64, content: u64) -> ControlTag {
         let mut salt = 0u64;
         loop {
-            let t = Fnv64::new().u64(self.workflow_hash).u64(path).u64(content).u64(salt).finish();
+            let t = Fnv64::new()
+                .u64(self.workflow_hash)
+                .u64(path)
+                .u64(content)
+                .u64(salt)
+                .finish();
             if self.tags.insert(t) {
                 return ControlTag(t);
             }

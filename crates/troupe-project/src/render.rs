@@ -18,7 +18,12 @@ const COMMENT_COLUMN: usize = 44;
 
 /// The local programs of `projection` as text: all lifelines in ⊏ order, or
 /// only `only`. `program` and `workflow` are those the projection was made from.
-pub fn render_text(projection: &Projection, program: &Program, workflow: &Workflow, only: Option<LifelineId>) -> String {
+pub fn render_text(
+    projection: &Projection,
+    program: &Program,
+    workflow: &Workflow,
+    only: Option<LifelineId>,
+) -> String {
     let names = Names::new(program, workflow);
     let mut out = String::new();
     let mut first = true;
@@ -68,7 +73,10 @@ impl TextRenderer<'_, '_> {
     }
 
     fn list(&self, ls: &[LifelineId]) -> String {
-        ls.iter().map(|l| self.names.lifeline(*l).into_owned()).collect::<Vec<_>>().join(", ")
+        ls.iter()
+            .map(|l| self.names.lifeline(*l).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn block(&mut self, block: &[Instr], indent: usize) {
@@ -85,14 +93,33 @@ impl TextRenderer<'_, '_> {
                 self.line(indent, &code, Some(*stmt));
             }
             Instr::Recv { stmt, from, binds } => {
-                let items = binds.iter().map(|b| n.recv(b)).collect::<Vec<_>>().join(", ");
+                let items = binds
+                    .iter()
+                    .map(|b| n.recv(b))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 let code = format!("recv {} <- {}", paren(&items), n.lifeline(*from));
                 self.line(indent, &code, Some(*stmt));
             }
-            Instr::Act { stmt, outputs, call } => {
-                self.line(indent, &format!("act {}", n.act(outputs, call)), Some(*stmt));
+            Instr::Act {
+                stmt,
+                outputs,
+                call,
+            } => {
+                self.line(
+                    indent,
+                    &format!("act {}", n.act(outputs, call)),
+                    Some(*stmt),
+                );
             }
-            Instr::DecideIf { stmt, guard, tag, notify, then, otherwise } => {
+            Instr::DecideIf {
+                stmt,
+                guard,
+                tag,
+                notify,
+                then,
+                otherwise,
+            } => {
                 self.line(indent, &format!("if {} {{", n.expr(guard)), Some(*stmt));
                 self.control_send(indent + 1, "⊤", *tag, notify);
                 self.block(then, indent + 1);
@@ -103,7 +130,14 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::DecideWhile { stmt, guard, tag, notify, body, exit } => {
+            Instr::DecideWhile {
+                stmt,
+                guard,
+                tag,
+                notify,
+                body,
+                exit,
+            } => {
                 self.line(indent, &format!("while {} {{", n.expr(guard)), Some(*stmt));
                 self.control_send(indent + 1, "⊤", *tag, notify);
                 self.block(body, indent + 1);
@@ -114,7 +148,13 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::Branch { stmt, from, tag, then, otherwise } => {
+            Instr::Branch {
+                stmt,
+                from,
+                tag,
+                then,
+                otherwise,
+            } => {
                 let code = format!("if recv {tag} <- {} {{", n.lifeline(*from));
                 self.line(indent, &code, Some(*stmt));
                 self.block(then, indent + 1);
@@ -124,7 +164,13 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::Loop { stmt, from, tag, body, exit } => {
+            Instr::Loop {
+                stmt,
+                from,
+                tag,
+                body,
+                exit,
+            } => {
                 let code = format!("while recv {tag} <- {} {{", n.lifeline(*from));
                 self.line(indent, &code, Some(*stmt));
                 self.block(body, indent + 1);
@@ -137,7 +183,13 @@ impl TextRenderer<'_, '_> {
         }
     }
 
-    fn control_send(&mut self, indent: usize, decision: &str, tag: crate::ControlTag, notify: &[LifelineId]) {
+    fn control_send(
+        &mut self,
+        indent: usize,
+        decision: &str,
+        tag: crate::ControlTag,
+        notify: &[LifelineId],
+    ) {
         if !notify.is_empty() {
             let code = format!("send {decision} {tag} -> {}", self.list(notify));
             self.line(indent, &code, None);
@@ -156,17 +208,38 @@ pub fn render_flat_text(flat: &FlatProgram, program: &Program, workflow: &Workfl
     let _ = writeln!(out, "lifeline {}:", n.lifeline(flat.lifeline));
     for (i, op) in flat.ops.iter().enumerate() {
         let code = match op {
-            Op::Send { to, items, .. } => format!("send ({}) -> {}", n.exprs(items), n.lifeline(*to)),
+            Op::Send { to, items, .. } => {
+                format!("send ({}) -> {}", n.exprs(items), n.lifeline(*to))
+            }
             Op::Recv { from, binds, .. } => {
-                let items = binds.iter().map(|b| n.recv(b)).collect::<Vec<_>>().join(", ");
+                let items = binds
+                    .iter()
+                    .map(|b| n.recv(b))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 format!("recv ({items}) <- {}", n.lifeline(*from))
             }
             Op::Act { outputs, call, .. } => format!("act {}", n.act(outputs, call)),
-            Op::Decide { guard, tag, notify, on_false, .. } => {
-                let to = notify.iter().map(|l| n.lifeline(*l).into_owned()).collect::<Vec<_>>().join(", ");
+            Op::Decide {
+                guard,
+                tag,
+                notify,
+                on_false,
+                ..
+            } => {
+                let to = notify
+                    .iter()
+                    .map(|l| n.lifeline(*l).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 format!("decide {} {tag} -> [{to}] else @{on_false}", n.expr(guard))
             }
-            Op::Await { from, tag, on_false, .. } => format!("await {tag} <- {} else @{on_false}", n.lifeline(*from)),
+            Op::Await {
+                from,
+                tag,
+                on_false,
+                ..
+            } => format!("await {tag} <- {} else @{on_false}", n.lifeline(*from)),
             Op::Jump { target } => format!("jump @{target}"),
         };
         let _ = writeln!(out, "  {i:>4}  {code}");
@@ -177,7 +250,12 @@ pub fn render_flat_text(flat: &FlatProgram, program: &Program, workflow: &Workfl
 /// The local programs as JSON: `{workflow, lifelines: [{name, id, size, body}],
 /// constructs: [{stmt, kind, owner, tag, notify}]}`; instructions are objects
 /// with an `op` field and expressions are canonical source text.
-pub fn to_json(projection: &Projection, program: &Program, workflow: &Workflow, only: Option<LifelineId>) -> Json {
+pub fn to_json(
+    projection: &Projection,
+    program: &Program,
+    workflow: &Workflow,
+    only: Option<LifelineId>,
+) -> Json {
     let names = Names::new(program, workflow);
     let lifelines: Vec<Json> = projection
         .programs
@@ -224,7 +302,11 @@ fn instr_json(n: &Names<'_>, instr: &Instr) -> Json {
             "op": "recv", "stmt": stmt.0, "from": n.lifeline(*from),
             "binds": binds.iter().map(|b| n.recv(b)).collect::<Vec<_>>(),
         }),
-        Instr::Act { stmt, outputs, call } => {
+        Instr::Act {
+            stmt,
+            outputs,
+            call,
+        } => {
             let mut call_text = String::new();
             n.write_call(&mut call_text, call);
             json!({
@@ -233,19 +315,45 @@ fn instr_json(n: &Names<'_>, instr: &Instr) -> Json {
                 "call": call_text,
             })
         }
-        Instr::DecideIf { stmt, guard, tag, notify, then, otherwise } => json!({
+        Instr::DecideIf {
+            stmt,
+            guard,
+            tag,
+            notify,
+            then,
+            otherwise,
+        } => json!({
             "op": "decide_if", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
             "notify": list(notify), "then": block_json(n, then), "else": block_json(n, otherwise),
         }),
-        Instr::DecideWhile { stmt, guard, tag, notify, body, exit } => json!({
+        Instr::DecideWhile {
+            stmt,
+            guard,
+            tag,
+            notify,
+            body,
+            exit,
+        } => json!({
             "op": "decide_while", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
             "notify": list(notify), "body": block_json(n, body), "exit": block_json(n, exit),
         }),
-        Instr::Branch { stmt, from, tag, then, otherwise } => json!({
+        Instr::Branch {
+            stmt,
+            from,
+            tag,
+            then,
+            otherwise,
+        } => json!({
             "op": "branch", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
             "then": block_json(n, then), "else": block_json(n, otherwise),
         }),
-        Instr::Loop { stmt, from, tag, body, exit } => json!({
+        Instr::Loop {
+            stmt,
+            from,
+            tag,
+            body,
+            exit,
+        } => json!({
             "op": "loop", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
             "body": block_json(n, body), "exit": block_json(n, exit),
         }),

@@ -79,7 +79,10 @@ mod tests {
     fn fnv_matches_reference_vectors() {
         assert_eq!(Fnv64::new().finish(), 0xcbf2_9ce4_8422_2325);
         assert_eq!(Fnv64::new().bytes(b"a").finish(), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(Fnv64::new().bytes(b"foobar").finish(), 0x8594_4171_f739_67e8);
+        assert_eq!(
+            Fnv64::new().bytes(b"foobar").finish(),
+            0x8594_4171_f739_67e8
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@
 use proptest::prelude::*;
 use troupe_check::Value;
 use troupe_check::ir::{
-    Action, ActionId, ActionKind, BinaryOp, Block, Call, Expr, ExprKind, Lifeline, LifelineId, MsgItem, Param,
-    Program, Recv, Stmt, StmtId, StmtKind, Var, VarId, Workflow,
+    Action, ActionId, ActionKind, BinaryOp, Block, Call, Expr, ExprKind, Lifeline, LifelineId,
+    MsgItem, Param, Program, Recv, Stmt, StmtId, StmtKind, Var, VarId, Workflow,
 };
 use troupe_check::types::{Type, TypeTable};
 use troupe_syntax::Span;
@@ -32,7 +32,12 @@ pub struct GenConfig {
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig { lifelines: 4, max_depth: 3, max_block: 4, max_stmts: 30 }
+        GenConfig {
+            lifelines: 4,
+            max_depth: 3,
+            max_block: 4,
+            max_stmts: 30,
+        }
     }
 }
 
@@ -56,7 +61,11 @@ impl Rng {
 
     /// Uniform in `0..n` (`0` when `n == 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next_u64() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
     }
 
     pub fn chance(&mut self, num: usize, den: usize) -> bool {
@@ -67,12 +76,11 @@ impl Rng {
 /// A random well-typed program with one workflow, `workflows[0]`.
 pub fn random_program(seed: u64, cfg: &GenConfig) -> Program {
     let mut g = Gen::new(seed, cfg);
+    // Between a few statements and `max_stmts`, drawn so that small and large
+    // workflows both come up often.
+    g.left = 2 + g.rng.below(cfg.max_stmts.max(1));
     let mut stmts = Vec::new();
-    let len = 1 + g.rng.below(cfg.max_block.max(1));
-    for _ in 0..len {
-        if g.left == 0 {
-            break;
-        }
+    while g.left > 0 {
         g.stmt(0, &mut stmts);
     }
     g.finish("random", stmts)
@@ -81,7 +89,12 @@ pub fn random_program(seed: u64, cfg: &GenConfig) -> Program {
 /// A deterministic workflow of about `statements` statements over `lifelines`
 /// lifelines (at least 2), nesting at most 3 deep: for benchmarking projection.
 pub fn generate_large(statements: usize, lifelines: usize) -> Program {
-    let cfg = GenConfig { lifelines: lifelines.max(2), max_depth: 3, max_block: 6, max_stmts: statements };
+    let cfg = GenConfig {
+        lifelines: lifelines.max(2),
+        max_depth: 3,
+        max_block: 6,
+        max_stmts: statements,
+    };
     let mut g = Gen::new(0x7e57_5eed, &cfg);
     let mut stmts = Vec::new();
     while g.left > 0 {
@@ -92,15 +105,29 @@ pub fn generate_large(statements: usize, lifelines: usize) -> Program {
 
 /// Proptest strategy: random programs with 2..8 lifelines.
 pub fn arb_program() -> impl Strategy<Value = Program> {
-    (any::<u64>(), 2usize..8, 0usize..4, 1usize..5).prop_map(|(seed, lifelines, max_depth, max_block)| {
-        random_program(seed, &GenConfig { lifelines, max_depth, max_block, max_stmts: 30 })
-    })
+    (any::<u64>(), 2usize..8, 0usize..5, 1usize..5).prop_map(
+        |(seed, lifelines, max_depth, max_block)| {
+            random_program(
+                seed,
+                &GenConfig {
+                    lifelines,
+                    max_depth,
+                    max_block,
+                    max_stmts: 30,
+                },
+            )
+        },
+    )
 }
 
 /// Values for the inputs of a generated workflow (the `n` of each lifeline).
 pub fn random_inputs(workflow: &Workflow, seed: u64) -> Vec<Value> {
     let mut rng = Rng::new(seed ^ 0xa5a5_a5a5);
-    workflow.inputs.iter().map(|_| Value::Int(rng.below(7) as i64 - 3)).collect()
+    workflow
+        .inputs
+        .iter()
+        .map(|_| Value::Int(rng.below(7) as i64 - 3))
+        .collect()
 }
 
 struct Gen {
@@ -114,11 +141,19 @@ struct Gen {
 const BUMP: ActionId = ActionId(0);
 
 fn int(n: i64) -> Expr {
-    Expr { kind: ExprKind::Lit(Value::Int(n)), ty: Type::Int, span: Span::default() }
+    Expr {
+        kind: ExprKind::Lit(Value::Int(n)),
+        ty: Type::Int,
+        span: Span::default(),
+    }
 }
 
 fn var(v: VarId) -> Expr {
-    Expr { kind: ExprKind::Var(v), ty: Type::Int, span: Span::default() }
+    Expr {
+        kind: ExprKind::Var(v),
+        ty: Type::Int,
+        span: Span::default(),
+    }
 }
 
 fn bin(op: BinaryOp, l: Expr, r: Expr) -> Expr {
@@ -126,21 +161,42 @@ fn bin(op: BinaryOp, l: Expr, r: Expr) -> Expr {
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => Type::Int,
         _ => Type::Bool,
     };
-    Expr { kind: ExprKind::Binary(op, Box::new(l), Box::new(r)), ty, span: Span::default() }
+    Expr {
+        kind: ExprKind::Binary(op, Box::new(l), Box::new(r)),
+        ty,
+        span: Span::default(),
+    }
 }
 
 fn lifeline_name(i: usize) -> String {
-    const NAMES: [&str; 8] = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi"];
-    NAMES.get(i).map_or_else(|| format!("L{i}"), |s| (*s).to_owned())
+    const NAMES: [&str; 8] = [
+        "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
+    ];
+    NAMES
+        .get(i)
+        .map_or_else(|| format!("L{i}"), |s| (*s).to_owned())
 }
 
 impl Gen {
     fn new(seed: u64, cfg: &GenConfig) -> Gen {
         let n = cfg.lifelines.max(2);
         let vars = (0..n)
-            .map(|i| Var { name: "n".to_owned(), lifeline: LifelineId(i as u32), ty: Type::Int })
+            .map(|i| Var {
+                name: "n".to_owned(),
+                lifeline: LifelineId(i as u32),
+                ty: Type::Int,
+            })
             .collect();
-        Gen { rng: Rng::new(seed), cfg: GenConfig { lifelines: n, ..*cfg }, next_id: 0, left: cfg.max_stmts, vars }
+        Gen {
+            rng: Rng::new(seed),
+            cfg: GenConfig {
+                lifelines: n,
+                ..*cfg
+            },
+            next_id: 0,
+            left: cfg.max_stmts,
+            vars,
+        }
     }
 
     fn fresh(&mut self) -> StmtId {
@@ -159,7 +215,11 @@ impl Gen {
     }
 
     fn stmt_of(id: StmtId, kind: StmtKind) -> Stmt {
-        Stmt { id, span: Span::default(), kind }
+        Stmt {
+            id,
+            span: Span::default(),
+            kind,
+        }
     }
 
     fn block(&mut self, depth: usize, allow_empty: bool) -> Vec<Stmt> {
@@ -177,11 +237,11 @@ impl Gen {
 
     fn stmt(&mut self, depth: usize, out: &mut Vec<Stmt>) {
         let nested = depth < self.cfg.max_depth;
-        let roll = self.rng.below(if nested { 10 } else { 6 });
+        let roll = self.rng.below(if nested { 12 } else { 6 });
         match roll {
             0..=3 => self.msg(out),
             4..=5 => self.act(out),
-            6..=7 => self.if_(depth, out),
+            6..=8 => self.if_(depth, out),
             _ => self.while_(depth, out),
         }
     }
@@ -194,8 +254,15 @@ impl Gen {
         let items = (0..arity)
             .map(|_| {
                 if self.rng.chance(2, 3) {
-                    let recv = if self.rng.chance(3, 4) { Recv::Bind(self.counter(to)) } else { Recv::Discard };
-                    MsgItem { send: var(self.counter(from)), recv }
+                    let recv = if self.rng.chance(3, 4) {
+                        Recv::Bind(self.counter(to))
+                    } else {
+                        Recv::Discard
+                    };
+                    MsgItem {
+                        send: var(self.counter(from)),
+                        recv,
+                    }
                 } else {
                     let c = self.rng.below(5) as i64;
                     let recv = match self.rng.below(3) {
@@ -209,7 +276,11 @@ impl Gen {
             .collect();
         out.push(Self::stmt_of(
             id,
-            StmtKind::Msg { from: LifelineId(from as u32), to: LifelineId(to as u32), items },
+            StmtKind::Msg {
+                from: LifelineId(from as u32),
+                to: LifelineId(to as u32),
+                items,
+            },
         ));
     }
 
@@ -218,11 +289,37 @@ impl Gen {
         let at = self.lifeline();
         let n = self.counter(at);
         let (outputs, call) = match self.rng.below(3) {
-            0 => (vec![Some(n)], Call::Expr(bin(BinaryOp::Add, var(n), int(self.rng.below(3) as i64 + 1)))),
-            1 => (vec![Some(n)], Call::Action { action: BUMP, args: vec![var(n)] }),
-            _ => (vec![None], Call::Action { action: BUMP, args: vec![var(n)] }),
+            0 => (
+                vec![Some(n)],
+                Call::Expr(bin(
+                    BinaryOp::Add,
+                    var(n),
+                    int(self.rng.below(3) as i64 + 1),
+                )),
+            ),
+            1 => (
+                vec![Some(n)],
+                Call::Action {
+                    action: BUMP,
+                    args: vec![var(n)],
+                },
+            ),
+            _ => (
+                vec![None],
+                Call::Action {
+                    action: BUMP,
+                    args: vec![var(n)],
+                },
+            ),
         };
-        out.push(Self::stmt_of(id, StmtKind::Act { at: LifelineId(at as u32), outputs, call }));
+        out.push(Self::stmt_of(
+            id,
+            StmtKind::Act {
+                at: LifelineId(at as u32),
+                outputs,
+                call,
+            },
+        ));
     }
 
     fn guard(&mut self, owner: usize) -> Expr {
@@ -257,10 +354,18 @@ impl Gen {
         let owner = self.lifeline();
         let k = VarId(self.vars.len() as u32);
         let reset = self.fresh();
-        self.vars.push(Var { name: format!("k{}", reset.0), lifeline: LifelineId(owner as u32), ty: Type::Int });
+        self.vars.push(Var {
+            name: format!("k{}", reset.0),
+            lifeline: LifelineId(owner as u32),
+            ty: Type::Int,
+        });
         out.push(Self::stmt_of(
             reset,
-            StmtKind::Act { at: LifelineId(owner as u32), outputs: vec![Some(k)], call: Call::Expr(int(0)) },
+            StmtKind::Act {
+                at: LifelineId(owner as u32),
+                outputs: vec![Some(k)],
+                call: Call::Expr(int(0)),
+            },
         ));
         let id = self.fresh();
         let bound = self.rng.below(4) as i64;
@@ -293,12 +398,25 @@ impl Gen {
 
     fn finish(self, name: &str, stmts: Vec<Stmt>) -> Program {
         let n = self.cfg.lifelines;
-        let lifelines = (0..n).map(|i| Lifeline { name: lifeline_name(i), span: Span::default() }).collect();
+        let lifelines = (0..n)
+            .map(|i| Lifeline {
+                name: lifeline_name(i),
+                span: Span::default(),
+            })
+            .collect();
         let bump = Action {
             name: "bump".to_owned(),
-            params: vec![Param { name: "x".to_owned(), ty: Type::Int }],
-            outputs: vec![Param { name: "result".to_owned(), ty: Type::Int }],
-            kind: ActionKind::Pure { body: Some(bin(BinaryOp::Add, var(VarId(0)), int(1))) },
+            params: vec![Param {
+                name: "x".to_owned(),
+                ty: Type::Int,
+            }],
+            outputs: vec![Param {
+                name: "result".to_owned(),
+                ty: Type::Int,
+            }],
+            kind: ActionKind::Pure {
+                body: Some(bin(BinaryOp::Add, var(VarId(0)), int(1))),
+            },
             span: Span::default(),
         };
         let workflow = Workflow {
@@ -311,7 +429,11 @@ impl Gen {
             results: Vec::new(),
             stmt_count: self.next_id,
         };
-        Program { types: TypeTable::default(), actions: vec![bump], workflows: vec![workflow] }
+        Program {
+            types: TypeTable::default(),
+            actions: vec![bump],
+            workflows: vec![workflow],
+        }
     }
 }
 
@@ -323,9 +445,14 @@ pub fn count_stmts(block: &Block) -> usize {
         .map(|s| {
             1 + match &s.kind {
                 StmtKind::Msg { .. } | StmtKind::Act { .. } => 0,
-                StmtKind::If { then: a, otherwise: b, .. } | StmtKind::While { body: a, exit: b, .. } => {
-                    count_stmts(a) + count_stmts(b)
+                StmtKind::If {
+                    then: a,
+                    otherwise: b,
+                    ..
                 }
+                | StmtKind::While {
+                    body: a, exit: b, ..
+                } => count_stmts(a) + count_stmts(b),
             }
         })
         .sum()
@@ -348,16 +475,26 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(name: &str) -> Self {
-        Builder { name: name.to_owned(), ..Default::default() }
+        Builder {
+            name: name.to_owned(),
+            ..Default::default()
+        }
     }
 
     pub fn lifeline(&mut self, name: &str) -> LifelineId {
-        self.lifelines.push(Lifeline { name: name.to_owned(), span: Span::default() });
+        self.lifelines.push(Lifeline {
+            name: name.to_owned(),
+            span: Span::default(),
+        });
         LifelineId(self.lifelines.len() as u32 - 1)
     }
 
     pub fn var(&mut self, name: &str, at: LifelineId, ty: Type) -> VarId {
-        self.vars.push(Var { name: name.to_owned(), lifeline: at, ty });
+        self.vars.push(Var {
+            name: name.to_owned(),
+            lifeline: at,
+            ty,
+        });
         VarId(self.vars.len() as u32 - 1)
     }
 
@@ -377,18 +514,37 @@ impl Builder {
             name: name.to_owned(),
             values: values.iter().map(|v| (*v).to_owned()).collect(),
         });
-        Type::Enum(troupe_check::types::EnumId(self.types.enums.len() as u32 - 1))
+        Type::Enum(troupe_check::types::EnumId(
+            self.types.enums.len() as u32 - 1,
+        ))
     }
 
     /// Declares an `llm` action with a one-line prompt.
-    pub fn llm(&mut self, name: &str, params: &[(&str, Type)], outputs: &[(&str, Type)]) -> ActionId {
-        let params: Vec<Param> = params.iter().map(|(n, t)| Param { name: (*n).to_owned(), ty: t.clone() }).collect();
+    pub fn llm(
+        &mut self,
+        name: &str,
+        params: &[(&str, Type)],
+        outputs: &[(&str, Type)],
+    ) -> ActionId {
+        let params: Vec<Param> = params
+            .iter()
+            .map(|(n, t)| Param {
+                name: (*n).to_owned(),
+                ty: t.clone(),
+            })
+            .collect();
         let mut parts = vec![troupe_check::ir::TemplatePart::Text(format!("{name}: "))];
         parts.extend((0..params.len() as u32).map(troupe_check::ir::TemplatePart::Param));
         self.actions.push(Action {
             name: name.to_owned(),
             params,
-            outputs: outputs.iter().map(|(n, t)| Param { name: (*n).to_owned(), ty: t.clone() }).collect(),
+            outputs: outputs
+                .iter()
+                .map(|(n, t)| Param {
+                    name: (*n).to_owned(),
+                    ty: t.clone(),
+                })
+                .collect(),
             kind: ActionKind::Llm(troupe_check::ir::LlmAction {
                 system: None,
                 prompt: troupe_check::ir::Template { parts },
@@ -403,12 +559,23 @@ impl Builder {
 
     /// An expression reading variable `v` (typed as declared).
     pub fn v(&self, v: VarId) -> Expr {
-        let ty = self.vars.get(v.0 as usize).map_or(Type::Error, |x| x.ty.clone());
-        Expr { kind: ExprKind::Var(v), ty, span: Span::default() }
+        let ty = self
+            .vars
+            .get(v.0 as usize)
+            .map_or(Type::Error, |x| x.ty.clone());
+        Expr {
+            kind: ExprKind::Var(v),
+            ty,
+            span: Span::default(),
+        }
     }
 
     pub fn lit(value: Value, ty: Type) -> Expr {
-        Expr { kind: ExprKind::Lit(value), ty, span: Span::default() }
+        Expr {
+            kind: ExprKind::Lit(value),
+            ty,
+            span: Span::default(),
+        }
     }
 
     pub fn int(n: i64) -> Expr {
@@ -439,24 +606,48 @@ impl Builder {
 
     /// `msg from(sends…) -> to(binds…)`: each item sends variable `s` and binds `r`.
     pub fn msg(&mut self, from: LifelineId, to: LifelineId, items: &[(VarId, VarId)]) -> Stmt {
-        let items = items.iter().map(|(s, r)| MsgItem { send: self.v(*s), recv: Recv::Bind(*r) }).collect();
+        let items = items
+            .iter()
+            .map(|(s, r)| MsgItem {
+                send: self.v(*s),
+                recv: Recv::Bind(*r),
+            })
+            .collect();
         self.msg_items(from, to, items)
     }
 
     pub fn msg_items(&mut self, from: LifelineId, to: LifelineId, items: Vec<MsgItem>) -> Stmt {
         let id = self.fresh();
-        Stmt { id, span: Span::default(), kind: StmtKind::Msg { from, to, items } }
+        Stmt {
+            id,
+            span: Span::default(),
+            kind: StmtKind::Msg { from, to, items },
+        }
     }
 
     /// `act at: outputs = action(args…)`.
-    pub fn call(&mut self, at: LifelineId, outputs: &[VarId], action: ActionId, args: &[VarId]) -> Stmt {
+    pub fn call(
+        &mut self,
+        at: LifelineId,
+        outputs: &[VarId],
+        action: ActionId,
+        args: &[VarId],
+    ) -> Stmt {
         let args = args.iter().map(|a| self.v(*a)).collect();
-        self.act(at, outputs.iter().map(|o| Some(*o)).collect(), Call::Action { action, args })
+        self.act(
+            at,
+            outputs.iter().map(|o| Some(*o)).collect(),
+            Call::Action { action, args },
+        )
     }
 
     pub fn act(&mut self, at: LifelineId, outputs: Vec<Option<VarId>>, call: Call) -> Stmt {
         let id = self.fresh();
-        Stmt { id, span: Span::default(), kind: StmtKind::Act { at, outputs, call } }
+        Stmt {
+            id,
+            span: Span::default(),
+            kind: StmtKind::Act { at, outputs, call },
+        }
     }
 
     pub fn if_(
@@ -468,8 +659,19 @@ impl Builder {
     ) -> Stmt {
         let id = self.fresh();
         let then = Block { stmts: then(self) };
-        let otherwise = Block { stmts: otherwise(self) };
-        Stmt { id, span: Span::default(), kind: StmtKind::If { owner, guard, then, otherwise } }
+        let otherwise = Block {
+            stmts: otherwise(self),
+        };
+        Stmt {
+            id,
+            span: Span::default(),
+            kind: StmtKind::If {
+                owner,
+                guard,
+                then,
+                otherwise,
+            },
+        }
     }
 
     pub fn while_(
@@ -482,7 +684,16 @@ impl Builder {
         let id = self.fresh();
         let body = Block { stmts: body(self) };
         let exit = Block { stmts: exit(self) };
-        Stmt { id, span: Span::default(), kind: StmtKind::While { owner, guard, body, exit } }
+        Stmt {
+            id,
+            span: Span::default(),
+            kind: StmtKind::While {
+                owner,
+                guard,
+                body,
+                exit,
+            },
+        }
     }
 
     /// The program with this one workflow.
@@ -497,7 +708,11 @@ impl Builder {
             results: self.results,
             stmt_count: self.next_id,
         };
-        Program { types: self.types, actions: self.actions, workflows: vec![workflow] }
+        Program {
+            types: self.types,
+            actions: self.actions,
+            workflows: vec![workflow],
+        }
     }
 }
 
@@ -520,8 +735,16 @@ pub fn reviewed_plan() -> Program {
     let final_plan = b.var("final_plan", user, Type::Text);
     let seen = b.var("seen", bystander, Type::Text);
     b.result(final_plan);
-    let make_plan = b.llm("make_plan", &[("task", Type::Text)], &[("result", Type::Text)]);
-    let review = b.llm("review_plan", &[("plan", Type::Text)], &[("verdict", verdict_ty.clone()), ("notes", Type::Text)]);
+    let make_plan = b.llm(
+        "make_plan",
+        &[("task", Type::Text)],
+        &[("result", Type::Text)],
+    );
+    let review = b.llm(
+        "review_plan",
+        &[("plan", Type::Text)],
+        &[("verdict", verdict_ty.clone()), ("notes", Type::Text)],
+    );
     let body = vec![
         b.msg(user, planner, &[(task_u, task_p)]),
         b.msg(user, bystander, &[(task_u, seen)]),
@@ -530,7 +753,11 @@ pub fn reviewed_plan() -> Program {
         b.call(reviewer, &[verdict, notes_r], review, &[plan_r]),
         b.while_(
             reviewer,
-            Builder::binary(BinaryOp::Eq, b.v(verdict), Builder::enum_value(&verdict_ty, 1)),
+            Builder::binary(
+                BinaryOp::Eq,
+                b.v(verdict),
+                Builder::enum_value(&verdict_ty, 1),
+            ),
             |b| {
                 vec![
                     b.msg(reviewer, planner, &[(notes_r, notes_p)]),

@@ -7,7 +7,10 @@ use troupe_project::{Instr, ProjectError, project, render_flat_text, render_text
 
 fn ids(names: &[&str], program: &troupe_check::ir::Program) -> Vec<LifelineId> {
     let w = &program.workflows[0];
-    names.iter().map(|n| LifelineId(w.lifelines.iter().position(|l| l.name == *n).unwrap() as u32)).collect()
+    names
+        .iter()
+        .map(|n| LifelineId(w.lifelines.iter().position(|l| l.name == *n).unwrap() as u32))
+        .collect()
 }
 
 #[test]
@@ -26,7 +29,11 @@ fn reviewed_plan_one_lifeline_and_json() {
     let reviewer = ids(&["Reviewer"], &program)[0];
     insta::assert_snapshot!(render_text(&p, &program, w, Some(reviewer)));
     let json = to_json(&p, &program, w, Some(reviewer));
-    insta::assert_snapshot!(serde_json::to_string_pretty(&json).unwrap().replace(&p.constructs[0].tag.hex(), "TAG"));
+    insta::assert_snapshot!(
+        serde_json::to_string_pretty(&json)
+            .unwrap()
+            .replace(&p.constructs[0].tag.hex(), "TAG")
+    );
 }
 
 #[test]
@@ -35,7 +42,11 @@ fn reviewed_plan_flat() {
     let w = &program.workflows[0];
     let p = project(&program, w).unwrap();
     let flat = p.flatten();
-    let text: String = flat.iter().map(|f| render_flat_text(f, &program, w)).collect::<Vec<_>>().join("\n");
+    let text: String = flat
+        .iter()
+        .map(|f| render_flat_text(f, &program, w))
+        .collect::<Vec<_>>()
+        .join("\n");
     insta::assert_snapshot!(text);
 }
 
@@ -44,14 +55,19 @@ fn bystander_gets_no_control_message() {
     let program = reviewed_plan();
     let w = &program.workflows[0];
     let p = project(&program, w).unwrap();
-    let [user, planner, reviewer, bystander] = ids(&["User", "Planner", "Reviewer", "Bystander"], &program)[..] else {
+    let [user, planner, reviewer, bystander] =
+        ids(&["User", "Planner", "Reviewer", "Bystander"], &program)[..]
+    else {
         panic!()
     };
     let c = &p.constructs[0];
     assert_eq!(c.owner, reviewer);
     assert_eq!(c.notify, vec![user, planner]);
     let by = &p.programs[bystander.0 as usize].body;
-    assert!(by.iter().all(|i| matches!(i, Instr::Recv { .. } | Instr::Send { .. } | Instr::Act { .. })));
+    assert!(by.iter().all(|i| matches!(
+        i,
+        Instr::Recv { .. } | Instr::Send { .. } | Instr::Act { .. }
+    )));
     assert_eq!(by.len(), 1);
 }
 
@@ -116,15 +132,24 @@ fn malformed_ir_is_an_error_not_a_panic() {
     let program = reviewed_plan();
     let mut w = program.workflows[0].clone();
     w.stmt_count = 2;
-    assert!(matches!(project(&program, &w), Err(ProjectError::BadStmtId { .. })));
+    assert!(matches!(
+        project(&program, &w),
+        Err(ProjectError::BadStmtId { .. })
+    ));
     let mut w = program.workflows[0].clone();
     w.lifelines.truncate(2);
-    assert!(matches!(project(&program, &w), Err(ProjectError::UnknownLifeline { .. })));
+    assert!(matches!(
+        project(&program, &w),
+        Err(ProjectError::UnknownLifeline { .. })
+    ));
     let mut w = program.workflows[0].clone();
     if let troupe_check::ir::StmtKind::Msg { to, .. } = &mut w.body.stmts[0].kind {
         *to = LifelineId(0);
     }
-    assert!(matches!(project(&program, &w), Err(ProjectError::SelfMessage { .. })));
+    assert!(matches!(
+        project(&program, &w),
+        Err(ProjectError::SelfMessage { .. })
+    ));
     // Rendering with names out of range prints placeholders.
     let p = project(&program, &program.workflows[0]).unwrap();
     let mut w = program.workflows[0].clone();
@@ -138,14 +163,23 @@ fn deep_nesting_is_rejected() {
     let a = b.lifeline("A");
     let c = b.lifeline("C");
     let n = b.input("n", a, Type::Int);
-    fn nest(b: &mut Builder, a: LifelineId, c: LifelineId, n: troupe_check::ir::VarId, depth: usize) -> Vec<troupe_check::ir::Stmt> {
+    fn nest(
+        b: &mut Builder,
+        a: LifelineId,
+        n: troupe_check::ir::VarId,
+        depth: usize,
+    ) -> Vec<troupe_check::ir::Stmt> {
         if depth == 0 {
             return vec![b.act(a, vec![], troupe_check::ir::Call::Expr(b.v(n)))];
         }
         let g = Builder::binary(BinaryOp::Lt, b.v(n), Builder::int(1));
-        vec![b.if_(a, g, |b| nest(b, a, c, n, depth - 1), |_| vec![])]
+        vec![b.if_(a, g, |b| nest(b, a, n, depth - 1), |_| vec![])]
     }
-    let body = nest(&mut b, a, c, n, troupe_project::MAX_NESTING + 1);
+    let _ = c;
+    let body = nest(&mut b, a, n, troupe_project::MAX_NESTING + 1);
     let program = b.finish(body);
-    assert_eq!(project(&program, &program.workflows[0]), Err(ProjectError::TooDeep));
+    assert_eq!(
+        project(&program, &program.workflows[0]),
+        Err(ProjectError::TooDeep)
+    );
 }

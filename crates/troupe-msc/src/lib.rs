@@ -1,0 +1,27 @@
+//! The MSC semantics of troupe workflows, and sequence charts.
+//!
+//! - [`event`]: events (send/receive of data or control messages, local
+//!   actions, decisions) and executions (tuples of local words).
+//! - [`validity`]: FIFO matching, validity (payloads agree, causal order
+//!   acyclic) and completeness.
+//! - [`semantics`]: ⟦P⟧ of a global workflow: bounded enumeration and an
+//!   efficient membership check that names the first event that does not fit.
+//! - [`sim`]: a reference interpreter of projected programs under a seeded
+//!   random scheduler, recording executions.
+//! - [`chart`]: one chart model for workflows and executions, drawn as SVG or
+//!   Mermaid.
+
+pub mod chart;
+pub mod eval;
+pub mod event;
+pub mod semantics;
+pub mod sim;
+pub mod validity;
+
+pub use chart::{
+    Chart, ChartOptions, FrameKind, Item, chart_mermaid, chart_svg, execution_chart, workflow_chart,
+};
+pub use event::{Event, EventKey, Execution, Message};
+pub use semantics::{EnumOptions, Enumeration, MemberOptions, NotMember, Semantics};
+pub use sim::{Decisions, SimError, SimOptions, SimRun, simulate};
+pub use validity::{Invalid, validate, validate_complete};
