@@ -44,15 +44,25 @@ impl Env for Vec<Option<Value>> {
 
 /// Evaluates `e` in `env`.
 pub fn eval<E: Env + ?Sized>(e: &Expr, env: &E, types: &TypeTable) -> Result<Value, EvalError> {
-    let fail = |message: String| EvalError { message, span: e.span };
+    let fail = |message: String| EvalError {
+        message,
+        span: e.span,
+    };
     match &e.kind {
         ExprKind::Lit(v) => Ok(v.clone()),
-        ExprKind::Var(var) => env.get(*var).cloned().ok_or_else(|| fail(format!("variable #{} has no value", var.0))),
+        ExprKind::Var(var) => env
+            .get(*var)
+            .cloned()
+            .ok_or_else(|| fail(format!("variable #{} has no value", var.0))),
         ExprKind::Field(base, index) => match eval(base, env, types)? {
-            Value::Record(_, fields) => {
-                fields.get(*index as usize).cloned().ok_or_else(|| fail(format!("record has no field #{index}")))
-            }
-            other => Err(fail(format!("field access on a non-record value {}", display(&other, types)))),
+            Value::Record(_, fields) => fields
+                .get(*index as usize)
+                .cloned()
+                .ok_or_else(|| fail(format!("record has no field #{index}"))),
+            other => Err(fail(format!(
+                "field access on a non-record value {}",
+                display(&other, types)
+            ))),
         },
         ExprKind::JsonField(base, name) => {
             let base = eval(base, env, types)?;
@@ -64,7 +74,10 @@ pub fn eval<E: Env + ?Sized>(e: &Expr, env: &E, types: &TypeTable) -> Result<Val
             let v = eval(operand, env, types)?;
             match (op, v) {
                 (UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
-                (UnaryOp::Neg, Value::Int(n)) => n.checked_neg().map(Value::Int).ok_or_else(|| fail("integer overflow in `-`".into())),
+                (UnaryOp::Neg, Value::Int(n)) => n
+                    .checked_neg()
+                    .map(Value::Int)
+                    .ok_or_else(|| fail("integer overflow in `-`".into())),
                 (UnaryOp::Neg, Value::Float(x)) => Ok(Value::Float(-x)),
                 (_, v) => Err(fail(format!("bad operand {}", display(&v, types)))),
             }
@@ -83,7 +96,10 @@ pub fn eval<E: Env + ?Sized>(e: &Expr, env: &E, types: &TypeTable) -> Result<Val
             binary(*op, &a, &b, types).map_err(fail)
         }
         ExprKind::List(items) => {
-            let values = items.iter().map(|i| eval(i, env, types)).collect::<Result<Vec<_>, _>>()?;
+            let values = items
+                .iter()
+                .map(|i| eval(i, env, types))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(Value::List(values.into()))
         }
         ExprKind::Format(parts) => {
@@ -106,7 +122,13 @@ fn binary(op: BinaryOp, a: &Value, b: &Value, types: &TypeTable) -> Result<Value
         BinaryOp::Eq => Value::Bool(values_equal(a, b)),
         BinaryOp::Ne => Value::Bool(!values_equal(a, b)),
         BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-            let ord = compare(a, b).ok_or_else(|| format!("cannot compare {} and {}", display(a, types), display(b, types)))?;
+            let ord = compare(a, b).ok_or_else(|| {
+                format!(
+                    "cannot compare {} and {}",
+                    display(a, types),
+                    display(b, types)
+                )
+            })?;
             Value::Bool(match op {
                 BinaryOp::Lt => ord == Ordering::Less,
                 BinaryOp::Le => ord != Ordering::Greater,
@@ -153,7 +175,9 @@ fn num(v: &Value) -> Result<f64, String> {
 pub fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y,
-        (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| values_equal(a, b)),
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| values_equal(a, b))
+        }
         _ => a == b,
     }
 }
@@ -174,7 +198,12 @@ pub fn display(v: &Value, types: &TypeTable) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Int(n) => n.to_string(),
         Value::Float(x) => x.to_string(),
-        Value::Enum(id, i) => types.enum_def(*id).values.get(*i as usize).cloned().unwrap_or_default(),
+        Value::Enum(id, i) => types
+            .enum_def(*id)
+            .values
+            .get(*i as usize)
+            .cloned()
+            .unwrap_or_default(),
         other => other.to_json(types).to_string(),
     }
 }
@@ -182,7 +211,7 @@ pub fn display(v: &Value, types: &TypeTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{StmtKind, Call};
+    use crate::ir::{Call, StmtKind};
 
     /// Evaluates the expression of `act A: y = EXPR` in a workflow whose
     /// input `n: Int @ A` is 7 and `t: Text @ A` is "hi".
@@ -191,7 +220,13 @@ mod tests {
         let (program, diags) = crate::check_text(&src);
         let program = program.unwrap_or_else(|| panic!("{diags:?}"));
         let wf = &program.workflows[0];
-        let StmtKind::Act { call: Call::Expr(e), .. } = &wf.body.stmts[0].kind else { panic!() };
+        let StmtKind::Act {
+            call: Call::Expr(e),
+            ..
+        } = &wf.body.stmts[0].kind
+        else {
+            panic!()
+        };
         let env = vec![Value::Int(7), Value::text("hi")];
         eval(e, env.as_slice(), &program.types)
     }
@@ -200,18 +235,29 @@ mod tests {
     fn arithmetic_comparison_and_text() {
         assert_eq!(run("n * 2 + 1").unwrap(), Value::Int(15));
         assert_eq!(run("n / 2").unwrap(), Value::Int(3));
-        assert_eq!(run("n % 4 == 3 and not (n < 0)").unwrap(), Value::Bool(true));
+        assert_eq!(
+            run("n % 4 == 3 and not (n < 0)").unwrap(),
+            Value::Bool(true)
+        );
         assert_eq!(run("n + 0.5").unwrap(), Value::Float(7.5));
         assert_eq!(run("t + \"!\"").unwrap(), Value::text("hi!"));
         assert_eq!(run("\"{t}: {n}\"").unwrap(), Value::text("hi: 7"));
-        assert_eq!(run("[n, 1]").unwrap(), Value::List(vec![Value::Int(7), Value::Int(1)].into()));
+        assert_eq!(
+            run("[n, 1]").unwrap(),
+            Value::List(vec![Value::Int(7), Value::Int(1)].into())
+        );
     }
 
     #[test]
     fn runtime_errors_are_reported_with_a_span() {
         let e = run("n / (n - 7)").unwrap_err();
         assert_eq!(e.message, "division by zero");
-        assert!(run("9223372036854775807 + n").unwrap_err().message.contains("overflow"));
+        assert!(
+            run("9223372036854775807 + n")
+                .unwrap_err()
+                .message
+                .contains("overflow")
+        );
     }
 
     #[test]

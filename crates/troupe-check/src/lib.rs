@@ -6,8 +6,8 @@
 //! its own diagnostic code (see [`troupe_syntax::Code`]).
 
 mod decls;
-mod expr;
 pub mod eval;
+mod expr;
 pub mod ir;
 mod suggest;
 pub mod types;

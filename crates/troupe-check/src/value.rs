@@ -26,14 +26,25 @@ impl Value {
     pub fn conforms(&self, ty: &Type, types: &TypeTable) -> bool {
         match (self, ty) {
             (_, Type::Json | Type::Error) => true,
-            (Value::Bool(_), Type::Bool) | (Value::Int(_), Type::Int | Type::Float) | (Value::Float(_), Type::Float) => true,
+            (Value::Bool(_), Type::Bool)
+            | (Value::Int(_), Type::Int | Type::Float)
+            | (Value::Float(_), Type::Float) => true,
             (Value::Text(_), Type::Text) => true,
-            (Value::Enum(a, i), Type::Enum(b)) => a == b && (*i as usize) < types.enum_def(*b).values.len(),
+            (Value::Enum(a, i), Type::Enum(b)) => {
+                a == b && (*i as usize) < types.enum_def(*b).values.len()
+            }
             (Value::Record(a, fields), Type::Record(b)) => {
                 let def = types.record_def(*b);
-                a == b && fields.len() == def.fields.len() && fields.iter().zip(&def.fields).all(|(v, (_, t))| v.conforms(t, types))
+                a == b
+                    && fields.len() == def.fields.len()
+                    && fields
+                        .iter()
+                        .zip(&def.fields)
+                        .all(|(v, (_, t))| v.conforms(t, types))
             }
-            (Value::List(items), Type::List(inner)) => items.iter().all(|v| v.conforms(inner, types)),
+            (Value::List(items), Type::List(inner)) => {
+                items.iter().all(|v| v.conforms(inner, types))
+            }
             _ => false,
         }
     }

@@ -3,6 +3,7 @@
 
 mod commands;
 mod render;
+mod terminal;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
@@ -41,6 +42,18 @@ enum Command {
     ///
     /// Example: troupe check examples/*.troupe
     Check(commands::check::CheckArgs),
+    /// Run a workflow and print its result.
+    ///
+    /// With no model configured the mock model answers (deterministic,
+    /// type-directed). Before it exits, `run` verifies that the run, with
+    /// control messages erased, is a run of the workflow (⟦P⟧).
+    ///
+    /// Examples:
+    ///   troupe run examples/counter.troupe --input limit=5 --trace
+    ///   troupe run examples/consensus.troupe -i case="A refund request" --json
+    ///   troupe run examples/local_approval.troupe -i request="New laptop" --answers answers.json
+    #[command(verbatim_doc_comment)]
+    Run(commands::run::RunArgs),
     /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
@@ -76,6 +89,16 @@ impl ColorChoice {
             }
         }
     }
+
+    pub fn enabled_for_stderr(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        }
+    }
 }
 
 /// How a command ended, as the process exit status.
@@ -90,6 +113,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, cli.color),
+        Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),

@@ -126,8 +126,148 @@ fn explain_knows_every_code() {
 fn contracts_are_mounted() {
     let data = workspace().join("../shared/data/mcp-tools/time.json");
     let out = troupe(&["contracts", "lint", "--json", data.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc.to_string().contains("convert_time"));
-    assert_eq!(troupe(&["contracts", "lint", "no/such.json"]).status.code(), Some(2));
+    assert_eq!(
+        troupe(&["contracts", "lint", "no/such.json"]).status.code(),
+        Some(2)
+    );
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn every_example_runs_with_the_mock_model_and_verifies() {
+    let runs: &[&[&str]] = &[
+        &["run", "examples/counter.troupe", "-i", "limit=25"],
+        &[
+            "run",
+            "examples/consensus.troupe",
+            "-i",
+            "case=a refund request",
+        ],
+        &[
+            "run",
+            "examples/reviewed_execution.troupe",
+            "-i",
+            "task=plan an offsite",
+        ],
+        &[
+            "run",
+            "examples/local_approval.troupe",
+            "-i",
+            "request=a new laptop",
+            "--answers",
+            "examples/scripts/local_approval.answers.json",
+        ],
+        &[
+            "run",
+            "examples/train_booking.troupe",
+            "-i",
+            "user_id=u1",
+            "-i",
+            "origin=Paris",
+            "-i",
+            "destination=Lyon",
+            "-i",
+            "date=2026-12-24",
+            "-i",
+            "class=economy",
+            "--answers",
+            "examples/scripts/train_booking.answers.json",
+        ],
+    ];
+    for args in runs {
+        let out = troupe(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("verified: the run"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("using the mock model"), "{args:?}");
+    }
+    let out = troupe(&["run", "examples/counter.troupe", "-i", "limit=25"]);
+    assert_eq!(stdout(&out), "k = 25\n");
+}
+
+#[test]
+fn consensus_with_a_script_ends_in_the_scripted_round() {
+    let out = troupe(&[
+        "run",
+        "examples/consensus.troupe",
+        "-i",
+        "case=refund",
+        "--llm",
+        "scripted:examples/scripts/consensus.json",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Bob comes round in the third reconsideration: the round counter ends at 4.
+    assert_eq!(doc["results"]["round"], 4);
+    assert_eq!(doc["results"]["agreed"], true);
+    assert_eq!(doc["results"]["a"], "approve");
+    assert_eq!(doc["verified"], true);
+}
+
+#[test]
+fn run_trace_shows_control_messages_with_tags() {
+    let out = troupe(&[
+        "run",
+        "examples/counter.troupe",
+        "-i",
+        "limit=2",
+        "--trace",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trace = doc["trace"].as_array().unwrap();
+    let controls = trace.iter().filter(|e| e.get("control").is_some()).count();
+    // Three decisions (⊤, ⊤, ⊥), each sent by Ping and received by Pong.
+    assert_eq!(controls, 6);
+    let times: Vec<u64> = trace.iter().map(|e| e["time"].as_u64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn run_reports_bad_inputs_and_unanswerable_tasks() {
+    let out = troupe(&["run", "examples/counter.troupe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("input `limit`: missing"),
+        "{}",
+        stderr(&out)
+    );
+    let out = troupe(&["run", "examples/counter.troupe", "-i", "limit=ten"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected an integer"),
+        "{}",
+        stderr(&out)
+    );
+    let out = troupe(&["run", "examples/local_approval.troupe", "-i", "request=x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("lifeline Approver, action `approve`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = troupe(&[
+        "run",
+        "crates/troupe-check/tests/corpus/err/e0301_bound_on_one_branch.troupe",
+        "-i",
+        "x=1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("nothing was run"));
 }

@@ -13,7 +13,8 @@ use troupe_llm::BoxFuture;
 pub type PureFn = dyn Fn(&[Value]) -> Result<Vec<Value>, String> + Send + Sync;
 
 /// A host function behind `effect f(…) -> T extern`.
-pub type EffectFn = dyn Fn(EffectCall) -> BoxFuture<'static, Result<Vec<Value>, String>> + Send + Sync;
+pub type EffectFn =
+    dyn Fn(EffectCall) -> BoxFuture<'static, Result<Vec<Value>, String>> + Send + Sync;
 
 /// What an effect receives: its arguments and a key that names this call
 /// stably across restarts, for idempotent delivery.
@@ -38,7 +39,10 @@ impl std::fmt::Debug for Externs {
         let mut effects: Vec<_> = self.effects.keys().collect();
         pure.sort();
         effects.sort();
-        f.debug_struct("Externs").field("pure", &pure).field("effects", &effects).finish()
+        f.debug_struct("Externs")
+            .field("pure", &pure)
+            .field("effects", &effects)
+            .finish()
     }
 }
 
@@ -48,7 +52,11 @@ impl Externs {
     }
 
     /// Registers the body of `pure name(…) extern`.
-    pub fn pure(&mut self, name: &str, f: impl Fn(&[Value]) -> Result<Vec<Value>, String> + Send + Sync + 'static) -> &mut Self {
+    pub fn pure(
+        &mut self,
+        name: &str,
+        f: impl Fn(&[Value]) -> Result<Vec<Value>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
         self.pure.insert(name.to_owned(), Arc::new(f));
         self
     }
@@ -59,7 +67,8 @@ impl Externs {
         F: Fn(EffectCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<Value>, String>> + Send + 'static,
     {
-        self.effects.insert(name.to_owned(), Arc::new(move |call| Box::pin(f(call))));
+        self.effects
+            .insert(name.to_owned(), Arc::new(move |call| Box::pin(f(call))));
         self
     }
 }
@@ -114,10 +123,14 @@ impl ScriptedHumans {
     }
 
     pub fn from_file(path: &std::path::Path) -> Result<ScriptedHumans, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         match serde_json::from_str(&text) {
             Ok(serde_json::Value::Object(map)) => Ok(ScriptedHumans::new(map)),
-            Ok(_) => Err(format!("{}: expected a JSON object keyed by `Lifeline.action` or `action`", path.display())),
+            Ok(_) => Err(format!(
+                "{}: expected a JSON object keyed by `Lifeline.action` or `action`",
+                path.display()
+            )),
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
     }
@@ -126,13 +139,30 @@ impl ScriptedHumans {
 impl HumanInbox for ScriptedHumans {
     fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
         let qualified = format!("{}.{}", task.lifeline, task.action);
-        let occurrence: usize = task.key.rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        let answer = match self.answers.get(&qualified).or_else(|| self.answers.get(&task.action)) {
-            None => Err(format!("no scripted answer for `{qualified}` or `{}`", task.action)),
-            Some(serde_json::Value::Array(list)) => list
-                .get(occurrence)
-                .cloned()
-                .ok_or_else(|| format!("the scripted answers for `{}` ran out after {} task(s)", task.action, list.len())),
+        let occurrence: usize = task
+            .key
+            .rsplit('#')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let answer = match self
+            .answers
+            .get(&qualified)
+            .or_else(|| self.answers.get(&task.action))
+        {
+            None => Err(format!(
+                "no scripted answer for `{qualified}` or `{}`",
+                task.action
+            )),
+            Some(serde_json::Value::Array(list)) => {
+                list.get(occurrence).cloned().ok_or_else(|| {
+                    format!(
+                        "the scripted answers for `{}` ran out after {} task(s)",
+                        task.action,
+                        list.len()
+                    )
+                })
+            }
             Some(v) => Ok(v.clone()),
         };
         Box::pin(async move { answer })

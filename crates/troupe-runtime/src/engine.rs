@@ -24,8 +24,8 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use troupe_check::eval::{EvalError, display, eval};
 use troupe_check::ir::{
-    ActionId, ActionKind, AnswerKind, Block, Call, LifelineId, Program, Recv, StmtId, StmtKind, Template, TemplatePart,
-    VarId, Workflow,
+    ActionId, ActionKind, AnswerKind, Block, Call, LifelineId, Program, Recv, StmtId, StmtKind,
+    Template, TemplatePart, VarId, Workflow,
 };
 use troupe_check::{Type, TypeTable, Value};
 use troupe_llm::{CallKey, LlmBackend, LlmRequest, OutputSlot};
@@ -69,7 +69,10 @@ struct Inner {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("workflow", &self.workflow().name).field("llm", &self.inner.llm.describe()).finish()
+        f.debug_struct("Engine")
+            .field("workflow", &self.workflow().name)
+            .field("llm", &self.inner.llm.describe())
+            .finish()
     }
 }
 
@@ -88,7 +91,10 @@ pub struct EngineBuilder {
 
 impl std::fmt::Debug for EngineBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EngineBuilder").field("workflow", &self.workflow).field("externs", &self.externs).finish()
+        f.debug_struct("EngineBuilder")
+            .field("workflow", &self.workflow)
+            .field("externs", &self.externs)
+            .finish()
     }
 }
 
@@ -173,15 +179,38 @@ impl EngineBuilder {
 
     pub fn build(self) -> Result<Engine, RunError> {
         let workflow = match &self.workflow {
-            Some(name) => self.program.workflows.iter().position(|w| &w.name == name).ok_or_else(|| {
-                let names: Vec<_> = self.program.workflows.iter().map(|w| w.name.as_str()).collect();
-                RunError::Setup(format!("no workflow named `{name}`; the file has {}", names.join(", ")))
-            })?,
+            Some(name) => self
+                .program
+                .workflows
+                .iter()
+                .position(|w| &w.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<_> = self
+                        .program
+                        .workflows
+                        .iter()
+                        .map(|w| w.name.as_str())
+                        .collect();
+                    RunError::Setup(format!(
+                        "no workflow named `{name}`; the file has {}",
+                        names.join(", ")
+                    ))
+                })?,
             None if self.program.workflows.len() == 1 => 0,
-            None if self.program.workflows.is_empty() => return Err(RunError::Setup("the file declares no workflow".into())),
+            None if self.program.workflows.is_empty() => {
+                return Err(RunError::Setup("the file declares no workflow".into()));
+            }
             None => {
-                let names: Vec<_> = self.program.workflows.iter().map(|w| w.name.as_str()).collect();
-                return Err(RunError::Setup(format!("the file has several workflows ({}); choose one with --workflow", names.join(", "))));
+                let names: Vec<_> = self
+                    .program
+                    .workflows
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect();
+                return Err(RunError::Setup(format!(
+                    "the file has several workflows ({}); choose one with --workflow",
+                    names.join(", ")
+                )));
             }
         };
         let mut performers = Vec::with_capacity(self.program.actions.len());
@@ -202,7 +231,8 @@ impl EngineBuilder {
             performers.push(performer);
         }
         let wf = &self.program.workflows[workflow];
-        let projection = troupe_project::project(&self.program, wf).map_err(|e| RunError::Setup(e.to_string()))?;
+        let projection = troupe_project::project(&self.program, wf)
+            .map_err(|e| RunError::Setup(e.to_string()))?;
         let flat = projection.flatten();
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
@@ -210,8 +240,16 @@ impl EngineBuilder {
             Some(llm) => llm,
             None => match &self.mock {
                 Some(mock) => mock.clone(),
-                None if self.program.actions.iter().any(|a| matches!(a.kind, ActionKind::Llm(_))) => {
-                    return Err(RunError::Setup("the workflow calls a language model, but no LLM backend is configured".into()));
+                None if self
+                    .program
+                    .actions
+                    .iter()
+                    .any(|a| matches!(a.kind, ActionKind::Llm(_))) =>
+                {
+                    return Err(RunError::Setup(
+                        "the workflow calls a language model, but no LLM backend is configured"
+                            .into(),
+                    ));
                 }
                 None => Arc::new(NoModel),
             },
@@ -238,7 +276,9 @@ impl EngineBuilder {
         if self.mock.is_some() {
             Ok(Performer::Mock)
         } else {
-            Err(RunError::Setup(format!("no body is registered for `{kind} {name}(…) extern`; register one with Externs::{kind}")))
+            Err(RunError::Setup(format!(
+                "no body is registered for `{kind} {name}(…) extern`; register one with Externs::{kind}"
+            )))
         }
     }
 }
@@ -249,7 +289,9 @@ fn collect_spans(block: &Block, out: &mut [Span]) {
             *slot = stmt.span;
         }
         match &stmt.kind {
-            StmtKind::If { then, otherwise, .. } => {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
                 collect_spans(then, out);
                 collect_spans(otherwise, out);
             }
@@ -270,8 +312,16 @@ impl LlmBackend for NoModel {
     fn describe(&self) -> String {
         "none".into()
     }
-    fn call<'a>(&'a self, _: &'a LlmRequest) -> troupe_llm::BoxFuture<'a, Result<troupe_llm::LlmAnswer, troupe_llm::LlmError>> {
-        Box::pin(async { Err(troupe_llm::LlmError::Permanent { backend: "none".into(), message: "no LLM backend".into() }) })
+    fn call<'a>(
+        &'a self,
+        _: &'a LlmRequest,
+    ) -> troupe_llm::BoxFuture<'a, Result<troupe_llm::LlmAnswer, troupe_llm::LlmError>> {
+        Box::pin(async {
+            Err(troupe_llm::LlmError::Permanent {
+                backend: "none".into(),
+                message: "no LLM backend".into(),
+            })
+        })
     }
 }
 
@@ -298,7 +348,12 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { run_id: "run".into(), seed: 0, trace: true, schedule: Schedule::RunToBlock }
+        RunOptions {
+            run_id: "run".into(),
+            seed: 0,
+            trace: true,
+            schedule: Schedule::RunToBlock,
+        }
     }
 }
 
@@ -332,27 +387,43 @@ impl Engine {
 
     /// Reads inputs given as `name=value` texts (parsed by declared type)
     /// and/or a JSON object; every declared input must be given exactly once.
-    pub fn parse_inputs(&self, pairs: &[(String, String)], json: Option<&serde_json::Value>) -> Result<Vec<Value>, RunError> {
+    pub fn parse_inputs(
+        &self,
+        pairs: &[(String, String)],
+        json: Option<&serde_json::Value>,
+    ) -> Result<Vec<Value>, RunError> {
         let wf = self.workflow();
         let types = self.types();
         let mut values: Vec<Option<Value>> = vec![None; wf.inputs.len()];
         let index = |name: &str| wf.inputs.iter().position(|v| wf.var(*v).name == name);
         let unknown = |name: &str| {
             let names: Vec<_> = wf.inputs.iter().map(|v| wf.var(*v).name.as_str()).collect();
-            RunError::Input { name: name.to_owned(), message: format!("no such input; the inputs are {}", names.join(", ")) }
+            RunError::Input {
+                name: name.to_owned(),
+                message: format!("no such input; the inputs are {}", names.join(", ")),
+            }
         };
         if let Some(json) = json {
-            let obj = json.as_object().ok_or_else(|| RunError::Input { name: "--input-json".into(), message: "expected a JSON object".into() })?;
+            let obj = json.as_object().ok_or_else(|| RunError::Input {
+                name: "--input-json".into(),
+                message: "expected a JSON object".into(),
+            })?;
             for (name, v) in obj {
                 let i = index(name).ok_or_else(|| unknown(name))?;
                 let ty = &wf.var(wf.inputs[i]).ty;
-                values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input { name: name.clone(), message: m })?);
+                values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input {
+                    name: name.clone(),
+                    message: m,
+                })?);
             }
         }
         for (name, text) in pairs {
             let i = index(name).ok_or_else(|| unknown(name))?;
             let ty = &wf.var(wf.inputs[i]).ty;
-            values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input { name: name.clone(), message: m })?);
+            values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input {
+                name: name.clone(),
+                message: m,
+            })?);
         }
         values
             .into_iter()
@@ -362,7 +433,11 @@ impl Engine {
                     let var = wf.var(wf.inputs[i]);
                     RunError::Input {
                         name: var.name.clone(),
-                        message: format!("missing; give it with --input {}=… ({})", var.name, types.display(&var.ty)),
+                        message: format!(
+                            "missing; give it with --input {}=… ({})",
+                            var.name,
+                            types.display(&var.ty)
+                        ),
                     }
                 })
             })
@@ -370,7 +445,11 @@ impl Engine {
     }
 
     /// Runs the workflow once with `inputs` (in declaration order).
-    pub async fn run(&self, inputs: Vec<Value>, options: RunOptions) -> Result<RunOutcome, RunError> {
+    pub async fn run(
+        &self,
+        inputs: Vec<Value>,
+        options: RunOptions,
+    ) -> Result<RunOutcome, RunError> {
         let mut run = RunState::new(self.inner.clone(), options);
         run.bind_inputs(inputs)?;
         run.drive().await
@@ -384,8 +463,17 @@ impl Engine {
         let semantics = semantics.as_ref().map_err(|e| RunError::Setup(e.clone()))?;
         let exec = trace.execution(self.workflow().lifelines.len());
         semantics
-            .check(&exec.erase_control(), &MemberOptions { control: false, prefix: false })
-            .map_err(|e| RunError::NotMember { run: run_id.to_owned(), message: e.to_string() })
+            .check(
+                &exec.erase_control(),
+                &MemberOptions {
+                    control: false,
+                    prefix: false,
+                },
+            )
+            .map_err(|e| RunError::NotMember {
+                run: run_id.to_owned(),
+                message: e.to_string(),
+            })
     }
 }
 
@@ -435,7 +523,12 @@ impl RunState {
         let wf = &engine.program.workflows[engine.workflow];
         let n = wf.lifelines.len();
         let lanes = (0..n)
-            .map(|_| Lane { pc: 0, env: vec![None; wf.vars.len()], wait: Wait::Ready, occurrences: vec![0; engine.program.actions.len()] })
+            .map(|_| Lane {
+                pc: 0,
+                env: vec![None; wf.vars.len()],
+                wait: Wait::Ready,
+                occurrences: vec![0; engine.program.actions.len()],
+            })
             .collect();
         let rng = match options.schedule {
             Schedule::Random(seed) => seed | 1,
@@ -464,12 +557,22 @@ impl RunState {
         let engine = self.engine.clone();
         let wf = &engine.program.workflows[engine.workflow];
         if inputs.len() != wf.inputs.len() {
-            return Err(RunError::Input { name: "inputs".into(), message: format!("expected {} input(s), got {}", wf.inputs.len(), inputs.len()) });
+            return Err(RunError::Input {
+                name: "inputs".into(),
+                message: format!(
+                    "expected {} input(s), got {}",
+                    wf.inputs.len(),
+                    inputs.len()
+                ),
+            });
         }
         for (var, value) in wf.inputs.iter().zip(inputs) {
             let v = wf.var(*var);
             if !value.conforms(&v.ty, &engine.program.types) {
-                return Err(RunError::Input { name: v.name.clone(), message: format!("expected {}", engine.program.types.display(&v.ty)) });
+                return Err(RunError::Input {
+                    name: v.name.clone(),
+                    message: format!("expected {}", engine.program.types.display(&v.ty)),
+                });
             }
             self.lanes[v.lifeline.0 as usize].env[var.0 as usize] = Some(value);
         }
@@ -502,11 +605,17 @@ impl RunState {
             .iter()
             .map(|var| {
                 let v = wf.var(*var);
-                let value = self.lanes[v.lifeline.0 as usize].env[var.0 as usize].clone().unwrap_or(Value::Bool(false));
+                let value = self.lanes[v.lifeline.0 as usize].env[var.0 as usize]
+                    .clone()
+                    .unwrap_or(Value::Bool(false));
                 (v.name.clone(), value)
             })
             .collect();
-        Ok(RunOutcome { results, trace: self.trace.map(|entries| Trace { entries }), steps: self.steps })
+        Ok(RunOutcome {
+            results,
+            trace: self.trace.map(|entries| Trace { entries }),
+            steps: self.steps,
+        })
     }
 
     fn pick(&mut self) -> Option<u32> {
@@ -532,15 +641,27 @@ impl RunState {
             .iter()
             .enumerate()
             .filter_map(|(i, l)| match l.wait {
-                Wait::Recv(from) => Some(format!("{} waits for {}", wf.lifelines[i].name, wf.lifelines[from as usize].name)),
+                Wait::Recv(from) => Some(format!(
+                    "{} waits for {}",
+                    wf.lifelines[i].name, wf.lifelines[from as usize].name
+                )),
                 _ => None,
             })
             .collect();
-        RunError::Protocol { run: self.options.run_id.clone(), lifeline: "(all)".into(), message: format!("deadlock: {}", waiting.join(", ")) }
+        RunError::Protocol {
+            run: self.options.run_id.clone(),
+            lifeline: "(all)".into(),
+            message: format!("deadlock: {}", waiting.join(", ")),
+        }
     }
 
     fn location(&self, lane: u32, stmt: StmtId, action: Option<ActionId>) -> Location {
-        let span = self.engine.stmt_spans.get(stmt.0 as usize).copied().unwrap_or_default();
+        let span = self
+            .engine
+            .stmt_spans
+            .get(stmt.0 as usize)
+            .copied()
+            .unwrap_or_default();
         Location {
             lifeline: self.workflow().lifelines[lane as usize].name.clone(),
             action: action.map(|a| self.engine.program.action(a).name.clone()),
@@ -549,12 +670,20 @@ impl RunState {
     }
 
     fn eval_error(&self, lane: u32, stmt: StmtId, e: EvalError) -> RunError {
-        RunError::Eval { run: self.options.run_id.clone(), at: self.location(lane, stmt, None), message: e.message }
+        RunError::Eval {
+            run: self.options.run_id.clone(),
+            at: self.location(lane, stmt, None),
+            message: e.message,
+        }
     }
 
     fn record(&mut self, lane: u32, event: Event) {
         if let Some(trace) = &mut self.trace {
-            trace.push(TraceEntry { time: self.clock, lifeline: LifelineId(lane), event });
+            trace.push(TraceEntry {
+                time: self.clock,
+                lifeline: LifelineId(lane),
+                event,
+            });
             self.clock += 1;
         }
     }
@@ -593,13 +722,25 @@ impl RunState {
                     let env = &self.lanes[lane as usize].env;
                     let mut values = Vec::with_capacity(items.len());
                     for item in items {
-                        values.push(eval(item, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?);
+                        values.push(
+                            eval(item, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?,
+                        );
                     }
                     if self.trace.is_some() {
-                        let msg = Message::Data { stmt: *stmt, values: Some(values.clone()) };
+                        let msg = Message::Data {
+                            stmt: *stmt,
+                            values: Some(values.clone()),
+                        };
                         self.record(lane, Event::Send { to: *to, msg });
                     }
-                    self.push(lane, to.0, Msg::Data { stmt: *stmt, values });
+                    self.push(
+                        lane,
+                        to.0,
+                        Msg::Data {
+                            stmt: *stmt,
+                            values,
+                        },
+                    );
                     self.lanes[lane as usize].pc += 1;
                 }
                 Op::Recv { stmt, from, binds } => match self.pop(from.0, lane) {
@@ -607,9 +748,14 @@ impl RunState {
                         self.lanes[lane as usize].wait = Wait::Recv(from.0);
                         return Ok(());
                     }
-                    Some(Msg::Data { stmt: got, values }) if got == *stmt && values.len() == binds.len() => {
+                    Some(Msg::Data { stmt: got, values })
+                        if got == *stmt && values.len() == binds.len() =>
+                    {
                         if self.trace.is_some() {
-                            let msg = Message::Data { stmt: *stmt, values: Some(values.clone()) };
+                            let msg = Message::Data {
+                                stmt: *stmt,
+                                values: Some(values.clone()),
+                            };
                             self.record(lane, Event::Recv { from: *from, msg });
                         }
                         let env = &mut self.lanes[lane as usize].env;
@@ -620,29 +766,47 @@ impl RunState {
                         }
                         self.lanes[lane as usize].pc += 1;
                     }
-                    Some(other) => return Err(self.protocol(lane, format!("expected the message of s{}, got {other:?}", stmt.0))),
+                    Some(other) => {
+                        return Err(self.protocol(
+                            lane,
+                            format!("expected the message of s{}, got {other:?}", stmt.0),
+                        ));
+                    }
                 },
-                Op::Act { stmt, outputs, call } => match call {
+                Op::Act {
+                    stmt,
+                    outputs,
+                    call,
+                } => match call {
                     Call::Expr(e) => {
-                        let value = eval(e, &self.lanes[lane as usize].env, types).map_err(|e| self.eval_error(lane, *stmt, e))?;
+                        let value = eval(e, &self.lanes[lane as usize].env, types)
+                            .map_err(|e| self.eval_error(lane, *stmt, e))?;
                         self.finish_act(lane, *stmt, outputs, vec![value]);
                     }
                     Call::Action { action, args } => {
                         let env = &self.lanes[lane as usize].env;
                         let mut argv = Vec::with_capacity(args.len());
                         for a in args {
-                            argv.push(eval(a, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?);
+                            argv.push(
+                                eval(a, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?,
+                            );
                         }
                         match &engine.performers[action.0 as usize] {
                             Performer::PureExpr => {
-                                let ActionKind::Pure { body: Some(body) } = &engine.program.action(*action).kind else {
-                                    unreachable!("PureExpr is only built for pure actions with a body")
+                                let ActionKind::Pure { body: Some(body) } =
+                                    &engine.program.action(*action).kind
+                                else {
+                                    unreachable!(
+                                        "PureExpr is only built for pure actions with a body"
+                                    )
                                 };
-                                let value = eval(body, argv.as_slice(), types).map_err(|e| self.eval_error(lane, *stmt, e))?;
+                                let value = eval(body, argv.as_slice(), types)
+                                    .map_err(|e| self.eval_error(lane, *stmt, e))?;
                                 self.finish_act(lane, *stmt, outputs, vec![value]);
                             }
                             Performer::PureHost(f) => {
-                                let values = f(&argv).map_err(|m| self.action_error(lane, *stmt, *action, m))?;
+                                let values = f(&argv)
+                                    .map_err(|m| self.action_error(lane, *stmt, *action, m))?;
                                 let values = self.check_outputs(lane, *stmt, *action, values)?;
                                 self.finish_act(lane, *stmt, outputs, values);
                             }
@@ -655,35 +819,75 @@ impl RunState {
                         }
                     }
                 },
-                Op::Decide { stmt, guard, tag, notify, on_false } => {
+                Op::Decide {
+                    stmt,
+                    guard,
+                    tag,
+                    notify,
+                    on_false,
+                } => {
                     let decision = match eval(guard, &self.lanes[lane as usize].env, types) {
                         Ok(Value::Bool(b)) => b,
-                        Ok(other) => return Err(self.protocol(lane, format!("guard gave {other:?}"))),
+                        Ok(other) => {
+                            return Err(self.protocol(lane, format!("guard gave {other:?}")));
+                        }
                         Err(e) => return Err(self.eval_error(lane, *stmt, e)),
                     };
-                    self.record(lane, Event::Decide { stmt: *stmt, tag: *tag, decision });
+                    self.record(
+                        lane,
+                        Event::Decide {
+                            stmt: *stmt,
+                            tag: *tag,
+                            decision,
+                        },
+                    );
                     for r in notify {
                         if self.trace.is_some() {
-                            let msg = Message::Control { stmt: *stmt, tag: *tag, decision };
+                            let msg = Message::Control {
+                                stmt: *stmt,
+                                tag: *tag,
+                                decision,
+                            };
                             self.record(lane, Event::Send { to: *r, msg });
                         }
-                        self.push(lane, r.0, Msg::Control { tag: *tag, decision });
+                        self.push(
+                            lane,
+                            r.0,
+                            Msg::Control {
+                                tag: *tag,
+                                decision,
+                            },
+                        );
                     }
                     self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
                 }
-                Op::Await { stmt, from, tag, on_false } => match self.pop(from.0, lane) {
+                Op::Await {
+                    stmt,
+                    from,
+                    tag,
+                    on_false,
+                } => match self.pop(from.0, lane) {
                     None => {
                         self.lanes[lane as usize].wait = Wait::Recv(from.0);
                         return Ok(());
                     }
                     Some(Msg::Control { tag: got, decision }) if got == *tag => {
                         if self.trace.is_some() {
-                            let msg = Message::Control { stmt: *stmt, tag: *tag, decision };
+                            let msg = Message::Control {
+                                stmt: *stmt,
+                                tag: *tag,
+                                decision,
+                            };
                             self.record(lane, Event::Recv { from: *from, msg });
                         }
                         self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
                     }
-                    Some(other) => return Err(self.protocol(lane, format!("expected decision {tag} of s{}, got {other:?}", stmt.0))),
+                    Some(other) => {
+                        return Err(self.protocol(
+                            lane,
+                            format!("expected decision {tag} of s{}, got {other:?}", stmt.0),
+                        ));
+                    }
                 },
                 Op::Jump { target } => self.lanes[lane as usize].pc = *target,
             }
@@ -695,33 +899,68 @@ impl RunState {
     }
 
     fn protocol(&self, lane: u32, message: String) -> RunError {
-        RunError::Protocol { run: self.options.run_id.clone(), lifeline: self.workflow().lifelines[lane as usize].name.clone(), message }
+        RunError::Protocol {
+            run: self.options.run_id.clone(),
+            lifeline: self.workflow().lifelines[lane as usize].name.clone(),
+            message,
+        }
     }
 
     fn action_error(&self, lane: u32, stmt: StmtId, action: ActionId, message: String) -> RunError {
-        RunError::Action { run: self.options.run_id.clone(), at: self.location(lane, stmt, Some(action)), message }
+        RunError::Action {
+            run: self.options.run_id.clone(),
+            at: self.location(lane, stmt, Some(action)),
+            message,
+        }
     }
 
     /// Checks an action's outputs against its declared types.
-    fn check_outputs(&self, lane: u32, stmt: StmtId, action: ActionId, values: Vec<Value>) -> Result<Vec<Value>, RunError> {
+    fn check_outputs(
+        &self,
+        lane: u32,
+        stmt: StmtId,
+        action: ActionId,
+        values: Vec<Value>,
+    ) -> Result<Vec<Value>, RunError> {
         let decl = self.engine.program.action(action);
         let types = &self.engine.program.types;
         if values.len() != decl.outputs.len() {
-            let msg = format!("returned {} value(s) but declares {} output(s)", values.len(), decl.outputs.len());
+            let msg = format!(
+                "returned {} value(s) but declares {} output(s)",
+                values.len(),
+                decl.outputs.len()
+            );
             return Err(self.action_error(lane, stmt, action, msg));
         }
         for (v, out) in values.iter().zip(&decl.outputs) {
             if !v.conforms(&out.ty, types) {
-                let msg = format!("output `{}` should be {}, but is {}", out.name, types.display(&out.ty), v.to_json(types));
+                let msg = format!(
+                    "output `{}` should be {}, but is {}",
+                    out.name,
+                    types.display(&out.ty),
+                    v.to_json(types)
+                );
                 return Err(self.action_error(lane, stmt, action, msg));
             }
         }
         Ok(values)
     }
 
-    fn finish_act(&mut self, lane: u32, stmt: StmtId, outputs: &[Option<VarId>], values: Vec<Value>) {
+    fn finish_act(
+        &mut self,
+        lane: u32,
+        stmt: StmtId,
+        outputs: &[Option<VarId>],
+        values: Vec<Value>,
+    ) {
         if self.trace.is_some() {
-            self.record(lane, Event::Act { stmt, outputs: Some(values.clone()) });
+            self.record(
+                lane,
+                Event::Act {
+                    stmt,
+                    outputs: Some(values.clone()),
+                },
+            );
         }
         let l = &mut self.lanes[lane as usize];
         for (out, value) in outputs.iter().zip(values) {
@@ -733,7 +972,14 @@ impl RunState {
     }
 
     /// Starts an asynchronous action on the run's task set.
-    fn start(&mut self, lane: u32, stmt: StmtId, action: ActionId, args: Vec<Value>, performer: Performer) {
+    fn start(
+        &mut self,
+        lane: u32,
+        stmt: StmtId,
+        action: ActionId,
+        args: Vec<Value>,
+        performer: Performer,
+    ) {
         let engine = self.engine.clone();
         let decl = engine.program.action(action);
         let types = &engine.program.types;
@@ -744,78 +990,111 @@ impl RunState {
             k
         };
         let lifeline = self.workflow().lifelines[lane as usize].name.clone();
-        let key = CallKey { lifeline: lifeline.clone(), action: decl.name.clone(), occurrence };
-        let timeout = engine.timeouts.get(&decl.name).copied().or(engine.default_timeout);
-        let outputs: Vec<OutputSlot> = decl.outputs.iter().map(|p| OutputSlot { name: p.name.clone(), ty: p.ty.clone() }).collect();
+        let key = CallKey {
+            lifeline: lifeline.clone(),
+            action: decl.name.clone(),
+            occurrence,
+        };
+        let timeout = engine
+            .timeouts
+            .get(&decl.name)
+            .copied()
+            .or(engine.default_timeout);
+        let outputs: Vec<OutputSlot> = decl
+            .outputs
+            .iter()
+            .map(|p| OutputSlot {
+                name: p.name.clone(),
+                ty: p.ty.clone(),
+            })
+            .collect();
         let seed = self.options.seed;
         let run = self.options.run_id.clone();
-        let fut: troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> = match (&performer, &decl.kind) {
-            (Performer::Llm, ActionKind::Llm(llm)) => {
-                let request = LlmRequest {
-                    key,
-                    seed,
-                    system: llm.system.as_ref().map(|t| render(t, &args, types)),
-                    prompt: render(&llm.prompt, &args, types),
-                    outputs,
-                    types: Arc::new(types.clone()),
-                    model: llm.model.clone(),
-                    temperature: llm.temperature,
-                    retries: llm.retries,
-                };
-                let backend = engine.llm.clone();
-                Box::pin(async move { backend.call(&request).await.map(|a| a.values).map_err(|e| e.to_string()) })
-            }
-            (Performer::Mock, _) => {
-                let request = LlmRequest {
-                    key,
-                    seed,
-                    system: None,
-                    prompt: String::new(),
-                    outputs,
-                    types: Arc::new(types.clone()),
-                    model: None,
-                    temperature: None,
-                    retries: None,
-                };
-                let backend = engine.mock.clone().unwrap_or_else(|| engine.llm.clone());
-                Box::pin(async move { backend.call(&request).await.map(|a| a.values).map_err(|e| e.to_string()) })
-            }
-            (Performer::Effect(f), _) => {
-                let call = EffectCall { args, idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name) };
-                f(call)
-            }
-            (Performer::Human, ActionKind::Human(h)) => {
-                let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
-                let options = match &ty {
-                    Type::Enum(id) => types.enum_def(*id).values.clone(),
-                    _ => Vec::new(),
-                };
-                let task = HumanTask {
-                    key: format!("{lifeline}/{}#{occurrence}", decl.name),
-                    run,
-                    lifeline,
-                    action: decl.name.clone(),
-                    prompt: render(&h.ask, &args, types),
-                    prefill: h.prefill.as_ref().map(|t| render(t, &args, types)),
-                    answer: h.answer,
-                    options,
-                    ty: ty.clone(),
-                };
-                let inbox = engine.humans.clone();
-                let types = types.clone();
-                let answer_kind = h.answer;
-                Box::pin(async move {
-                    let answer = inbox.ask(task).await?;
-                    let answer = match (answer_kind, &answer) {
-                        // A confirm may be answered with yes/no text.
-                        (AnswerKind::Confirm, serde_json::Value::String(s)) => Value::parse(s, &ty, &types)?,
-                        _ => Value::from_json(&answer, &ty, &types)?,
+        let fut: troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> =
+            match (&performer, &decl.kind) {
+                (Performer::Llm, ActionKind::Llm(llm)) => {
+                    let request = LlmRequest {
+                        key,
+                        seed,
+                        system: llm.system.as_ref().map(|t| render(t, &args, types)),
+                        prompt: render(&llm.prompt, &args, types),
+                        outputs,
+                        types: Arc::new(types.clone()),
+                        model: llm.model.clone(),
+                        temperature: llm.temperature,
+                        retries: llm.retries,
                     };
-                    Ok(vec![answer])
-                })
-            }
-            _ => Box::pin(async { Err("no performer for this action".to_owned()) }),
-        };
+                    let backend = engine.llm.clone();
+                    Box::pin(async move {
+                        backend
+                            .call(&request)
+                            .await
+                            .map(|a| a.values)
+                            .map_err(|e| e.to_string())
+                    })
+                }
+                (Performer::Mock, _) => {
+                    let request = LlmRequest {
+                        key,
+                        seed,
+                        system: None,
+                        prompt: String::new(),
+                        outputs,
+                        types: Arc::new(types.clone()),
+                        model: None,
+                        temperature: None,
+                        retries: None,
+                    };
+                    let backend = engine.mock.clone().unwrap_or_else(|| engine.llm.clone());
+                    Box::pin(async move {
+                        backend
+                            .call(&request)
+                            .await
+                            .map(|a| a.values)
+                            .map_err(|e| e.to_string())
+                    })
+                }
+                (Performer::Effect(f), _) => {
+                    let call = EffectCall {
+                        args,
+                        idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name),
+                    };
+                    f(call)
+                }
+                (Performer::Human, ActionKind::Human(h)) => {
+                    let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
+                    let options = match &ty {
+                        Type::Enum(id) => types.enum_def(*id).values.clone(),
+                        _ => Vec::new(),
+                    };
+                    let task = HumanTask {
+                        key: format!("{lifeline}/{}#{occurrence}", decl.name),
+                        run,
+                        lifeline,
+                        action: decl.name.clone(),
+                        prompt: render(&h.ask, &args, types),
+                        prefill: h.prefill.as_ref().map(|t| render(t, &args, types)),
+                        answer: h.answer,
+                        options,
+                        ty: ty.clone(),
+                    };
+                    let inbox = engine.humans.clone();
+                    let types = types.clone();
+                    let answer_kind = h.answer;
+                    Box::pin(async move {
+                        let answer = inbox.ask(task).await?;
+                        let answer = match (answer_kind, &answer) {
+                            // A confirm may be answered with yes/no text.
+                            (AnswerKind::Confirm, serde_json::Value::String(s)) => {
+                                Value::parse(s, &ty, &types)?
+                            }
+                            _ => Value::from_json(&answer, &ty, &types)?,
+                        };
+                        Ok(vec![answer])
+                    })
+                }
+                _ => Box::pin(async { Err("no performer for this action".to_owned()) }),
+            };
         let fut = async move {
             let result = match timeout {
                 Some(t) => match tokio::time::timeout(t, fut).await {
@@ -834,8 +1113,16 @@ impl RunState {
     fn complete(&mut self, lane: u32, result: Result<Vec<Value>, String>) -> Result<(), RunError> {
         let engine = self.engine.clone();
         let pc = self.lanes[lane as usize].pc;
-        let Some(Op::Act { stmt, outputs, call: Call::Action { action, .. } }) = engine.flat[lane as usize].ops.get(pc as usize) else {
-            return Err(self.protocol(lane, "an action finished, but the lifeline is not at an action".into()));
+        let Some(Op::Act {
+            stmt,
+            outputs,
+            call: Call::Action { action, .. },
+        }) = engine.flat[lane as usize].ops.get(pc as usize)
+        else {
+            return Err(self.protocol(
+                lane,
+                "an action finished, but the lifeline is not at an action".into(),
+            ));
         };
         let values = result.map_err(|m| self.action_error(lane, *stmt, *action, m))?;
         let values = self.check_outputs(lane, *stmt, *action, values)?;

@@ -13,14 +13,26 @@ pub enum RunError {
     Input { name: String, message: String },
     /// An action failed, timed out or answered with a value of the wrong type.
     #[error("run {run}: {at}: {message}")]
-    Action { run: String, at: Location, message: String },
+    Action {
+        run: String,
+        at: Location,
+        message: String,
+    },
     /// An expression failed (overflow, division by zero).
     #[error("run {run}: {at}: {message}")]
-    Eval { run: String, at: Location, message: String },
+    Eval {
+        run: String,
+        at: Location,
+        message: String,
+    },
     /// The local programs disagreed: impossible for projected programs;
     /// reported rather than trusted.
     #[error("run {run}: protocol violation at {lifeline}: {message}")]
-    Protocol { run: String, lifeline: String, message: String },
+    Protocol {
+        run: String,
+        lifeline: String,
+        message: String,
+    },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },
@@ -37,7 +49,11 @@ pub struct Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.action {
-            Some(a) => write!(f, "lifeline {}, action `{a}` (line {})", self.lifeline, self.line),
+            Some(a) => write!(
+                f,
+                "lifeline {}, action `{a}` (line {})",
+                self.lifeline, self.line
+            ),
             None => write!(f, "lifeline {} (line {})", self.lifeline, self.line),
         }
     }

@@ -38,13 +38,32 @@ impl Trace {
         for e in &self.entries {
             let who = names.lifeline(e.lifeline);
             let line = match &e.event {
-                Event::Send { to, msg } => format!("send {} to {}", message(msg, &names), names.lifeline(*to)),
-                Event::Recv { from, msg } => format!("recv {} from {}", message(msg, &names), names.lifeline(*from)),
+                Event::Send { to, msg } => {
+                    format!("send {} to {}", message(msg, &names), names.lifeline(*to))
+                }
+                Event::Recv { from, msg } => format!(
+                    "recv {} from {}",
+                    message(msg, &names),
+                    names.lifeline(*from)
+                ),
                 Event::Act { stmt, outputs } => {
-                    let outs = outputs.as_ref().map(|v| v.iter().map(|x| names.value(x)).collect::<Vec<_>>().join(", "));
+                    let outs = outputs.as_ref().map(|v| {
+                        v.iter()
+                            .map(|x| names.value(x))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    });
                     format!("act s{} -> ({})", stmt.0, outs.unwrap_or_default())
                 }
-                Event::Decide { stmt, tag, decision } => format!("decide {} at s{} {tag}", if *decision { "⊤" } else { "⊥" }, stmt.0),
+                Event::Decide {
+                    stmt,
+                    tag,
+                    decision,
+                } => format!(
+                    "decide {} at s{} {tag}",
+                    if *decision { "⊤" } else { "⊥" },
+                    stmt.0
+                ),
             };
             out.push_str(&format!("{:>6}  {:<12} {line}\n", e.time, who));
         }
@@ -55,7 +74,11 @@ impl Trace {
     pub fn to_json(&self, program: &Program, workflow: &Workflow) -> serde_json::Value {
         let names = Names::new(program, workflow);
         let values = |v: &Option<Vec<troupe_check::Value>>| {
-            v.as_ref().map(|v| v.iter().map(|x| x.to_json(&program.types)).collect::<Vec<_>>())
+            v.as_ref().map(|v| {
+                v.iter()
+                    .map(|x| x.to_json(&program.types))
+                    .collect::<Vec<_>>()
+            })
         };
         let entries: Vec<_> = self
             .entries
@@ -93,9 +116,22 @@ impl Trace {
 fn message(msg: &Message, names: &Names<'_>) -> String {
     match msg {
         Message::Data { stmt, values } => {
-            let vals = values.as_ref().map(|v| v.iter().map(|x| names.value(x)).collect::<Vec<_>>().join(", "));
+            let vals = values.as_ref().map(|v| {
+                v.iter()
+                    .map(|x| names.value(x))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            });
             format!("s{}({})", stmt.0, vals.unwrap_or_default())
         }
-        Message::Control { stmt, tag, decision } => format!("control s{} {} {tag}", stmt.0, if *decision { "⊤" } else { "⊥" }),
+        Message::Control {
+            stmt,
+            tag,
+            decision,
+        } => format!(
+            "control s{} {} {tag}",
+            stmt.0,
+            if *decision { "⊤" } else { "⊥" }
+        ),
     }
 }

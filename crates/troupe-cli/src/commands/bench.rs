@@ -26,6 +26,16 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Run the two-lifeline counter loop (examples/counter.troupe) in memory,
+    /// against a raw tokio-channel ping-pong in the same process.
+    Counter {
+        /// Loop rounds.
+        #[arg(long, default_value_t = 1_000_000)]
+        rounds: i64,
+        /// Repetitions; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
@@ -35,6 +45,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             lifelines,
             runs,
         } => bench_check(*statements, *lifelines, *runs),
+        BenchCommand::Counter { rounds, runs } => bench_counter(*rounds, *runs),
     }
 }
 
@@ -151,6 +162,115 @@ fn bench_check(statements: usize, lifelines: usize, runs: usize) -> Result<ExitS
         total.as_secs_f64() / lex_median.as_secs_f64().max(1e-9)
     );
     Ok(ExitStatus::Success)
+}
+
+pub const COUNTER_SOURCE: &str = include_str!("../../../../examples/counter.troupe");
+
+fn median(mut v: Vec<std::time::Duration>) -> std::time::Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
+    use troupe_check::Value;
+    use troupe_runtime::{EngineBuilder, RunOptions};
+    let runs = runs.max(1);
+    let engine = EngineBuilder::from_source(COUNTER_SOURCE)
+        .map_err(|d| anyhow::anyhow!("examples/counter.troupe does not check: {d:?}"))?
+        .build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut troupe_times = Vec::new();
+    let mut raw_times = Vec::new();
+    let mut raw_multi_times = Vec::new();
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let options = RunOptions {
+            trace: false,
+            ..RunOptions::default()
+        };
+        let outcome = rt.block_on(engine.run(vec![Value::Int(rounds)], options))?;
+        troupe_times.push(t.elapsed());
+        anyhow::ensure!(
+            outcome.results[0].1 == Value::Int(rounds),
+            "wrong result {:?}",
+            outcome.results
+        );
+        let t = Instant::now();
+        let got = rt.block_on(raw_ping_pong(rounds));
+        raw_times.push(t.elapsed());
+        anyhow::ensure!(got == rounds);
+        let t = Instant::now();
+        let got =
+            multi.block_on(async { tokio::spawn(raw_ping_pong(rounds.min(200_000))).await })?;
+        raw_multi_times.push(
+            t.elapsed()
+                .mul_f64(rounds as f64 / rounds.min(200_000) as f64),
+        );
+        anyhow::ensure!(got == rounds.min(200_000));
+    }
+    let rate = |d: std::time::Duration| rounds as f64 / d.as_secs_f64();
+    let (ours, raw, raw_multi) = (
+        median(troupe_times),
+        median(raw_times),
+        median(raw_multi_times),
+    );
+    println!("troupe bench counter: {rounds} rounds, {runs} runs (median)");
+    println!(
+        "  troupe counter loop (trace off)       {:>8.2?}  {:>12.0} rounds/s",
+        ours,
+        rate(ours)
+    );
+    println!(
+        "  raw tokio ping-pong, current-thread   {:>8.2?}  {:>12.0} rounds/s",
+        raw,
+        rate(raw)
+    );
+    println!(
+        "  raw tokio ping-pong, multi-thread     {:>8.2?}  {:>12.0} rounds/s (extrapolated from 200k)",
+        raw_multi,
+        rate(raw_multi)
+    );
+    println!(
+        "  ratio troupe / raw current-thread: {:.2}x",
+        rate(ours) / rate(raw)
+    );
+    println!(
+        "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
+        rate(ours) / 11_000.0
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// Two tokio tasks bounce a counter over unbounded channels: the baseline.
+async fn raw_ping_pong(rounds: i64) -> i64 {
+    let (to_pong, mut pong_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+    let (to_ping, mut ping_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+    let pong = tokio::spawn(async move {
+        while let Some(n) = pong_rx.recv().await {
+            if to_ping.send(n + 1).is_err() {
+                break;
+            }
+        }
+    });
+    let mut k = 0;
+    while k < rounds {
+        if to_pong.send(k).is_err() {
+            break;
+        }
+        match ping_rx.recv().await {
+            Some(n) => k = n,
+            None => break,
+        }
+    }
+    drop(to_pong);
+    let _ = pong.await;
+    k
 }
 
 #[cfg(test)]

@@ -4,3 +4,4 @@ pub mod bench;
 pub mod check;
 pub mod contracts;
 pub mod explain;
+pub mod run;
