@@ -18,10 +18,11 @@
 use crate::actions::{EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn};
 use crate::error::{Location, RunError};
 use crate::trace::{Trace, TraceEntry};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinSet;
 use troupe_check::eval::{EvalError, display, eval};
 use troupe_check::ir::{
     ActionId, ActionKind, AnswerKind, Block, Call, LifelineId, Program, Recv, StmtId, StmtKind,
@@ -65,6 +66,8 @@ struct Inner {
     stmt_spans: Vec<Span>,
     lines: Option<LineIndex>,
     semantics: std::sync::OnceLock<Result<Semantics, String>>,
+    /// The program's types, shared with every LLM request.
+    types: Arc<TypeTable>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -254,8 +257,10 @@ impl EngineBuilder {
                 None => Arc::new(NoModel),
             },
         };
+        let types = Arc::new(self.program.types.clone());
         Ok(Engine {
             inner: Arc::new(Inner {
+                types,
                 lines: self.source.as_deref().map(LineIndex::new),
                 program: Arc::new(self.program),
                 workflow,
@@ -510,7 +515,9 @@ struct RunState {
     /// `queues[from * n + to]`.
     queues: Vec<VecDeque<Msg>>,
     ready: VecDeque<u32>,
-    pending: JoinSet<Pending>,
+    /// Asynchronous actions in flight. Polled by the run's own task, so an
+    /// action's completion wakes the run without crossing threads.
+    pending: FuturesUnordered<troupe_llm::BoxFuture<'static, Pending>>,
     trace: Option<Vec<TraceEntry>>,
     clock: u64,
     steps: u64,
@@ -540,7 +547,7 @@ impl RunState {
             lanes,
             queues: (0..n * n).map(|_| VecDeque::new()).collect(),
             ready: (0..n as u32).collect(),
-            pending: JoinSet::new(),
+            pending: FuturesUnordered::new(),
             clock: 0,
             steps: 0,
             done: 0,
@@ -588,14 +595,9 @@ impl RunState {
             if self.done == n {
                 break;
             }
-            let Some(joined) = self.pending.join_next().await else {
+            let Some((lane, result)) = self.pending.next().await else {
                 return Err(self.deadlock());
             };
-            let (lane, result) = joined.map_err(|e| RunError::Protocol {
-                run: self.options.run_id.clone(),
-                lifeline: "?".into(),
-                message: format!("an action task failed: {e}"),
-            })?;
             self.complete(lane, result)?;
         }
         let engine = self.engine.clone();
@@ -1019,7 +1021,7 @@ impl RunState {
                         system: llm.system.as_ref().map(|t| render(t, &args, types)),
                         prompt: render(&llm.prompt, &args, types),
                         outputs,
-                        types: Arc::new(types.clone()),
+                        types: engine.types.clone(),
                         model: llm.model.clone(),
                         temperature: llm.temperature,
                         retries: llm.retries,
@@ -1040,7 +1042,7 @@ impl RunState {
                         system: None,
                         prompt: String::new(),
                         outputs,
-                        types: Arc::new(types.clone()),
+                        types: engine.types.clone(),
                         model: None,
                         temperature: None,
                         retries: None,
@@ -1105,7 +1107,7 @@ impl RunState {
             };
             (lane, result)
         };
-        self.pending.spawn(fut);
+        self.pending.push(Box::pin(fut));
         let _ = stmt;
     }
 

@@ -36,6 +36,17 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Many concurrent runs of a three-lifeline workflow whose mock model
+    /// sleeps per call: wall time against the critical path of one run, and
+    /// memory per run.
+    Concurrent {
+        /// Concurrent runs.
+        #[arg(long, default_value_t = 10_000)]
+        runs: usize,
+        /// Mock model latency per call, in milliseconds.
+        #[arg(long, default_value_t = 50)]
+        latency_ms: u64,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
@@ -46,6 +57,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             runs,
         } => bench_check(*statements, *lifelines, *runs),
         BenchCommand::Counter { rounds, runs } => bench_counter(*rounds, *runs),
+        BenchCommand::Concurrent { runs, latency_ms } => bench_concurrent(*runs, *latency_ms),
     }
 }
 
@@ -243,6 +255,119 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
     println!(
         "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
         rate(ours) / 11_000.0
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// Three lifelines, two model calls on the critical path.
+const PIPELINE_SOURCE: &str = r#"
+llm draft(topic: Text) -> Text { prompt: "Draft a note on {topic}" }
+llm review(text: Text) -> Bool { prompt: "Is this fine? {text}" }
+workflow pipeline(topic: Text @ Client) {
+  lifelines Client, Writer, Reviewer
+  msg Client(topic) -> Writer(topic)
+  act Writer: text = draft(topic)
+  msg Writer(text) -> Reviewer(text)
+  act Reviewer: ok = review(text)
+  msg Reviewer(ok) -> Client(ok)
+  return ok @ Client
+}
+"#;
+
+/// Resident and peak memory of this process, in KiB, from /proc.
+fn memory_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
+    use std::sync::Arc;
+    use troupe_check::Value;
+    use troupe_runtime::{EngineBuilder, RunOptions};
+    let latency = std::time::Duration::from_millis(latency_ms);
+    let mock = Arc::new(troupe_llm::MockBackend::with_latency(latency));
+    let engine = EngineBuilder::from_source(PIPELINE_SOURCE)
+        .map_err(|d| anyhow::anyhow!("bench workflow does not check: {d:?}"))?
+        .llm(mock)
+        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let (rss_before, _) = memory_kib();
+    let t = Instant::now();
+    // Spawn from a worker thread, as a server accepting runs would.
+    let completed = rt.block_on(rt.spawn(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..runs {
+            let engine = engine.clone();
+            set.spawn(async move {
+                let options = RunOptions {
+                    run_id: format!("r{i}"),
+                    seed: i as u64,
+                    trace: false,
+                    ..RunOptions::default()
+                };
+                engine.run(vec![Value::text("topic")], options).await
+            });
+        }
+        let spawned = t.elapsed();
+        let mut ok = 0usize;
+        while let Some(r) = set.join_next().await {
+            if matches!(r, Ok(Ok(_))) {
+                ok += 1;
+            }
+        }
+        (ok, spawned)
+    }))?;
+    let (completed, spawned) = completed;
+    let wall = t.elapsed();
+    let (_, peak) = memory_kib();
+    anyhow::ensure!(
+        completed == runs,
+        "only {completed} of {runs} runs completed"
+    );
+    // The same shape with no workflow at all: each task sleeps twice.
+    let t = Instant::now();
+    rt.block_on(rt.spawn(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..runs {
+            set.spawn(async move {
+                tokio::time::sleep(latency).await;
+                tokio::time::sleep(latency).await;
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }))?;
+    let raw = t.elapsed();
+    let ideal = latency * 2;
+    println!(
+        "troupe bench concurrent: {runs} runs of a 3-lifeline workflow, mock model sleeping {latency_ms} ms per call"
+    );
+    println!("  wall time              {wall:>10.2?}");
+    println!("  ideal (critical path)  {ideal:>10.2?}  (2 model calls)");
+    println!("  of which spawning      {spawned:>10.2?}");
+    println!("  baseline: {runs} bare tokio tasks sleeping twice  {raw:>10.2?}");
+    println!(
+        "  ratio wall / ideal     {:>10.2}x",
+        wall.as_secs_f64() / ideal.as_secs_f64()
+    );
+    println!(
+        "  ratio wall / baseline  {:>10.2}x",
+        wall.as_secs_f64() / raw.as_secs_f64()
+    );
+    println!(
+        "  memory per run         {:>10.1} KiB  (peak RSS {} KiB, {} KiB before)",
+        peak.saturating_sub(rss_before) as f64 / runs as f64,
+        peak,
+        rss_before
     );
     Ok(ExitStatus::Success)
 }
