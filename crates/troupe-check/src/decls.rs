@@ -128,6 +128,24 @@ impl Checker<'_> {
     }
 
     fn params(&mut self, params: &[ast::Param], what: &str) -> Vec<Param> {
+        for p in params {
+            if let Some(d) = &p.default {
+                self.error(
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        d.span,
+                        format!("a default value is not allowed for this {what}"),
+                    )
+                    .with_hint(
+                        "only `tool` parameters take defaults (optional arguments of the MCP tool)",
+                    ),
+                );
+            }
+        }
+        self.params_with_defaults(params, what)
+    }
+
+    fn params_with_defaults(&mut self, params: &[ast::Param], what: &str) -> Vec<Param> {
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut out = Vec::with_capacity(params.len());
         for p in params {
@@ -169,7 +187,11 @@ impl Checker<'_> {
                 self.duplicate(&decl.name.name, decl.name.span, prev_span, "action");
                 continue;
             }
-            let params = self.params(&decl.params, "parameter");
+            let params = if decl.kind == ast::ActionKind::Tool {
+                self.params_with_defaults(&decl.params, "parameter")
+            } else {
+                self.params(&decl.params, "parameter")
+            };
             let outputs = match &decl.outputs {
                 ast::Outputs::None => Vec::new(),
                 ast::Outputs::Single(ty) => vec![Param {
@@ -199,16 +221,8 @@ impl Checker<'_> {
     ) -> ActionKind {
         let kw = decl.kind.keyword();
         match (decl.kind, &decl.body) {
-            (ast::ActionKind::Tool, _) => {
-                self.error(
-                    Diagnostic::error(
-                        Code::Unsupported,
-                        decl.name.span,
-                        "`tool` actions are not supported yet",
-                    )
-                    .with_hint("declare it as `effect … extern` and register it from Rust for now"),
-                );
-                ActionKind::Effect
+            (ast::ActionKind::Tool, ast::ActionBody::Fields(fields, _)) => {
+                self.tool_body(decl, fields, params)
             }
             (ast::ActionKind::Pure, ast::ActionBody::Extern(_)) => ActionKind::Pure { body: None },
             (ast::ActionKind::Pure, ast::ActionBody::Expr(e)) => {
@@ -247,7 +261,7 @@ impl Checker<'_> {
                     ast::ActionKind::Effect => {
                         "`extern` (its code is registered by the host program)"
                     }
-                    ast::ActionKind::Tool => "a tool binding",
+                    ast::ActionKind::Tool => "a `{ server: name }` body naming an `mcp` server",
                 };
                 self.error(
                     Diagnostic::error(
@@ -264,6 +278,200 @@ impl Checker<'_> {
                     ast::ActionKind::Pure => ActionKind::Pure { body: None },
                     _ => ActionKind::Effect,
                 }
+            }
+        }
+    }
+
+    /// Registers every `mcp` server declaration.
+    pub(crate) fn declare_servers(&mut self, file: &ast::File) {
+        for item in &file.items {
+            let ast::Item::Mcp(decl) = item else { continue };
+            if let Some(prev) = self.servers.get(&decl.name.name) {
+                let prev = prev.span;
+                self.duplicate(&decl.name.name, decl.name.span, prev, "server");
+                continue;
+            }
+            let mut command = None;
+            let mut url = None;
+            let mut args = Vec::new();
+            let mut env = Vec::new();
+            let mut cwd = None;
+            for f in self.unique_fields(
+                &decl.fields,
+                &["command", "args", "env", "cwd", "url"],
+                "mcp",
+            ) {
+                match f.name.name.as_str() {
+                    "command" => command = self.plain_text(f),
+                    "url" => url = self.plain_text(f),
+                    "cwd" => cwd = self.plain_text(f),
+                    "args" => args = self.text_list(f).unwrap_or_default(),
+                    "env" => {
+                        for item in self.text_list(f).unwrap_or_default() {
+                            match item.split_once('=') {
+                                Some((k, v)) if !k.is_empty() => {
+                                    env.push((k.to_owned(), v.to_owned()))
+                                }
+                                _ => self.bad_field(f, "a list of \"NAME=value\" strings"),
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let transport = match (command, url) {
+                (Some(command), None) => ir::McpTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                },
+                (None, Some(url)) => ir::McpTransport::Http { url },
+                (c, u) => {
+                    let msg = if c.is_some() && u.is_some() {
+                        "an `mcp` server has either a `command` or a `url`, not both"
+                    } else {
+                        "an `mcp` server needs a `command` (stdio) or a `url` (Streamable HTTP)"
+                    };
+                    self.error(Diagnostic::error(Code::InvalidActionField, decl.name.span, msg).with_hint(
+                        "e.g. `mcp files { command: \"npx\" args: [\"-y\", \"@modelcontextprotocol/server-filesystem\", \".\"] }`",
+                    ));
+                    continue;
+                }
+            };
+            let server = ir::McpServer {
+                name: decl.name.name.clone(),
+                transport,
+                span: decl.name.span,
+            };
+            self.servers
+                .insert(decl.name.name.clone(), std::sync::Arc::new(server));
+        }
+    }
+
+    fn text_list(&mut self, f: &ast::ActionField) -> Option<Vec<String>> {
+        let items = match &f.value.kind {
+            ExprKind::List(items) => items,
+            _ => {
+                self.bad_field(f, "a list of strings");
+                return None;
+            }
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            match &item.kind {
+                ExprKind::Str(s) if s.as_plain().is_some() => {
+                    out.push(s.as_plain().unwrap_or_default())
+                }
+                _ => {
+                    self.bad_field(f, "a list of strings");
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn tool_body(
+        &mut self,
+        decl: &ast::ActionDecl,
+        fields: &[ast::ActionField],
+        params: &[Param],
+    ) -> ActionKind {
+        let mut server = None;
+        let mut remote = decl.name.name.clone();
+        let mut idempotent = false;
+        for f in self.unique_fields(fields, &["server", "name", "idempotent"], "tool") {
+            match f.name.name.as_str() {
+                "server" => match &f.value.kind {
+                    ExprKind::Name(id) => match self.servers.get(&id.name) {
+                        Some(s) => server = Some(s.clone()),
+                        None => {
+                            let hint = match did_you_mean(&id.name, self.servers.keys().cloned()) {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => "declare it: `mcp NAME { command: \"…\" }`".to_owned(),
+                            };
+                            self.error(
+                                Diagnostic::error(
+                                    Code::InvalidActionField,
+                                    id.span,
+                                    format!("no `mcp` server named `{}`", id.name),
+                                )
+                                .with_hint(hint),
+                            );
+                        }
+                    },
+                    _ => self.bad_field(f, "the name of an `mcp` server"),
+                },
+                "name" => {
+                    if let Some(n) = self.plain_text(f) {
+                        remote = n;
+                    }
+                }
+                "idempotent" => match f.value.kind {
+                    ExprKind::Bool(b) => idempotent = b,
+                    _ => self.bad_field(f, "true or false"),
+                },
+                _ => {}
+            }
+        }
+        let mut defaults = Vec::with_capacity(params.len());
+        let mut seen_default = false;
+        for (p, ast_p) in params.iter().zip(&decl.params) {
+            let default = ast_p.default.as_ref().and_then(|d| {
+                let scope = crate::expr::Scope::Params(&[]);
+                let e = self.expr(d, &scope, Some(&p.ty));
+                match e.kind {
+                    ir::ExprKind::Lit(v) if e.ty.assignable_to(&p.ty) => Some(v),
+                    _ => {
+                        self.error(
+                            Diagnostic::error(
+                                Code::InvalidActionField,
+                                d.span,
+                                format!(
+                                    "the default of `{}` must be a literal {}",
+                                    p.name,
+                                    self.types.display(&p.ty)
+                                ),
+                            )
+                            .with_label("not a literal of the parameter's type"),
+                        );
+                        None
+                    }
+                }
+            });
+            if default.is_none() && seen_default && ast_p.default.is_none() {
+                self.error(
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        ast_p.name.span,
+                        "a required parameter cannot follow an optional one",
+                    )
+                    .with_hint("put the parameters with defaults last"),
+                );
+            }
+            seen_default |= ast_p.default.is_some();
+            defaults.push(default);
+        }
+        match server {
+            Some(server) => ActionKind::Tool(ir::ToolAction {
+                server,
+                remote,
+                defaults,
+                idempotent,
+            }),
+            None => {
+                if !fields.iter().any(|f| f.name.name == "server") {
+                    self.error(
+                        Diagnostic::error(
+                            Code::InvalidActionField,
+                            decl.name.span,
+                            format!("the `tool` `{}` names no server", decl.name.name),
+                        )
+                        .with_hint("add `server: NAME` naming an `mcp` declaration"),
+                    );
+                }
+                ActionKind::Effect
             }
         }
     }

@@ -74,6 +74,8 @@ pub enum ActionKind {
     /// A side effect performed by host code.
     Effect,
     Human(HumanAction),
+    /// A tool of an MCP server; an effect for durability.
+    Tool(ToolAction),
 }
 
 impl ActionKind {
@@ -83,8 +85,44 @@ impl ActionKind {
             ActionKind::Pure { .. } => "pure",
             ActionKind::Effect => "effect",
             ActionKind::Human(_) => "human",
+            ActionKind::Tool(_) => "tool",
         }
     }
+}
+
+/// `tool name(…) -> T { server: s, name: "remote" }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAction {
+    pub server: std::sync::Arc<McpServer>,
+    /// The tool's name on the server (the action's name unless `name:` says otherwise).
+    pub remote: String,
+    /// Per parameter, the default of an optional argument; a call may leave
+    /// out trailing parameters that have one (they are then not sent).
+    pub defaults: Vec<Option<Value>>,
+    /// Declared safe to repeat: a call found started but unfinished after a
+    /// crash is retried rather than left for a person to settle.
+    pub idempotent: bool,
+}
+
+/// `mcp name { … }`: how to reach an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServer {
+    pub name: String,
+    pub transport: McpTransport,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A child process speaking MCP over stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http { url: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -46,9 +46,11 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         enum_values: HashMap::new(),
         actions: Vec::new(),
         action_names: HashMap::new(),
+        servers: HashMap::new(),
         wf: workflow::WfState::default(),
     };
     checker.declare_types(file);
+    checker.declare_servers(file);
     checker.declare_actions(file);
     let mut workflows = Vec::new();
     let mut names: HashMap<&str, troupe_syntax::Span> = HashMap::new();
@@ -84,6 +86,7 @@ pub(crate) struct Checker<'a> {
     enum_values: HashMap<String, Vec<(EnumId, u32)>>,
     actions: Vec<ir::Action>,
     action_names: HashMap<String, ir::ActionId>,
+    servers: HashMap<String, std::sync::Arc<ir::McpServer>>,
     wf: workflow::WfState,
 }
 

@@ -676,7 +676,18 @@ impl Checker<'_> {
                     let params: Vec<_> = action.params.iter().map(|p| p.ty.clone()).collect();
                     let outputs: Vec<_> = action.outputs.iter().map(|p| p.ty.clone()).collect();
                     let action_span = action.span;
-                    if args.len() != params.len() {
+                    let required = match &action.kind {
+                        ir::ActionKind::Tool(t) => {
+                            t.defaults.iter().take_while(|d| d.is_none()).count().max(
+                                t.defaults
+                                    .iter()
+                                    .rposition(Option::is_none)
+                                    .map_or(0, |i| i + 1),
+                            )
+                        }
+                        _ => params.len(),
+                    };
+                    if args.len() < required || args.len() > params.len() {
                         let sig = self.signature(action_id);
                         self.error(
                             Diagnostic::error(
@@ -685,7 +696,11 @@ impl Checker<'_> {
                                 format!(
                                     "`{}` takes {} argument(s) but {} were given",
                                     name.name,
-                                    params.len(),
+                                    if required == params.len() {
+                                        params.len().to_string()
+                                    } else {
+                                        format!("{required} to {}", params.len())
+                                    },
                                     args.len()
                                 ),
                             )

@@ -28,7 +28,9 @@ fn example_texts() -> Vec<String> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let mut texts: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "troupe"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
         .collect();
     texts.sort();
     texts

@@ -73,6 +73,27 @@ impl Externs {
     }
 }
 
+/// A call of a `tool` action, as a [`ToolHost`] receives it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub server: Arc<troupe_check::ir::McpServer>,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The arguments by parameter name; optional ones left out by the caller are absent.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// The declared outputs, to type the tool's result.
+    pub outputs: Vec<troupe_llm::OutputSlot>,
+    pub types: Arc<troupe_check::TypeTable>,
+    /// Stable across restarts: travels in the request's `_meta`.
+    pub idempotency_key: String,
+}
+
+/// Calls tools of MCP servers (the `troupe-mcp` crate implements it).
+pub trait ToolHost: Send + Sync + std::fmt::Debug {
+    /// Performs the call; the values are checked against the outputs by the runtime.
+    fn call(&self, call: ToolCall) -> BoxFuture<'static, Result<Vec<Value>, String>>;
+}
+
 /// A task for a person, as the inbox receives it.
 #[derive(Debug, Clone)]
 pub struct HumanTask {

@@ -15,7 +15,9 @@
 //! lifelines of one run never cross threads. The scheduler is deterministic
 //! (or driven by a seed), so a run can be replayed exactly.
 
-use crate::actions::{EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn};
+use crate::actions::{
+    EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn, ToolCall, ToolHost,
+};
 use crate::error::{Location, RunError};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
@@ -44,6 +46,7 @@ enum Performer {
     Mock,
     Llm,
     Human,
+    Tool(Arc<dyn ToolHost>),
 }
 
 /// A compiled workflow, ready to run any number of times, concurrently.
@@ -88,6 +91,7 @@ pub struct EngineBuilder {
     llm: Option<Arc<dyn LlmBackend>>,
     mock: Option<Arc<dyn LlmBackend>>,
     humans: Arc<dyn HumanInbox>,
+    tools: Option<Arc<dyn ToolHost>>,
     timeouts: HashMap<String, Duration>,
     default_timeout: Option<Duration>,
 }
@@ -121,6 +125,7 @@ impl EngineBuilder {
             llm: None,
             mock: None,
             humans: Arc::new(NoHumans),
+            tools: None,
             timeouts: HashMap::new(),
             default_timeout: None,
         }
@@ -154,6 +159,12 @@ impl EngineBuilder {
         self
     }
 
+    /// Where `tool` actions are performed (MCP servers).
+    pub fn tools(mut self, host: Arc<dyn ToolHost>) -> Self {
+        self.tools = Some(host);
+        self
+    }
+
     /// A deadline for every asynchronous action without one of its own.
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
@@ -174,6 +185,7 @@ impl EngineBuilder {
             .filter(|a| match &a.kind {
                 ActionKind::Pure { body: None } => !self.externs.pure.contains_key(&a.name),
                 ActionKind::Effect => !self.externs.effects.contains_key(&a.name),
+                ActionKind::Tool(_) => self.tools.is_none(),
                 _ => false,
             })
             .map(|a| a.name.clone())
@@ -230,6 +242,10 @@ impl EngineBuilder {
                 },
                 ActionKind::Llm(_) => Performer::Llm,
                 ActionKind::Human(_) => Performer::Human,
+                ActionKind::Tool(_) => match &self.tools {
+                    Some(host) => Performer::Tool(host.clone()),
+                    None => self.unbound(&action.name, "tool")?,
+                },
             };
             performers.push(performer);
         }
@@ -1055,6 +1071,23 @@ impl RunState {
                             .map(|a| a.values)
                             .map_err(|e| e.to_string())
                     })
+                }
+                (Performer::Tool(host), ActionKind::Tool(tool)) => {
+                    let arguments = decl
+                        .params
+                        .iter()
+                        .zip(&args)
+                        .map(|(p, v)| (p.name.clone(), v.to_json(types)))
+                        .collect();
+                    let call = ToolCall {
+                        server: tool.server.clone(),
+                        tool: tool.remote.clone(),
+                        arguments,
+                        outputs,
+                        types: engine.types.clone(),
+                        idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name),
+                    };
+                    host.call(call)
                 }
                 (Performer::Effect(f), _) => {
                     let call = EffectCall {

@@ -32,7 +32,9 @@ pub mod engine;
 pub mod error;
 pub mod trace;
 
-pub use actions::{EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans};
+pub use actions::{
+    EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
+};
 pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule};
 pub use error::{Location, RunError};
 pub use trace::{Trace, TraceEntry};

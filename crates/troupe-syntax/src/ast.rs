@@ -16,10 +16,20 @@ pub struct File {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
+    Mcp(McpDecl),
     Enum(EnumDecl),
     Record(RecordDecl),
     Action(ActionDecl),
     Workflow(WorkflowDecl),
+}
+
+/// `mcp name { command: "…" args: […] }` or `mcp name { url: "…" }`: an MCP
+/// server that `tool` actions are bound to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpDecl {
+    pub name: Ident,
+    pub fields: Vec<ActionField>,
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +51,8 @@ pub struct RecordDecl {
 pub struct Param {
     pub name: Ident,
     pub ty: TypeExpr,
+    /// `name: T = literal`: an optional argument (tool parameters only).
+    pub default: Option<Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

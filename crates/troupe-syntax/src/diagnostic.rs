@@ -114,8 +114,6 @@ codes! {
     UnexpectedToken = "E0004", "unexpected-token";
     /// A number literal that does not fit its type.
     InvalidNumber = "E0005", "invalid-number";
-    /// A construct the language reserves but this version does not support yet.
-    Unsupported = "E0006", "unsupported";
     /// Two declarations (types, actions, workflows, enum values, fields,
     /// parameters or inputs) share a name.
     DuplicateDefinition = "E0101", "duplicate-definition";

@@ -239,7 +239,6 @@ impl Parser<'_> {
     }
 
     fn item(&mut self) -> PResult<Option<Item>> {
-        let start = self.span();
         Ok(Some(match self.peek() {
             T::Keyword(K::Enum) => Item::Enum(self.enum_decl()?),
             T::Keyword(K::Record) => Item::Record(self.record_decl()?),
@@ -249,21 +248,7 @@ impl Parser<'_> {
             T::Keyword(K::Human) => Item::Action(self.action_decl(ActionKind::Human)?),
             T::Keyword(K::Tool) => Item::Action(self.action_decl(ActionKind::Tool)?),
             T::Keyword(K::Workflow) => Item::Workflow(self.workflow()?),
-            T::Keyword(K::Mcp) => {
-                self.diagnostics.push(
-                    Diagnostic::error(
-                        Code::Unsupported,
-                        start,
-                        "`mcp` server declarations are not supported yet",
-                    )
-                    .with_hint(
-                        "declare the action as `effect … extern` and register it from Rust for now",
-                    ),
-                );
-                self.bump();
-                self.skip_until(is_item_start);
-                return Ok(None);
-            }
+            T::Keyword(K::Mcp) => Item::Mcp(self.mcp_decl()?),
             T::Semi => {
                 self.bump();
                 return Ok(None);
@@ -281,6 +266,40 @@ impl Parser<'_> {
                 return Err(d);
             }
         }))
+    }
+
+    fn mcp_decl(&mut self) -> PResult<McpDecl> {
+        let start = self.bump().span;
+        let name = self.ident("a server name")?;
+        self.expect(T::LBrace)?;
+        let fields = self.field_list()?;
+        let end = self.prev_span();
+        Ok(McpDecl {
+            name,
+            fields,
+            span: start.to(end),
+        })
+    }
+
+    /// `name: value …` up to and including the closing `}` (the `{` is eaten).
+    fn field_list(&mut self) -> PResult<Vec<ActionField>> {
+        let mut fields = Vec::new();
+        while !self.at(T::RBrace) {
+            let field_name = self.ident("a field name such as `prompt`")?;
+            self.expect(T::Colon)?;
+            let value = self.expr()?;
+            fields.push(ActionField {
+                name: field_name,
+                value,
+            });
+            self.eat(T::Comma);
+            self.eat(T::Semi);
+            if self.at(T::Eof) {
+                return Err(self.error_expected("`}`"));
+            }
+        }
+        self.bump();
+        Ok(fields)
     }
 
     fn enum_decl(&mut self) -> PResult<EnumDecl> {
@@ -325,7 +344,12 @@ impl Parser<'_> {
         let name = self.ident("a name")?;
         self.expect(T::Colon)?;
         let ty = self.type_expr()?;
-        Ok(Param { name, ty })
+        let default = if self.eat(T::Assign) {
+            Some(self.expr()?)
+        } else {
+            None
+        };
+        Ok(Param { name, ty, default })
     }
 
     fn type_expr(&mut self) -> PResult<TypeExpr> {
@@ -377,23 +401,8 @@ impl Parser<'_> {
             }
             T::LBrace => {
                 let open = self.bump().span;
-                let mut fields = Vec::new();
-                while !self.at(T::RBrace) {
-                    let field_name = self.ident("a field name such as `prompt`")?;
-                    self.expect(T::Colon)?;
-                    let value = self.expr()?;
-                    fields.push(ActionField {
-                        name: field_name,
-                        value,
-                    });
-                    self.eat(T::Comma);
-                    self.eat(T::Semi);
-                    if self.at(T::Eof) {
-                        return Err(self.error_expected("`}`"));
-                    }
-                }
-                let close = self.bump().span;
-                ActionBody::Fields(fields, open.to(close))
+                let fields = self.field_list()?;
+                ActionBody::Fields(fields, open.to(self.prev_span()))
             }
             _ => ActionBody::Missing(self.prev_span()),
         };
