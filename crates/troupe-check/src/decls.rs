@@ -224,7 +224,9 @@ impl Checker<'_> {
             (ast::ActionKind::Tool, ast::ActionBody::Fields(fields, _)) => {
                 self.tool_body(decl, fields, params)
             }
-            (ast::ActionKind::Pure, ast::ActionBody::Extern(_)) => ActionKind::Pure { body: None },
+            (ast::ActionKind::Pure, ast::ActionBody::Extern { .. }) => {
+                ActionKind::Pure { body: None }
+            }
             (ast::ActionKind::Pure, ast::ActionBody::Expr(e)) => {
                 if outputs.len() != 1 {
                     self.error(
@@ -240,7 +242,11 @@ impl Checker<'_> {
                 let body = self.pure_body(e, params, &outputs[0].ty);
                 ActionKind::Pure { body: Some(body) }
             }
-            (ast::ActionKind::Effect, ast::ActionBody::Extern(_)) => ActionKind::Effect,
+            (ast::ActionKind::Effect, ast::ActionBody::Extern { idempotent, .. }) => {
+                ActionKind::Effect {
+                    idempotent: *idempotent,
+                }
+            }
             (ast::ActionKind::Llm, ast::ActionBody::Fields(fields, _)) => {
                 self.llm_body(decl, fields, params, outputs)
             }
@@ -250,7 +256,7 @@ impl Checker<'_> {
             (_, body) => {
                 let span = match body {
                     ast::ActionBody::Missing(s)
-                    | ast::ActionBody::Extern(s)
+                    | ast::ActionBody::Extern { span: s, .. }
                     | ast::ActionBody::Fields(_, s) => *s,
                     ast::ActionBody::Expr(e) => e.span,
                 };
@@ -276,7 +282,7 @@ impl Checker<'_> {
                 );
                 match decl.kind {
                     ast::ActionKind::Pure => ActionKind::Pure { body: None },
-                    _ => ActionKind::Effect,
+                    _ => ActionKind::Effect { idempotent: false },
                 }
             }
         }
@@ -471,7 +477,7 @@ impl Checker<'_> {
                         .with_hint("add `server: NAME` naming an `mcp` declaration"),
                     );
                 }
-                ActionKind::Effect
+                ActionKind::Effect { idempotent: false }
             }
         }
     }

@@ -71,8 +71,11 @@ pub enum ActionKind {
     Pure {
         body: Option<Expr>,
     },
-    /// A side effect performed by host code.
-    Effect,
+    /// A side effect performed by host code; `idempotent` when declared
+    /// `extern idempotent` (safe to repeat after a crash).
+    Effect {
+        idempotent: bool,
+    },
     Human(HumanAction),
     /// A tool of an MCP server; an effect for durability.
     Tool(ToolAction),
@@ -83,7 +86,7 @@ impl ActionKind {
         match self {
             ActionKind::Llm(_) => "llm",
             ActionKind::Pure { .. } => "pure",
-            ActionKind::Effect => "effect",
+            ActionKind::Effect { .. } => "effect",
             ActionKind::Human(_) => "human",
             ActionKind::Tool(_) => "tool",
         }

@@ -19,6 +19,7 @@ use crate::actions::{
     EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn, ToolCall, ToolHost,
 };
 use crate::error::{Location, RunError};
+use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -184,7 +185,7 @@ impl EngineBuilder {
             .iter()
             .filter(|a| match &a.kind {
                 ActionKind::Pure { body: None } => !self.externs.pure.contains_key(&a.name),
-                ActionKind::Effect => !self.externs.effects.contains_key(&a.name),
+                ActionKind::Effect { .. } => !self.externs.effects.contains_key(&a.name),
                 ActionKind::Tool(_) => self.tools.is_none(),
                 _ => false,
             })
@@ -236,7 +237,7 @@ impl EngineBuilder {
                     Some(f) => Performer::PureHost(f.clone()),
                     None => self.unbound(&action.name, "pure")?,
                 },
-                ActionKind::Effect => match self.externs.effects.get(&action.name) {
+                ActionKind::Effect { .. } => match self.externs.effects.get(&action.name) {
                     Some(f) => Performer::Effect(f.clone()),
                     None => self.unbound(&action.name, "effect")?,
                 },
@@ -365,6 +366,14 @@ pub struct RunOptions {
     /// Record the trace (needed to verify the run).
     pub trace: bool,
     pub schedule: Schedule,
+    /// Where the run is recorded durably (none: in memory only).
+    pub journal: Option<Arc<dyn RunJournal>>,
+}
+
+impl std::fmt::Debug for dyn RunJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunJournal")
+    }
 }
 
 impl Default for RunOptions {
@@ -374,6 +383,7 @@ impl Default for RunOptions {
             seed: 0,
             trace: true,
             schedule: Schedule::RunToBlock,
+            journal: None,
         }
     }
 }
@@ -471,9 +481,30 @@ impl Engine {
         inputs: Vec<Value>,
         options: RunOptions,
     ) -> Result<RunOutcome, RunError> {
+        let journal = options.journal.clone();
+        let run_id = options.run_id.clone();
         let mut run = RunState::new(self.inner.clone(), options);
-        run.bind_inputs(inputs)?;
-        run.drive().await
+        let outcome = match run.bind_inputs(inputs) {
+            Ok(()) => run.drive().await,
+            Err(e) => Err(e),
+        };
+        if let Some(journal) = journal {
+            // A run that needs a person to settle an effect is not over.
+            if !matches!(
+                outcome,
+                Err(RunError::NeedsResolution { .. } | RunError::Journal { .. })
+            ) {
+                let ended = outcome.as_ref().map(|o| o.results.as_slice());
+                journal
+                    .finish(ended)
+                    .await
+                    .map_err(|message| RunError::Journal {
+                        run: run_id.clone(),
+                        message,
+                    })?;
+            }
+        }
+        outcome
     }
 
     /// Checks that a trace's erasure is a run of the workflow (⟦P⟧).
@@ -522,7 +553,13 @@ struct Lane {
     occurrences: Vec<u64>,
 }
 
-type Pending = (u32, Result<Vec<Value>, String>);
+/// Why an asynchronous action did not produce values.
+enum Failure {
+    Action(String),
+    Journal(String),
+}
+
+type Pending = (u32, Result<Vec<Value>, Failure>);
 
 struct RunState {
     engine: Arc<Inner>,
@@ -695,7 +732,15 @@ impl RunState {
         }
     }
 
+    /// Whether events are wanted at all (a trace or a journal).
+    fn recording(&self) -> bool {
+        self.trace.is_some() || self.options.journal.is_some()
+    }
+
     fn record(&mut self, lane: u32, event: Event) {
+        if let Some(journal) = &self.options.journal {
+            journal.event(LifelineId(lane), &event);
+        }
         if let Some(trace) = &mut self.trace {
             trace.push(TraceEntry {
                 time: self.clock,
@@ -744,7 +789,7 @@ impl RunState {
                             eval(item, env, types).map_err(|e| self.eval_error(lane, *stmt, e))?,
                         );
                     }
-                    if self.trace.is_some() {
+                    if self.recording() {
                         let msg = Message::Data {
                             stmt: *stmt,
                             values: Some(values.clone()),
@@ -769,7 +814,7 @@ impl RunState {
                     Some(Msg::Data { stmt: got, values })
                         if got == *stmt && values.len() == binds.len() =>
                     {
-                        if self.trace.is_some() {
+                        if self.recording() {
                             let msg = Message::Data {
                                 stmt: *stmt,
                                 values: Some(values.clone()),
@@ -830,7 +875,7 @@ impl RunState {
                             }
                             performer => {
                                 let performer = performer.clone();
-                                self.start(lane, *stmt, *action, argv, performer);
+                                self.start(lane, *action, argv, performer)?;
                                 self.lanes[lane as usize].wait = Wait::Action;
                                 return Ok(());
                             }
@@ -851,16 +896,18 @@ impl RunState {
                         }
                         Err(e) => return Err(self.eval_error(lane, *stmt, e)),
                     };
-                    self.record(
-                        lane,
-                        Event::Decide {
-                            stmt: *stmt,
-                            tag: *tag,
-                            decision,
-                        },
-                    );
+                    if self.recording() {
+                        self.record(
+                            lane,
+                            Event::Decide {
+                                stmt: *stmt,
+                                tag: *tag,
+                                decision,
+                            },
+                        );
+                    }
                     for r in notify {
-                        if self.trace.is_some() {
+                        if self.recording() {
                             let msg = Message::Control {
                                 stmt: *stmt,
                                 tag: *tag,
@@ -890,7 +937,7 @@ impl RunState {
                         return Ok(());
                     }
                     Some(Msg::Control { tag: got, decision }) if got == *tag => {
-                        if self.trace.is_some() {
+                        if self.recording() {
                             let msg = Message::Control {
                                 stmt: *stmt,
                                 tag: *tag,
@@ -971,7 +1018,7 @@ impl RunState {
         outputs: &[Option<VarId>],
         values: Vec<Value>,
     ) {
-        if self.trace.is_some() {
+        if self.recording() {
             self.record(
                 lane,
                 Event::Act {
@@ -989,18 +1036,17 @@ impl RunState {
         l.pc += 1;
     }
 
-    /// Starts an asynchronous action on the run's task set.
+    /// Starts an asynchronous action on the run's task set, or takes its
+    /// result from the journal when a resumed run already has it.
     fn start(
         &mut self,
         lane: u32,
-        stmt: StmtId,
         action: ActionId,
         args: Vec<Value>,
         performer: Performer,
-    ) {
+    ) -> Result<(), RunError> {
         let engine = self.engine.clone();
         let decl = engine.program.action(action);
-        let types = &engine.program.types;
         let occurrence = {
             let occ = &mut self.lanes[lane as usize].occurrences[action.0 as usize];
             let k = *occ;
@@ -1008,16 +1054,96 @@ impl RunState {
             k
         };
         let lifeline = self.workflow().lifelines[lane as usize].name.clone();
-        let key = CallKey {
-            lifeline: lifeline.clone(),
+        let step = StepKey {
+            lifeline,
             action: decl.name.clone(),
             occurrence,
         };
+        let (kind, idempotent) = match (&performer, &decl.kind) {
+            (Performer::Llm, _) => (StepKind::Llm, true),
+            (Performer::Human, _) => (StepKind::Human, false),
+            (Performer::Mock, _) => (StepKind::Mock, true),
+            (Performer::Tool(_), ActionKind::Tool(t)) => (StepKind::Tool, t.idempotent),
+            (_, ActionKind::Effect { idempotent }) => (StepKind::Effect, *idempotent),
+            _ => (StepKind::Effect, false),
+        };
+        let journal = self.options.journal.clone();
+        if let Some(journal) = &journal {
+            match journal.recorded(&step) {
+                Some(Recorded::Done(values)) => {
+                    self.pending
+                        .push(Box::pin(async move { (lane, Ok(values)) }));
+                    return Ok(());
+                }
+                // A crash between "started" and "finished": repeat only what
+                // is safe to repeat (the idempotency key stays the same).
+                Some(Recorded::Started) if !idempotent => {
+                    return Err(RunError::NeedsResolution {
+                        run: self.options.run_id.clone(),
+                        step: step.to_string(),
+                    });
+                }
+                Some(Recorded::Started) | None => {}
+            }
+        }
+        let make = self.performance(&engine, action, &step, &args, performer);
         let timeout = engine
             .timeouts
             .get(&decl.name)
             .copied()
             .or(engine.default_timeout);
+        let outputs: Vec<Type> = decl.outputs.iter().map(|p| p.ty.clone()).collect();
+        let types = engine.types.clone();
+        let fut = async move {
+            if let (Some(journal), true) = (&journal, kind.is_effect()) {
+                journal
+                    .begin_effect(&step, kind, &args)
+                    .await
+                    .map_err(Failure::Journal)?;
+            }
+            let perform = make();
+            let values = match timeout {
+                Some(t) => match tokio::time::timeout(t, perform).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("timed out after {t:?}")),
+                },
+                None => perform.await,
+            }
+            .map_err(Failure::Action)?;
+            // Only a well-typed result is worth recording; the run reports
+            // the mismatch with its location.
+            let well_typed = values.len() == outputs.len()
+                && values
+                    .iter()
+                    .zip(&outputs)
+                    .all(|(v, t)| v.conforms(t, &types));
+            if let (Some(journal), true) = (&journal, well_typed) {
+                journal
+                    .record(&step, kind, &args, &values)
+                    .await
+                    .map_err(Failure::Journal)?;
+            }
+            Ok(values)
+        };
+        self.pending
+            .push(Box::pin(async move { (lane, fut.await) }));
+        Ok(())
+    }
+
+    /// What performing an action means: a function that starts it (called
+    /// only once the journal allows, so that nothing runs before its start
+    /// is recorded).
+    fn performance(
+        &self,
+        engine: &Arc<Inner>,
+        action: ActionId,
+        step: &StepKey,
+        args: &[Value],
+        performer: Performer,
+    ) -> Box<dyn FnOnce() -> troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> + Send>
+    {
+        let decl = engine.program.action(action);
+        let types = &engine.program.types;
         let outputs: Vec<OutputSlot> = decl
             .outputs
             .iter()
@@ -1026,23 +1152,37 @@ impl RunState {
                 ty: p.ty.clone(),
             })
             .collect();
+        let key = CallKey {
+            lifeline: step.lifeline.clone(),
+            action: step.action.clone(),
+            occurrence: step.occurrence,
+        };
         let seed = self.options.seed;
         let run = self.options.run_id.clone();
-        let fut: troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> =
-            match (&performer, &decl.kind) {
-                (Performer::Llm, ActionKind::Llm(llm)) => {
-                    let request = LlmRequest {
-                        key,
-                        seed,
-                        system: llm.system.as_ref().map(|t| render(t, &args, types)),
-                        prompt: render(&llm.prompt, &args, types),
-                        outputs,
-                        types: engine.types.clone(),
-                        model: llm.model.clone(),
-                        temperature: llm.temperature,
-                        retries: llm.retries,
-                    };
-                    let backend = engine.llm.clone();
+        let idempotency_key = format!("{run}/{step}");
+        let llm_request =
+            |system: Option<String>, prompt: String, model, temperature, retries| LlmRequest {
+                key: key.clone(),
+                seed,
+                system,
+                prompt,
+                outputs: outputs.clone(),
+                types: engine.types.clone(),
+                model,
+                temperature,
+                retries,
+            };
+        match (performer, &decl.kind) {
+            (Performer::Llm, ActionKind::Llm(llm)) => {
+                let request = llm_request(
+                    llm.system.as_ref().map(|t| render(t, args, types)),
+                    render(&llm.prompt, args, types),
+                    llm.model.clone(),
+                    llm.temperature,
+                    llm.retries,
+                );
+                let backend = engine.llm.clone();
+                Box::new(move || {
                     Box::pin(async move {
                         backend
                             .call(&request)
@@ -1050,20 +1190,12 @@ impl RunState {
                             .map(|a| a.values)
                             .map_err(|e| e.to_string())
                     })
-                }
-                (Performer::Mock, _) => {
-                    let request = LlmRequest {
-                        key,
-                        seed,
-                        system: None,
-                        prompt: String::new(),
-                        outputs,
-                        types: engine.types.clone(),
-                        model: None,
-                        temperature: None,
-                        retries: None,
-                    };
-                    let backend = engine.mock.clone().unwrap_or_else(|| engine.llm.clone());
+                })
+            }
+            (Performer::Mock, _) => {
+                let request = llm_request(None, String::new(), None, None, None);
+                let backend = engine.mock.clone().unwrap_or_else(|| engine.llm.clone());
+                Box::new(move || {
                     Box::pin(async move {
                         backend
                             .call(&request)
@@ -1071,51 +1203,53 @@ impl RunState {
                             .map(|a| a.values)
                             .map_err(|e| e.to_string())
                     })
-                }
-                (Performer::Tool(host), ActionKind::Tool(tool)) => {
-                    let arguments = decl
-                        .params
-                        .iter()
-                        .zip(&args)
-                        .map(|(p, v)| (p.name.clone(), v.to_json(types)))
-                        .collect();
-                    let call = ToolCall {
-                        server: tool.server.clone(),
-                        tool: tool.remote.clone(),
-                        arguments,
-                        outputs,
-                        types: engine.types.clone(),
-                        idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name),
-                    };
-                    host.call(call)
-                }
-                (Performer::Effect(f), _) => {
-                    let call = EffectCall {
-                        args,
-                        idempotency_key: format!("{run}/{lifeline}/{}#{occurrence}", decl.name),
-                    };
-                    f(call)
-                }
-                (Performer::Human, ActionKind::Human(h)) => {
-                    let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
-                    let options = match &ty {
-                        Type::Enum(id) => types.enum_def(*id).values.clone(),
-                        _ => Vec::new(),
-                    };
-                    let task = HumanTask {
-                        key: format!("{lifeline}/{}#{occurrence}", decl.name),
-                        run,
-                        lifeline,
-                        action: decl.name.clone(),
-                        prompt: render(&h.ask, &args, types),
-                        prefill: h.prefill.as_ref().map(|t| render(t, &args, types)),
-                        answer: h.answer,
-                        options,
-                        ty: ty.clone(),
-                    };
-                    let inbox = engine.humans.clone();
-                    let types = types.clone();
-                    let answer_kind = h.answer;
+                })
+            }
+            (Performer::Tool(host), ActionKind::Tool(tool)) => {
+                let arguments = decl
+                    .params
+                    .iter()
+                    .zip(args)
+                    .map(|(p, v)| (p.name.clone(), v.to_json(types)))
+                    .collect();
+                let call = ToolCall {
+                    server: tool.server.clone(),
+                    tool: tool.remote.clone(),
+                    arguments,
+                    outputs,
+                    types: engine.types.clone(),
+                    idempotency_key,
+                };
+                Box::new(move || host.call(call))
+            }
+            (Performer::Effect(f), _) => {
+                let call = EffectCall {
+                    args: args.to_vec(),
+                    idempotency_key,
+                };
+                Box::new(move || f(call))
+            }
+            (Performer::Human, ActionKind::Human(h)) => {
+                let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
+                let options = match &ty {
+                    Type::Enum(id) => types.enum_def(*id).values.clone(),
+                    _ => Vec::new(),
+                };
+                let task = HumanTask {
+                    key: step.to_string(),
+                    run,
+                    lifeline: step.lifeline.clone(),
+                    action: decl.name.clone(),
+                    prompt: render(&h.ask, args, types),
+                    prefill: h.prefill.as_ref().map(|t| render(t, args, types)),
+                    answer: h.answer,
+                    options,
+                    ty: ty.clone(),
+                };
+                let inbox = engine.humans.clone();
+                let types = engine.types.clone();
+                let answer_kind = h.answer;
+                Box::new(move || {
                     Box::pin(async move {
                         let answer = inbox.ask(task).await?;
                         let answer = match (answer_kind, &answer) {
@@ -1127,25 +1261,14 @@ impl RunState {
                         };
                         Ok(vec![answer])
                     })
-                }
-                _ => Box::pin(async { Err("no performer for this action".to_owned()) }),
-            };
-        let fut = async move {
-            let result = match timeout {
-                Some(t) => match tokio::time::timeout(t, fut).await {
-                    Ok(r) => r,
-                    Err(_) => Err(format!("timed out after {t:?}")),
-                },
-                None => fut.await,
-            };
-            (lane, result)
-        };
-        self.pending.push(Box::pin(fut));
-        let _ = stmt;
+                })
+            }
+            _ => Box::new(|| Box::pin(async { Err("no performer for this action".to_owned()) })),
+        }
     }
 
     /// An asynchronous action of `lane` finished.
-    fn complete(&mut self, lane: u32, result: Result<Vec<Value>, String>) -> Result<(), RunError> {
+    fn complete(&mut self, lane: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
         let engine = self.engine.clone();
         let pc = self.lanes[lane as usize].pc;
         let Some(Op::Act {
@@ -1159,7 +1282,13 @@ impl RunState {
                 "an action finished, but the lifeline is not at an action".into(),
             ));
         };
-        let values = result.map_err(|m| self.action_error(lane, *stmt, *action, m))?;
+        let values = result.map_err(|f| match f {
+            Failure::Action(m) => self.action_error(lane, *stmt, *action, m),
+            Failure::Journal(message) => RunError::Journal {
+                run: self.options.run_id.clone(),
+                message,
+            },
+        })?;
         let values = self.check_outputs(lane, *stmt, *action, values)?;
         self.finish_act(lane, *stmt, outputs, values);
         let l = &mut self.lanes[lane as usize];

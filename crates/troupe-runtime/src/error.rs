@@ -33,6 +33,15 @@ pub enum RunError {
         lifeline: String,
         message: String,
     },
+    /// An effect started before a crash and never finished, and it is not
+    /// declared idempotent: a person must settle it (`troupe resolve`).
+    #[error(
+        "run {run}: the effect {step} started before a crash and did not finish; settle it with `troupe resolve {run} {step} --done JSON` or `--retry`"
+    )]
+    NeedsResolution { run: String, step: String },
+    /// The journal (the store) failed: the run stops rather than lose a record.
+    #[error("run {run}: the store failed: {message}")]
+    Journal { run: String, message: String },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

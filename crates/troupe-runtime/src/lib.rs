@@ -30,6 +30,7 @@
 pub mod actions;
 pub mod engine;
 pub mod error;
+pub mod journal;
 pub mod trace;
 
 pub use actions::{
@@ -37,4 +38,5 @@ pub use actions::{
 };
 pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule};
 pub use error::{Location, RunError};
+pub use journal::{Recorded, RunJournal, StepKey, StepKind};
 pub use trace::{Trace, TraceEntry};

@@ -37,6 +37,7 @@ fn random_workflows_under_random_schedules_complete_and_conform() {
                 seed,
                 trace: true,
                 schedule,
+                journal: None,
             };
             let outcome = rt
                 .block_on(engine.run(inputs.clone(), options))

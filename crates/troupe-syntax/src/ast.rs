@@ -116,7 +116,8 @@ pub enum Outputs {
 pub enum ActionBody {
     /// Nothing after the signature.
     Missing(Span),
-    Extern(Span),
+    /// `extern`, optionally followed by `idempotent` (effects: safe to repeat).
+    Extern { span: Span, idempotent: bool },
     /// `= expr`
     Expr(Expr),
     /// `{ name: value … }`

@@ -394,7 +394,14 @@ impl Parser<'_> {
             Outputs::None
         };
         let body = match self.peek() {
-            T::Keyword(K::Extern) => ActionBody::Extern(self.bump().span),
+            T::Keyword(K::Extern) => {
+                let span = self.bump().span;
+                let idempotent = self.at(T::Ident) && self.text_of(self.span()) == "idempotent";
+                if idempotent {
+                    self.bump();
+                }
+                ActionBody::Extern { span, idempotent }
+            }
             T::Assign => {
                 self.bump();
                 ActionBody::Expr(self.expr()?)

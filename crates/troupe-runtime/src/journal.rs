@@ -1,0 +1,117 @@
+//! The durability seam: what a run tells its store, and what a resumed run
+//! asks it.
+//!
+//! A run is deterministic given the results of its non-deterministic actions
+//! (LLM calls, effects, human answers, tools): resuming a run replays it from
+//! the start, taking those results from the journal instead of performing
+//! them again. Messages, decisions and pure computations are recomputed, so a
+//! journal may buffer their events and commit them in batches; it must make a
+//! result durable before the run uses it, an effect's start durable before
+//! the effect runs, and the run's end durable before [`RunJournal::finish`]
+//! completes.
+
+use crate::error::RunError;
+use std::fmt;
+use troupe_check::Value;
+use troupe_check::ir::LifelineId;
+use troupe_llm::BoxFuture;
+use troupe_msc::Event;
+
+/// Names one action call within a run, stably across restarts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StepKey {
+    pub lifeline: String,
+    pub action: String,
+    /// How many times this lifeline called this action before in the run.
+    pub occurrence: u64,
+}
+
+impl fmt::Display for StepKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}#{}", self.lifeline, self.action, self.occurrence)
+    }
+}
+
+impl StepKey {
+    /// Parses the `Lifeline/action#n` form.
+    pub fn parse(text: &str) -> Option<StepKey> {
+        let (lifeline, rest) = text.split_once('/')?;
+        let (action, n) = rest.rsplit_once('#')?;
+        Some(StepKey {
+            lifeline: lifeline.to_owned(),
+            action: action.to_owned(),
+            occurrence: n.parse().ok()?,
+        })
+    }
+}
+
+/// What the journal knows of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// Finished with these outputs: use them, do not perform the action.
+    Done(Vec<Value>),
+    /// An effect started but its end was never recorded (a crash).
+    Started,
+}
+
+/// The kind of action a step performed, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    Llm,
+    Effect,
+    Tool,
+    Human,
+    /// An `extern` answered by the mock backend.
+    Mock,
+}
+
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Llm => "llm",
+            StepKind::Effect => "effect",
+            StepKind::Tool => "tool",
+            StepKind::Human => "human",
+            StepKind::Mock => "mock",
+        }
+    }
+
+    /// Whether the step touches the outside world (its start is recorded).
+    pub fn is_effect(self) -> bool {
+        matches!(self, StepKind::Effect | StepKind::Tool)
+    }
+}
+
+/// A run's durable record. One instance per run.
+pub trait RunJournal: Send + Sync {
+    /// An event of `lifeline`, in the order of that lifeline's word. A
+    /// resumed run replays its events from the start: the journal drops
+    /// those it has already recorded.
+    fn event(&self, lifeline: LifelineId, event: &Event);
+
+    /// What the journal recorded for `key`, if anything.
+    fn recorded(&self, key: &StepKey) -> Option<Recorded>;
+
+    /// Durably records that an effect is about to run.
+    fn begin_effect(
+        &self,
+        key: &StepKey,
+        kind: StepKind,
+        args: &[Value],
+    ) -> BoxFuture<'static, Result<(), String>>;
+
+    /// Durably records a step's result.
+    fn record(
+        &self,
+        key: &StepKey,
+        kind: StepKind,
+        args: &[Value],
+        outputs: &[Value],
+    ) -> BoxFuture<'static, Result<(), String>>;
+
+    /// Flushes everything and durably records how the run ended.
+    fn finish(
+        &self,
+        outcome: Result<&[(String, Value)], &RunError>,
+    ) -> BoxFuture<'static, Result<(), String>>;
+}
