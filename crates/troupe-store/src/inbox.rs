@@ -1,0 +1,110 @@
+//! `StoreInbox`: human tasks of durable runs. A task is recorded durably
+//! with a stable id and answered from anywhere (`troupe answer`, the web
+//! page, a chat) by a conditional update: the first answer wins. The run
+//! waits by polling its task, so an answer from another process reaches it.
+
+use crate::writer::Op;
+use crate::{NewTask, Store};
+use std::sync::Arc;
+use std::time::Duration;
+use troupe_check::ir::AnswerKind;
+use troupe_llm::BoxFuture;
+use troupe_runtime::{HumanInbox, HumanTask};
+
+/// Called once per task when the run starts waiting on it: `(task id, task)`.
+pub type OnWait = dyn Fn(&str, &HumanTask) + Send + Sync;
+
+#[derive(Clone)]
+pub struct StoreInbox {
+    store: Store,
+    run: i64,
+    /// Answers to apply at once, keyed like `ScriptedHumans`.
+    scripted: Option<serde_json::Map<String, serde_json::Value>>,
+    on_wait: Option<Arc<OnWait>>,
+    poll: Duration,
+}
+
+impl std::fmt::Debug for StoreInbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreInbox").field("run", &self.run).finish()
+    }
+}
+
+pub(crate) fn kind_name(kind: AnswerKind) -> &'static str {
+    match kind {
+        AnswerKind::Confirm => "confirm",
+        AnswerKind::Select => "select",
+        AnswerKind::Input => "input",
+        AnswerKind::Edit => "edit",
+    }
+}
+
+impl StoreInbox {
+    pub fn new(store: Store, run: i64) -> StoreInbox {
+        StoreInbox { store, run, scripted: None, on_wait: None, poll: Duration::from_millis(100) }
+    }
+
+    /// Answers from a script (`--answers FILE`), applied as soon as a task appears.
+    pub fn scripted(mut self, answers: serde_json::Map<String, serde_json::Value>) -> StoreInbox {
+        self.scripted = Some(answers);
+        self
+    }
+
+    pub fn on_wait(mut self, f: Arc<OnWait>) -> StoreInbox {
+        self.on_wait = Some(f);
+        self
+    }
+
+    fn script_answer(&self, task: &HumanTask) -> Option<serde_json::Value> {
+        let answers = self.scripted.as_ref()?;
+        let occurrence: usize = task.key.rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let v = answers.get(&format!("{}.{}", task.lifeline, task.action)).or_else(|| answers.get(&task.action))?;
+        match v {
+            serde_json::Value::Array(list) => list.get(occurrence).cloned(),
+            v => Some(v.clone()),
+        }
+    }
+}
+
+impl HumanInbox for StoreInbox {
+    fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+        let inbox = self.clone();
+        Box::pin(async move {
+            let writer = inbox.store.writer()?;
+            let new = NewTask {
+                run: inbox.run,
+                key: task.key.clone(),
+                lifeline: task.lifeline.clone(),
+                action: task.action.clone(),
+                kind: kind_name(task.answer),
+                prompt: task.prompt.clone(),
+                prefill: task.prefill.clone(),
+                options: task.options.clone(),
+                ty: format!("{:?}", task.ty),
+            };
+            writer.send_durable(Op::Task(new)).await.map_err(|_| "the store writer stopped".to_owned())??;
+            let id = inbox.store.task_row_id(inbox.run, &task.key).map_err(|e| e.to_string())?.ok_or("the task was not recorded")?;
+            let task_id = format!("task-{id}");
+            if let Some(answer) = inbox.script_answer(&task) {
+                // Conflict means someone answered first: theirs wins.
+                let _ = inbox.store.answer(&task_id, &answer, "script");
+            }
+            let mut announced = false;
+            loop {
+                let row = inbox.store.task(&task_id).map_err(|e| e.to_string())?;
+                if let Some(answer) = row.answer {
+                    let _ = writer.send(Op::Status { run: inbox.run, status: "running" });
+                    return serde_json::from_str(&answer).map_err(|e| format!("task {task_id}: stored answer is not JSON: {e}"));
+                }
+                if !announced {
+                    announced = true;
+                    let _ = writer.send(Op::Status { run: inbox.run, status: "waiting" });
+                    if let Some(f) = &inbox.on_wait {
+                        f(&task_id, &task);
+                    }
+                }
+                tokio::time::sleep(inbox.poll).await;
+            }
+        })
+    }
+}

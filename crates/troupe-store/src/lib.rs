@@ -1,0 +1,372 @@
+//! Durable troupe runs in one SQLite file.
+//!
+//! A store holds many runs. Per run it records the workflow source and a
+//! fingerprint of its structure, the inputs, every event of every lifeline
+//! (messages per channel in order, control decisions, action results — in
+//! compact binary chunks), every step that must not be redone (LLM answers,
+//! effects started and finished, human answers, tools), human tasks and their
+//! answers, and the final result or error.
+//!
+//! Durability follows external synchrony: what stays inside the process and
+//! is recomputed on resume (messages, decisions, pure steps) is committed in
+//! batches by one writer thread that group-commits the writes of all runs;
+//! what leaves the process or cannot be recomputed (an LLM answer, an effect's
+//! start and end, a human task and answer, the result) is durable before the
+//! run goes on. WAL with `synchronous=FULL` by default; files are created with
+//! mode 0600; pragmas are read back after they are set.
+
+mod codec;
+mod inbox;
+mod journal;
+mod query;
+mod writer;
+
+pub use codec::{DecodeError, decode_events, fnv64};
+pub use inbox::StoreInbox;
+pub use journal::StoreJournal;
+pub use query::{RunDetail, RunSummary, StepRow, TaskRow};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use writer::Writer;
+
+/// `PRAGMA application_id` of troupe stores ("trup").
+const APPLICATION_ID: i64 = 0x7472_7570;
+const SCHEMA_VERSION: i64 = 1;
+
+/// How hard each commit tries to survive a power loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=FULL`: a committed record survives a power loss.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: survives a crash of the process, may lose the
+    /// last commits on power loss; several times faster.
+    Normal,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("{path} is not a troupe store ({why}); choose another file with --store")]
+    Foreign { path: PathBuf, why: String },
+    #[error("{path} is damaged ({message}); restore it from a backup or choose another file with --store")]
+    Corrupt { path: PathBuf, message: String },
+    #[error("the store {path} is locked by another process; try again, or stop the process that holds it")]
+    Locked { path: PathBuf },
+    #[error("the disk is full: nothing was lost, but {what} was not recorded; free some space and retry")]
+    DiskFull { what: String },
+    #[error("no run `{0}` in this store; `troupe runs` lists them")]
+    UnknownRun(String),
+    #[error("no task `{0}` in this store; `troupe tasks` lists the pending ones")]
+    UnknownTask(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("store error: {0}")]
+    Sql(String),
+}
+
+impl StoreError {
+    fn from_sql(path: &Path, what: &str, e: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode as C;
+        match e.sqlite_error_code() {
+            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => StoreError::Corrupt { path: path.to_owned(), message: e.to_string() },
+            Some(C::DatabaseBusy) | Some(C::DatabaseLocked) => StoreError::Locked { path: path.to_owned() },
+            Some(C::DiskFull) => StoreError::DiskFull { what: what.to_owned() },
+            _ => StoreError::Sql(format!("{what}: {e}")),
+        }
+    }
+}
+
+/// A new human task, as the inbox records it.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub run: i64,
+    pub key: String,
+    pub lifeline: String,
+    pub action: String,
+    pub kind: &'static str,
+    pub prompt: String,
+    pub prefill: Option<String>,
+    pub options: Vec<String>,
+    pub ty: String,
+}
+
+pub(crate) fn insert_task(conn: &Connection, t: &NewTask) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+         ON CONFLICT(run, key) DO NOTHING",
+    )?
+    .execute(params![
+        t.run,
+        t.key,
+        t.lifeline,
+        t.action,
+        t.kind,
+        t.prompt,
+        t.prefill,
+        serde_json::to_string(&t.options).unwrap_or_default(),
+        t.ty
+    ])?;
+    Ok(())
+}
+
+/// An open store. Cheap to clone; shareable across threads.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    durability: Durability,
+    /// For queries and the occasional write of commands (answer, resolve).
+    conn: Mutex<Connection>,
+    /// Started on first use by a run.
+    writer: OnceLock<Result<Writer, String>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.inner.path).field("durability", &self.inner.durability).finish()
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  workflow TEXT NOT NULL,
+  file TEXT,
+  source TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  canonical TEXT NOT NULL,
+  inputs TEXT NOT NULL,
+  inputs_bin BLOB NOT NULL,
+  seed INTEGER NOT NULL,
+  lifelines INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  result TEXT,
+  error TEXT,
+  llm TEXT,
+  owner_pid INTEGER,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX runs_status ON runs(status);
+CREATE TABLE events(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  chunk INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run, chunk)
+) WITHOUT ROWID;
+CREATE TABLE steps(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  lifeline TEXT NOT NULL,
+  action TEXT NOT NULL,
+  input_hash TEXT NOT NULL,
+  status TEXT NOT NULL,
+  outputs BLOB,
+  outputs_json TEXT,
+  started_at TEXT,
+  finished_at TEXT,
+  PRIMARY KEY(run, key)
+) WITHOUT ROWID;
+CREATE TABLE tasks(
+  id INTEGER PRIMARY KEY,
+  run INTEGER NOT NULL REFERENCES runs(id),
+  key TEXT NOT NULL,
+  lifeline TEXT NOT NULL,
+  action TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  prefill TEXT,
+  options TEXT NOT NULL,
+  type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  answer TEXT,
+  answered_by TEXT,
+  created_at TEXT NOT NULL,
+  answered_at TEXT,
+  UNIQUE(run, key)
+);
+CREATE INDEX tasks_status ON tasks(status);
+";
+
+impl Store {
+    /// Opens (or creates) the store at `path`.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Store, StoreError> {
+        let path = path.as_ref().to_owned();
+        let open_err = |message: String| StoreError::Open { path: path.clone(), message };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        create_private(&path).map_err(|e| open_err(e.to_string()))?;
+        let conn = Self::connect(&path, durability)?;
+        initialize(&conn, &path)?;
+        Ok(Store {
+            inner: Arc::new(Inner { path, durability, conn: Mutex::new(conn), writer: OnceLock::new() }),
+        })
+    }
+
+    /// A connection with the store's pragmas set and verified.
+    fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::from_sql(path, "open", e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| StoreError::from_sql(path, "busy_timeout", e))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| StoreError::from_sql(path, "journal_mode", e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Open { path: path.to_owned(), message: format!("journal_mode is {mode}, not wal") });
+        }
+        let (level, want) = match durability {
+            Durability::Full => ("FULL", 2),
+            Durability::Normal => ("NORMAL", 1),
+        };
+        conn.execute_batch(&format!("PRAGMA synchronous = {level}; PRAGMA foreign_keys = ON;"))
+            .map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
+        // An invalid pragma value is silently ignored: read it back.
+        let got: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
+        if got != want {
+            return Err(StoreError::Open { path: path.to_owned(), message: format!("synchronous is {got}, not {want}") });
+        }
+        Ok(conn)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    fn with<T>(&self, what: &str, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let conn = self.inner.conn.lock().map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
+        f(&conn).map_err(|e| StoreError::from_sql(&self.inner.path, what, e))
+    }
+
+    pub(crate) fn writer(&self) -> Result<Writer, String> {
+        self.inner
+            .writer
+            .get_or_init(|| {
+                Self::connect(&self.inner.path, self.inner.durability).map(Writer::start).map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+}
+
+/// Creates the file with mode 0600 if it does not exist yet.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the schema in a new file; refuses a file that is not a troupe
+/// store or that a newer troupe wrote.
+fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let sql = |e| StoreError::from_sql(path, "read the schema", e);
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(sql)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(sql)?;
+    if app == 0 && tables == 0 {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(|e| StoreError::from_sql(path, "create the schema", e))?;
+        return Ok(());
+    }
+    if app != APPLICATION_ID {
+        let why = if app == 0 { "an SQLite database of another program".to_owned() } else { format!("application id {app:#x}") };
+        return Err(StoreError::Foreign { path: path.to_owned(), why });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Foreign { path: path.to_owned(), why: format!("written by a newer troupe (schema {version})") });
+    }
+    Ok(())
+}
+
+/// What a new run records.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub workflow: String,
+    pub file: Option<String>,
+    pub source: String,
+    pub fingerprint: String,
+    /// The canonical form the fingerprint is taken of, to explain changes.
+    pub canonical: String,
+    pub inputs_json: String,
+    pub inputs: Vec<troupe_check::Value>,
+    pub seed: u64,
+    pub lifelines: usize,
+    pub llm: String,
+}
+
+impl Store {
+    /// Records a new run (durably) and returns its id.
+    pub fn create_run(&self, run: &NewRun) -> Result<i64, StoreError> {
+        let mut bin = Vec::new();
+        codec::encode_values(&mut bin, &run.inputs);
+        self.with("create the run", |c| {
+            c.execute(
+                "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, owner_pid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11)",
+                params![
+                    run.workflow,
+                    run.file,
+                    run.source,
+                    run.fingerprint,
+                    run.canonical,
+                    run.inputs_json,
+                    bin,
+                    run.seed as i64,
+                    run.lifelines as i64,
+                    run.llm,
+                    std::process::id()
+                ],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+    }
+
+    /// Marks this process as the one running `run`.
+    pub fn claim(&self, run: i64) -> Result<(), StoreError> {
+        self.with("claim the run", |c| {
+            c.execute(
+                "UPDATE runs SET owner_pid = ?2, status = CASE WHEN status IN ('done','failed') THEN status ELSE 'running' END WHERE id = ?1",
+                params![run, std::process::id()],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// The journal of `run`, loaded with what it already recorded.
+    pub fn journal(&self, run: i64, types: Arc<troupe_check::TypeTable>) -> Result<Arc<StoreJournal>, StoreError> {
+        journal::StoreJournal::open(self, run, types).map(Arc::new)
+    }
+
+    /// Parses `run-7` or `7`.
+    pub fn parse_run_id(text: &str) -> Option<i64> {
+        text.trim().trim_start_matches("run-").parse().ok()
+    }
+
+    pub fn run_name(id: i64) -> String {
+        format!("run-{id}")
+    }
+
+    pub(crate) fn task_row_id(&self, run: i64, key: &str) -> Result<Option<i64>, StoreError> {
+        self.with("find the task", |c| {
+            c.query_row("SELECT id FROM tasks WHERE run = ?1 AND key = ?2", params![run, key], |r| r.get(0)).optional()
+        })
+    }
+}

@@ -1,0 +1,306 @@
+//! Reading the store (runs, events, steps, tasks) and the writes of commands:
+//! answering a task, settling an unfinished effect.
+
+use crate::codec;
+use crate::{Store, StoreError};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+use troupe_check::Value;
+use troupe_check::ir::LifelineId;
+use troupe_msc::Event;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub id: i64,
+    pub name: String,
+    pub workflow: String,
+    pub file: Option<String>,
+    /// running, waiting, done, failed, or stalled (its process is gone).
+    pub status: String,
+    pub result: Option<serde_json::Value>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub summary: RunSummary,
+    pub source: String,
+    pub fingerprint: String,
+    pub canonical: String,
+    pub inputs: serde_json::Value,
+    #[serde(skip)]
+    pub input_values: Vec<Value>,
+    pub seed: u64,
+    pub lifelines: usize,
+    pub llm: Option<String>,
+    pub events: u64,
+    pub steps: Vec<StepRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    pub key: String,
+    pub kind: String,
+    pub status: String,
+    pub input_hash: String,
+    pub outputs: Option<serde_json::Value>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRow {
+    pub id: String,
+    pub run: String,
+    pub key: String,
+    pub lifeline: String,
+    pub action: String,
+    /// confirm, select, input or edit.
+    pub kind: String,
+    pub prompt: String,
+    pub prefill: Option<String>,
+    pub options: Vec<String>,
+    pub status: String,
+    pub answer: Option<String>,
+    pub answered_by: Option<String>,
+    pub created_at: String,
+    pub answered_at: Option<String>,
+}
+
+const SUMMARY_COLUMNS: &str = "id, workflow, file, status, result, error, created_at, updated_at, owner_pid";
+
+fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
+    let id: i64 = r.get(0)?;
+    let mut status: String = r.get(3)?;
+    let owner: Option<i64> = r.get(8)?;
+    if matches!(status.as_str(), "running" | "waiting") && !owner.is_some_and(process_alive) {
+        status = "stalled".into();
+    }
+    let result: Option<String> = r.get(4)?;
+    Ok(RunSummary {
+        id,
+        name: Store::run_name(id),
+        workflow: r.get(1)?,
+        file: r.get(2)?,
+        status,
+        result: result.and_then(|s| serde_json::from_str(&s).ok()),
+        error: r.get(5)?,
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+    })
+}
+
+/// Whether a process with this id exists (Linux: /proc).
+fn process_alive(pid: i64) -> bool {
+    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+const TASK_COLUMNS: &str =
+    "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at";
+
+fn task(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
+    let id: i64 = r.get(0)?;
+    let run: i64 = r.get(1)?;
+    let options: String = r.get(8)?;
+    Ok(TaskRow {
+        id: format!("task-{id}"),
+        run: Store::run_name(run),
+        key: r.get(2)?,
+        lifeline: r.get(3)?,
+        action: r.get(4)?,
+        kind: r.get(5)?,
+        prompt: r.get(6)?,
+        prefill: r.get(7)?,
+        options: serde_json::from_str(&options).unwrap_or_default(),
+        status: r.get(9)?,
+        answer: r.get(10)?,
+        answered_by: r.get(11)?,
+        created_at: r.get(12)?,
+        answered_at: r.get(13)?,
+    })
+}
+
+fn parse_task_id(text: &str) -> Option<i64> {
+    text.trim().trim_start_matches("task-").parse().ok()
+}
+
+impl Store {
+    /// Runs, newest first, optionally with one status.
+    pub fn runs(&self, status: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
+        let all = self.with("list the runs", |c| {
+            let mut stmt = c.prepare(&format!("SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC"))?;
+            let rows = stmt.query_map([], summary)?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(all.into_iter().filter(|r| status.is_none_or(|s| r.status == s)).collect())
+    }
+
+    pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
+        let row = self.with("read the run", |c| {
+            c.query_row(
+                &format!("SELECT {SUMMARY_COLUMNS}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm FROM runs WHERE id = ?1"),
+                params![id],
+                |r| {
+                    let inputs: String = r.get(12)?;
+                    let bin: Vec<u8> = r.get(13)?;
+                    let seed: i64 = r.get(14)?;
+                    let lifelines: i64 = r.get(15)?;
+                    Ok((summary(r)?, r.get::<_, String>(9)?, r.get::<_, String>(10)?, r.get::<_, String>(11)?, inputs, bin, seed, lifelines, r.get::<_, Option<String>>(16)?))
+                },
+            )
+            .optional()
+        })?;
+        let Some((summary, source, fingerprint, canonical, inputs, bin, seed, lifelines, llm)) = row else {
+            return Err(StoreError::UnknownRun(Store::run_name(id)));
+        };
+        let input_values = codec::Reader::new(&bin)
+            .values()
+            .map_err(|e| StoreError::Corrupt { path: self.path().to_owned(), message: format!("inputs of run {id}: {e}") })?;
+        let events: i64 = self.with("count the events", |c| {
+            c.query_row("SELECT coalesce(sum(count), 0) FROM events WHERE run = ?1", params![id], |r| r.get(0))
+        })?;
+        Ok(RunDetail {
+            summary,
+            source,
+            fingerprint,
+            canonical,
+            inputs: serde_json::from_str(&inputs).unwrap_or(serde_json::Value::Null),
+            input_values,
+            seed: seed as u64,
+            lifelines: lifelines.max(0) as usize,
+            llm,
+            events: events.max(0) as u64,
+            steps: self.steps(id)?,
+        })
+    }
+
+    pub fn steps(&self, run: i64) -> Result<Vec<StepRow>, StoreError> {
+        self.with("read the steps", |c| {
+            let mut stmt = c.prepare(
+                "SELECT key, kind, status, input_hash, outputs_json, started_at, finished_at FROM steps WHERE run = ?1 ORDER BY started_at, key",
+            )?;
+            let rows = stmt.query_map(params![run], |r| {
+                let outputs: Option<String> = r.get(4)?;
+                Ok(StepRow {
+                    key: r.get(0)?,
+                    kind: r.get(1)?,
+                    status: r.get(2)?,
+                    input_hash: r.get(3)?,
+                    outputs: outputs.and_then(|s| serde_json::from_str(&s).ok()),
+                    started_at: r.get(5)?,
+                    finished_at: r.get(6)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// The recorded events of a run, in the order they were recorded, from
+    /// chunk `from_chunk` on; also returns the next chunk number (for `--follow`).
+    pub fn events(&self, run: i64, from_chunk: i64) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
+        let chunks: Vec<(i64, Vec<u8>)> = self.with("read the events", |c| {
+            let mut stmt = c.prepare("SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk")?;
+            let rows = stmt.query_map(params![run, from_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })?;
+        let mut out = Vec::new();
+        let mut next = from_chunk;
+        for (chunk, data) in chunks {
+            let events = codec::decode_events(&data)
+                .map_err(|e| StoreError::Corrupt { path: self.path().to_owned(), message: format!("run {run}, chunk {chunk}: {e}") })?;
+            out.extend(events);
+            next = chunk + 1;
+        }
+        Ok((out, next))
+    }
+
+    /// Pending tasks (all tasks with `all`), oldest first.
+    pub fn tasks(&self, all: bool) -> Result<Vec<TaskRow>, StoreError> {
+        let filter = if all { "" } else { "WHERE status = 'pending'" };
+        self.with("list the tasks", |c| {
+            let mut stmt = c.prepare(&format!("SELECT {TASK_COLUMNS} FROM tasks {filter} ORDER BY id"))?;
+            let rows = stmt.query_map([], task)?;
+            rows.collect()
+        })
+    }
+
+    pub fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
+        let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
+        self.with("read the task", |c| c.query_row(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"), params![n], task).optional())?
+            .ok_or_else(|| StoreError::UnknownTask(id.to_owned()))
+    }
+
+    /// Answers a pending task. The first answer wins: answering a task that
+    /// is already answered is a `Conflict` that says by whom and when.
+    pub fn answer(&self, id: &str, answer: &serde_json::Value, by: &str) -> Result<TaskRow, StoreError> {
+        let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
+        let changed = self.with("answer the task", |c| {
+            c.execute(
+                "UPDATE tasks SET status = 'answered', answer = ?2, answered_by = ?3, answered_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status = 'pending'",
+                params![n, answer.to_string(), by],
+            )
+        })?;
+        let row = self.task(id)?;
+        if changed == 0 {
+            return Err(StoreError::Conflict(format!(
+                "{id} was already answered by {} at {}; the first answer wins",
+                row.answered_by.as_deref().unwrap_or("someone"),
+                row.answered_at.as_deref().unwrap_or("?")
+            )));
+        }
+        Ok(row)
+    }
+
+    /// Settles an effect that started and never finished: `Some(outputs)`
+    /// records it done with those outputs; `None` forgets the start so that
+    /// the resumed run performs it again.
+    pub fn resolve(&self, run: i64, key: &str, outputs: Option<(&[Value], serde_json::Value)>) -> Result<(), StoreError> {
+        let status: Option<String> = self.with("read the step", |c| {
+            c.query_row("SELECT status FROM steps WHERE run = ?1 AND key = ?2", params![run, key], |r| r.get(0)).optional()
+        })?;
+        match status.as_deref() {
+            None => return Err(StoreError::Conflict(format!("{} has no step {key}", Store::run_name(run)))),
+            Some("done") => return Err(StoreError::Conflict(format!("step {key} of {} already finished", Store::run_name(run)))),
+            _ => {}
+        }
+        self.with("settle the step", |c| match &outputs {
+            Some((values, json)) => {
+                let mut bin = Vec::new();
+                codec::encode_values(&mut bin, values);
+                c.execute(
+                    "UPDATE steps SET status = 'done', outputs = ?3, outputs_json = ?4, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE run = ?1 AND key = ?2",
+                    params![run, key, bin, json.to_string()],
+                )
+                .map(|_| ())
+            }
+            None => c.execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", params![run, key]).map(|_| ()),
+        })
+    }
+
+    /// Marks a run failed (e.g. when it cannot be resumed).
+    pub fn fail(&self, run: i64, error: &str) -> Result<(), StoreError> {
+        self.with("mark the run failed", |c| {
+            c.execute(
+                "UPDATE runs SET status = 'failed', error = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                params![run, error],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Marks a run as waiting for a person to settle a step.
+    pub fn needs_resolution(&self, run: i64, error: &str) -> Result<(), StoreError> {
+        self.with("mark the run", |c| {
+            c.execute(
+                "UPDATE runs SET status = 'needs_resolution', error = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                params![run, error],
+            )
+            .map(|_| ())
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! The group-commit writer: one thread owns the write connection, takes every
+//! queued operation of every run, applies them in one transaction and
+//! commits once, then tells each waiter its operation is durable.
+
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// One write.
+#[derive(Debug)]
+pub(crate) enum Op {
+    Events { run: i64, chunk: i64, count: u32, data: Vec<u8> },
+    StepStarted { run: i64, key: String, kind: &'static str, lifeline: String, action: String, input_hash: String },
+    StepDone {
+        run: i64,
+        key: String,
+        kind: &'static str,
+        lifeline: String,
+        action: String,
+        input_hash: String,
+        outputs: Vec<u8>,
+        outputs_json: String,
+    },
+    Status { run: i64, status: &'static str },
+    Finish { run: i64, status: &'static str, result: Option<String>, error: Option<String> },
+    Task(crate::NewTask),
+}
+
+pub(crate) struct Request {
+    pub op: Op,
+    pub done: Option<oneshot::Sender<Result<(), String>>>,
+}
+
+/// The handle runs use to queue writes.
+#[derive(Clone)]
+pub(crate) struct Writer {
+    tx: SyncSender<Request>,
+    /// The first commit failure: later writes fail with it, so that a run
+    /// stops instead of going on with records that were not kept.
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+/// Queued operations allowed before `send` waits for the writer: bounds
+/// memory when runs produce events faster than the disk takes them.
+const QUEUE: usize = 4096;
+/// At most this many operations go into one transaction.
+const BATCH: usize = 8192;
+
+impl Writer {
+    pub(crate) fn start(conn: Connection) -> Writer {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let failure = Arc::new(Mutex::new(None));
+        let f = failure.clone();
+        std::thread::Builder::new()
+            .name("troupe-store-writer".into())
+            .spawn(move || run(conn, rx, f))
+            .map(|_| ())
+            .unwrap_or_else(|e| {
+                if let Ok(mut slot) = failure.lock() {
+                    *slot = Some(format!("cannot start the store writer: {e}"));
+                }
+            });
+        Writer { tx, failure }
+    }
+
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Queues `op` without waiting for it to be durable.
+    pub(crate) fn send(&self, op: Op) -> Result<(), String> {
+        if let Some(f) = self.failure() {
+            return Err(f);
+        }
+        let req = Request { op, done: None };
+        match self.tx.try_send(req) {
+            Ok(()) => Ok(()),
+            // The queue is full: wait for the writer (back-pressure).
+            Err(TrySendError::Full(req)) => self.tx.send(req).map_err(|_| "the store writer stopped".to_owned()),
+            Err(TrySendError::Disconnected(_)) => Err("the store writer stopped".to_owned()),
+        }
+    }
+
+    /// Queues `op`; the receiver resolves once it is committed.
+    pub(crate) fn send_durable(&self, op: Op) -> oneshot::Receiver<Result<(), String>> {
+        let (done, rx) = oneshot::channel();
+        if let Some(f) = self.failure() {
+            let _ = done.send(Err(f));
+            return rx;
+        }
+        let req = Request { op, done: Some(done) };
+        let req = match self.tx.try_send(req) {
+            Ok(()) => return rx,
+            Err(TrySendError::Full(req)) => req,
+            Err(TrySendError::Disconnected(req)) => {
+                if let Some(done) = req.done {
+                    let _ = done.send(Err("the store writer stopped".to_owned()));
+                }
+                return rx;
+            }
+        };
+        if let Err(e) = self.tx.send(req)
+            && let Some(done) = e.0.done
+        {
+            let _ = done.send(Err("the store writer stopped".to_owned()));
+        }
+        rx
+    }
+}
+
+fn run(mut conn: Connection, rx: Receiver<Request>, failure: Arc<Mutex<Option<String>>>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let result = commit(&mut conn, &batch).map_err(|e| format!("cannot commit to the store: {e}"));
+        if let Err(e) = &result
+            && let Ok(mut slot) = failure.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e.clone());
+        }
+        for req in batch {
+            if let Some(done) = req.done {
+                let _ = done.send(result.clone());
+            }
+        }
+    }
+}
+
+fn commit(conn: &mut Connection, batch: &[Request]) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for req in batch {
+        apply(&tx, &req.op)?;
+    }
+    tx.commit()
+}
+
+fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
+    match op {
+        Op::Events { run, chunk, count, data } => {
+            tx.prepare_cached("INSERT OR REPLACE INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)")?
+                .execute(params![run, chunk, count, data])?;
+        }
+        Op::StepStarted { run, key, kind, lifeline, action, input_hash } => {
+            tx.prepare_cached(
+                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                 ON CONFLICT(run, key) DO NOTHING",
+            )?
+            .execute(params![run, key, kind, lifeline, action, input_hash])?;
+        }
+        Op::StepDone { run, key, kind, lifeline, action, input_hash, outputs, outputs_json } => {
+            tx.prepare_cached(
+                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                 ON CONFLICT(run, key) DO UPDATE SET status = 'done', outputs = excluded.outputs,
+                   outputs_json = excluded.outputs_json, finished_at = excluded.finished_at",
+            )?
+            .execute(params![run, key, kind, lifeline, action, input_hash, outputs, outputs_json])?;
+        }
+        Op::Status { run, status } => {
+            tx.prepare_cached(
+                "UPDATE runs SET status = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status NOT IN ('done', 'failed')",
+            )?
+            .execute(params![run, status])?;
+        }
+        Op::Finish { run, status, result, error } => {
+            tx.prepare_cached(
+                "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+            )?
+            .execute(params![run, status, result, error])?;
+        }
+        Op::Task(t) => crate::insert_task(tx, t)?,
+    }
+    Ok(())
+}
