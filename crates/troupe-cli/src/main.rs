@@ -54,6 +54,28 @@ enum Command {
     ///   troupe run examples/local_approval.troupe -i request="New laptop" --answers answers.json
     #[command(verbatim_doc_comment)]
     Run(commands::run::RunArgs),
+    /// List the runs of a store.
+    Runs(commands::durable::RunsArgs),
+    /// Show one run: its status, inputs, recorded steps and result.
+    Status(commands::durable::RunRefArgs),
+    /// Print the recorded trace of a run (`--follow` to watch it live).
+    Trace(commands::durable::TraceArgs),
+    /// List the human tasks waiting for an answer.
+    Tasks(commands::durable::TasksArgs),
+    /// Answer a human task: the first answer wins, from any process.
+    ///
+    /// Examples:
+    ///   troupe answer task-1 --yes
+    ///   troupe answer task-2 --value email
+    #[command(verbatim_doc_comment)]
+    Answer(commands::durable::AnswerArgs),
+    /// Continue an unfinished run with its recorded source, redoing nothing
+    /// that was recorded.
+    Resume(commands::durable::ResumeArgs),
+    /// Settle an effect that started before a crash and never finished.
+    Resolve(commands::durable::ResolveArgs),
+    /// Check a recorded run against the workflow's semantics (⟦P⟧).
+    Verify(commands::durable::RunRefArgs),
     /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
@@ -114,6 +136,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
+        Command::Runs(args) => commands::durable::runs(&args),
+        Command::Status(args) => commands::durable::status(&args),
+        Command::Trace(args) => commands::durable::trace(&args),
+        Command::Tasks(args) => commands::durable::tasks(&args),
+        Command::Answer(args) => commands::durable::answer(&args),
+        Command::Resume(args) => commands::durable::resume(&args),
+        Command::Resolve(args) => commands::durable::resolve(&args),
+        Command::Verify(args) => commands::durable::verify(&args),
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),

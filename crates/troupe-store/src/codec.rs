@@ -108,7 +108,11 @@ pub fn encode_event(out: &mut Vec<u8>, lifeline: LifelineId, event: &Event) {
                     put_varint(out, u64::from(stmt.0));
                     encode_opt_values(out, values);
                 }
-                Some(Message::Control { stmt, tag, decision }) => {
+                Some(Message::Control {
+                    stmt,
+                    tag,
+                    decision,
+                }) => {
                     out.push(1);
                     put_varint(out, u64::from(stmt.0));
                     out.extend_from_slice(&tag.0.to_le_bytes());
@@ -121,7 +125,11 @@ pub fn encode_event(out: &mut Vec<u8>, lifeline: LifelineId, event: &Event) {
             put_varint(out, u64::from(stmt.0));
             encode_opt_values(out, outputs);
         }
-        Event::Decide { stmt, tag, decision } => {
+        Event::Decide {
+            stmt,
+            tag,
+            decision,
+        } => {
             put_varint(out, u64::from(stmt.0));
             out.extend_from_slice(&tag.0.to_le_bytes());
             out.push(u8::from(*decision));
@@ -139,7 +147,11 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(bytes: &'a [u8]) -> Reader<'a> {
-        Reader { bytes, pos: 0, depth: 0 }
+        Reader {
+            bytes,
+            pos: 0,
+            depth: 0,
+        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -260,21 +272,39 @@ impl<'a> Reader<'a> {
             0 | 1 => {
                 let peer = LifelineId(self.u32()?);
                 let msg = match self.byte()? {
-                    0 => Message::Data { stmt: StmtId(self.u32()?), values: self.opt_values()? },
+                    0 => Message::Data {
+                        stmt: StmtId(self.u32()?),
+                        values: self.opt_values()?,
+                    },
                     1 => {
                         let stmt = StmtId(self.u32()?);
                         let tag = ControlTag(self.u64_le()?);
-                        Message::Control { stmt, tag, decision: self.byte()? != 0 }
+                        Message::Control {
+                            stmt,
+                            tag,
+                            decision: self.byte()? != 0,
+                        }
                     }
                     _ => return self.fail("unknown message tag"),
                 };
-                if tag == 0 { Event::Send { to: peer, msg } } else { Event::Recv { from: peer, msg } }
+                if tag == 0 {
+                    Event::Send { to: peer, msg }
+                } else {
+                    Event::Recv { from: peer, msg }
+                }
             }
-            2 => Event::Act { stmt: StmtId(self.u32()?), outputs: self.opt_values()? },
+            2 => Event::Act {
+                stmt: StmtId(self.u32()?),
+                outputs: self.opt_values()?,
+            },
             3 => {
                 let stmt = StmtId(self.u32()?);
                 let tag = ControlTag(self.u64_le()?);
-                Event::Decide { stmt, tag, decision: self.byte()? != 0 }
+                Event::Decide {
+                    stmt,
+                    tag,
+                    decision: self.byte()? != 0,
+                }
             }
             _ => return self.fail("unknown event tag"),
         };
@@ -319,10 +349,42 @@ mod tests {
             Value::Json(Arc::new(serde_json::json!({"a": [1, null]}))),
         ];
         let events = vec![
-            (LifelineId(0), Event::Send { to: LifelineId(1), msg: Message::Data { stmt: StmtId(3), values: Some(values.clone()) } }),
-            (LifelineId(1), Event::Recv { from: LifelineId(0), msg: Message::Control { stmt: StmtId(9), tag: ControlTag(u64::MAX), decision: true } }),
-            (LifelineId(2), Event::Act { stmt: StmtId(4), outputs: None }),
-            (LifelineId(0), Event::Decide { stmt: StmtId(1), tag: ControlTag(7), decision: false }),
+            (
+                LifelineId(0),
+                Event::Send {
+                    to: LifelineId(1),
+                    msg: Message::Data {
+                        stmt: StmtId(3),
+                        values: Some(values.clone()),
+                    },
+                },
+            ),
+            (
+                LifelineId(1),
+                Event::Recv {
+                    from: LifelineId(0),
+                    msg: Message::Control {
+                        stmt: StmtId(9),
+                        tag: ControlTag(u64::MAX),
+                        decision: true,
+                    },
+                },
+            ),
+            (
+                LifelineId(2),
+                Event::Act {
+                    stmt: StmtId(4),
+                    outputs: None,
+                },
+            ),
+            (
+                LifelineId(0),
+                Event::Decide {
+                    stmt: StmtId(1),
+                    tag: ControlTag(7),
+                    decision: false,
+                },
+            ),
         ];
         let mut buf = Vec::new();
         for (l, e) in &events {
@@ -333,7 +395,13 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        for bytes in [&[0u8, 0, 0, 0, 9][..], &[2, 0, 1, 1, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1], &[7]] {
+        for bytes in [
+            &[0u8, 0, 0, 0, 9][..],
+            &[
+                2, 0, 1, 1, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1,
+            ],
+            &[7],
+        ] {
             assert!(decode_events(bytes).is_err());
         }
         let mut state = 12345u64;

@@ -26,7 +26,9 @@ pub struct StoreInbox {
 
 impl std::fmt::Debug for StoreInbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreInbox").field("run", &self.run).finish()
+        f.debug_struct("StoreInbox")
+            .field("run", &self.run)
+            .finish()
     }
 }
 
@@ -41,7 +43,13 @@ pub(crate) fn kind_name(kind: AnswerKind) -> &'static str {
 
 impl StoreInbox {
     pub fn new(store: Store, run: i64) -> StoreInbox {
-        StoreInbox { store, run, scripted: None, on_wait: None, poll: Duration::from_millis(100) }
+        StoreInbox {
+            store,
+            run,
+            scripted: None,
+            on_wait: None,
+            poll: Duration::from_millis(100),
+        }
     }
 
     /// Answers from a script (`--answers FILE`), applied as soon as a task appears.
@@ -57,8 +65,15 @@ impl StoreInbox {
 
     fn script_answer(&self, task: &HumanTask) -> Option<serde_json::Value> {
         let answers = self.scripted.as_ref()?;
-        let occurrence: usize = task.key.rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        let v = answers.get(&format!("{}.{}", task.lifeline, task.action)).or_else(|| answers.get(&task.action))?;
+        let occurrence: usize = task
+            .key
+            .rsplit('#')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let v = answers
+            .get(&format!("{}.{}", task.lifeline, task.action))
+            .or_else(|| answers.get(&task.action))?;
         match v {
             serde_json::Value::Array(list) => list.get(occurrence).cloned(),
             v => Some(v.clone()),
@@ -82,8 +97,15 @@ impl HumanInbox for StoreInbox {
                 options: task.options.clone(),
                 ty: format!("{:?}", task.ty),
             };
-            writer.send_durable(Op::Task(new)).await.map_err(|_| "the store writer stopped".to_owned())??;
-            let id = inbox.store.task_row_id(inbox.run, &task.key).map_err(|e| e.to_string())?.ok_or("the task was not recorded")?;
+            writer
+                .send_durable(Op::Task(new))
+                .await
+                .map_err(|_| "the store writer stopped".to_owned())??;
+            let id = inbox
+                .store
+                .task_row_id(inbox.run, &task.key)
+                .map_err(|e| e.to_string())?
+                .ok_or("the task was not recorded")?;
             let task_id = format!("task-{id}");
             if let Some(answer) = inbox.script_answer(&task) {
                 // Conflict means someone answered first: theirs wins.
@@ -93,12 +115,19 @@ impl HumanInbox for StoreInbox {
             loop {
                 let row = inbox.store.task(&task_id).map_err(|e| e.to_string())?;
                 if let Some(answer) = row.answer {
-                    let _ = writer.send(Op::Status { run: inbox.run, status: "running" });
-                    return serde_json::from_str(&answer).map_err(|e| format!("task {task_id}: stored answer is not JSON: {e}"));
+                    let _ = writer.send(Op::Status {
+                        run: inbox.run,
+                        status: "running",
+                    });
+                    return serde_json::from_str(&answer)
+                        .map_err(|e| format!("task {task_id}: stored answer is not JSON: {e}"));
                 }
                 if !announced {
                     announced = true;
-                    let _ = writer.send(Op::Status { run: inbox.run, status: "waiting" });
+                    let _ = writer.send(Op::Status {
+                        run: inbox.run,
+                        status: "waiting",
+                    });
                     if let Some(f) = &inbox.on_wait {
                         f(&task_id, &task);
                     }

@@ -31,7 +31,10 @@ pub struct StoreJournal {
 
 impl std::fmt::Debug for StoreJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreJournal").field("run", &self.run).field("recorded", &self.recorded.len()).finish()
+        f.debug_struct("StoreJournal")
+            .field("run", &self.run)
+            .field("recorded", &self.recorded.len())
+            .finish()
     }
 }
 
@@ -46,10 +49,20 @@ struct Buffer {
 }
 
 impl StoreJournal {
-    pub(crate) fn open(store: &Store, run: i64, types: Arc<TypeTable>) -> Result<StoreJournal, StoreError> {
+    pub(crate) fn open(
+        store: &Store,
+        run: i64,
+        types: Arc<TypeTable>,
+    ) -> Result<StoreJournal, StoreError> {
         let lifelines: i64 = store
             .with("load the run", |c| {
-                c.query_row("SELECT lifelines FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map(Some).or_else(|e| match e {
+                c.query_row(
+                    "SELECT lifelines FROM runs WHERE id = ?1",
+                    params![run],
+                    |r| r.get(0),
+                )
+                .map(Some)
+                .or_else(|e| match e {
                     rusqlite::Error::QueryReturnedNoRows => Ok(None),
                     e => Err(e),
                 })
@@ -58,7 +71,8 @@ impl StoreJournal {
         let mut stored = vec![0u64; lifelines.max(0) as usize];
         let mut next_chunk = 0;
         let chunks: Vec<(i64, Vec<u8>)> = store.with("load the events", |c| {
-            let mut stmt = c.prepare("SELECT chunk, data FROM events WHERE run = ?1 ORDER BY chunk")?;
+            let mut stmt =
+                c.prepare("SELECT chunk, data FROM events WHERE run = ?1 ORDER BY chunk")?;
             let rows = stmt.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect()
         })?;
@@ -83,22 +97,33 @@ impl StoreJournal {
         for (key, status, outputs) in steps {
             let entry = match (status.as_str(), outputs) {
                 ("done", Some(bytes)) => {
-                    let values = Reader::new(&bytes).values().map_err(|e| StoreError::Corrupt {
-                        path: store.path().to_owned(),
-                        message: format!("run {run}, step {key}: {e}"),
-                    })?;
+                    let values = Reader::new(&bytes)
+                        .values()
+                        .map_err(|e| StoreError::Corrupt {
+                            path: store.path().to_owned(),
+                            message: format!("run {run}, step {key}: {e}"),
+                        })?;
                     Recorded::Done(values)
                 }
                 _ => Recorded::Started,
             };
             recorded.insert(key, entry);
         }
-        let writer = store.writer().map_err(|message| StoreError::Open { path: store.path().to_owned(), message })?;
+        let writer = store.writer().map_err(|message| StoreError::Open {
+            path: store.path().to_owned(),
+            message,
+        })?;
         Ok(StoreJournal {
             run,
             writer,
             types,
-            buffer: Mutex::new(Buffer { bytes: Vec::with_capacity(CHUNK + 1024), count: 0, next_chunk, seen: stored.iter().map(|_| 0).collect(), stored }),
+            buffer: Mutex::new(Buffer {
+                bytes: Vec::with_capacity(CHUNK + 1024),
+                count: 0,
+                next_chunk,
+                seen: stored.iter().map(|_| 0).collect(),
+                stored,
+            }),
             recorded,
         })
     }
@@ -114,7 +139,12 @@ impl StoreJournal {
             return Ok(());
         }
         let data = std::mem::replace(&mut buf.bytes, Vec::with_capacity(CHUNK + 1024));
-        let op = Op::Events { run: self.run, chunk: buf.next_chunk, count: buf.count, data };
+        let op = Op::Events {
+            run: self.run,
+            chunk: buf.next_chunk,
+            count: buf.count,
+            data,
+        };
         buf.next_chunk += 1;
         buf.count = 0;
         self.writer.send(op)
@@ -129,7 +159,9 @@ impl StoreJournal {
         let rx = flushed.map(|()| self.writer.send_durable(op));
         Box::pin(async move {
             match rx {
-                Ok(rx) => rx.await.unwrap_or_else(|_| Err("the store writer stopped".to_owned())),
+                Ok(rx) => rx
+                    .await
+                    .unwrap_or_else(|_| Err("the store writer stopped".to_owned())),
                 Err(e) => Err(e),
             }
         })
@@ -144,7 +176,9 @@ fn input_hash(args: &[Value]) -> String {
 
 impl RunJournal for StoreJournal {
     fn event(&self, lifeline: LifelineId, event: &Event) {
-        let Ok(mut buf) = self.buffer.lock() else { return };
+        let Ok(mut buf) = self.buffer.lock() else {
+            return;
+        };
         let l = lifeline.0 as usize;
         if l >= buf.seen.len() {
             buf.seen.resize(l + 1, 0);
@@ -167,7 +201,12 @@ impl RunJournal for StoreJournal {
         self.recorded.get(&key.to_string()).cloned()
     }
 
-    fn begin_effect(&self, key: &StepKey, kind: StepKind, args: &[Value]) -> BoxFuture<'static, Result<(), String>> {
+    fn begin_effect(
+        &self,
+        key: &StepKey,
+        kind: StepKind,
+        args: &[Value],
+    ) -> BoxFuture<'static, Result<(), String>> {
         self.durable(Op::StepStarted {
             run: self.run,
             key: key.to_string(),
@@ -178,10 +217,17 @@ impl RunJournal for StoreJournal {
         })
     }
 
-    fn record(&self, key: &StepKey, kind: StepKind, args: &[Value], outputs: &[Value]) -> BoxFuture<'static, Result<(), String>> {
+    fn record(
+        &self,
+        key: &StepKey,
+        kind: StepKind,
+        args: &[Value],
+        outputs: &[Value],
+    ) -> BoxFuture<'static, Result<(), String>> {
         let mut bin = Vec::new();
         codec::encode_values(&mut bin, outputs);
-        let json = serde_json::Value::Array(outputs.iter().map(|v| v.to_json(&self.types)).collect());
+        let json =
+            serde_json::Value::Array(outputs.iter().map(|v| v.to_json(&self.types)).collect());
         self.durable(Op::StepDone {
             run: self.run,
             key: key.to_string(),
@@ -194,14 +240,29 @@ impl RunJournal for StoreJournal {
         })
     }
 
-    fn finish(&self, outcome: Result<&[(String, Value)], &RunError>) -> BoxFuture<'static, Result<(), String>> {
+    fn finish(
+        &self,
+        outcome: Result<&[(String, Value)], &RunError>,
+    ) -> BoxFuture<'static, Result<(), String>> {
         let op = match outcome {
             Ok(results) => {
-                let obj: serde_json::Map<String, serde_json::Value> =
-                    results.iter().map(|(k, v)| (k.clone(), v.to_json(&self.types))).collect();
-                Op::Finish { run: self.run, status: "done", result: Some(serde_json::Value::Object(obj).to_string()), error: None }
+                let obj: serde_json::Map<String, serde_json::Value> = results
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json(&self.types)))
+                    .collect();
+                Op::Finish {
+                    run: self.run,
+                    status: "done",
+                    result: Some(serde_json::Value::Object(obj).to_string()),
+                    error: None,
+                }
             }
-            Err(e) => Op::Finish { run: self.run, status: "failed", result: None, error: Some(e.to_string()) },
+            Err(e) => Op::Finish {
+                run: self.run,
+                status: "failed",
+                result: None,
+                error: Some(e.to_string()),
+            },
         };
         self.durable(op)
     }

@@ -52,11 +52,17 @@ pub enum StoreError {
     Open { path: PathBuf, message: String },
     #[error("{path} is not a troupe store ({why}); choose another file with --store")]
     Foreign { path: PathBuf, why: String },
-    #[error("{path} is damaged ({message}); restore it from a backup or choose another file with --store")]
+    #[error(
+        "{path} is damaged ({message}); restore it from a backup or choose another file with --store"
+    )]
     Corrupt { path: PathBuf, message: String },
-    #[error("the store {path} is locked by another process; try again, or stop the process that holds it")]
+    #[error(
+        "the store {path} is locked by another process; try again, or stop the process that holds it"
+    )]
     Locked { path: PathBuf },
-    #[error("the disk is full: nothing was lost, but {what} was not recorded; free some space and retry")]
+    #[error(
+        "the disk is full: nothing was lost, but {what} was not recorded; free some space and retry"
+    )]
     DiskFull { what: String },
     #[error("no run `{0}` in this store; `troupe runs` lists them")]
     UnknownRun(String),
@@ -72,9 +78,16 @@ impl StoreError {
     fn from_sql(path: &Path, what: &str, e: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode as C;
         match e.sqlite_error_code() {
-            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => StoreError::Corrupt { path: path.to_owned(), message: e.to_string() },
-            Some(C::DatabaseBusy) | Some(C::DatabaseLocked) => StoreError::Locked { path: path.to_owned() },
-            Some(C::DiskFull) => StoreError::DiskFull { what: what.to_owned() },
+            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => StoreError::Corrupt {
+                path: path.to_owned(),
+                message: e.to_string(),
+            },
+            Some(C::DatabaseBusy) | Some(C::DatabaseLocked) => StoreError::Locked {
+                path: path.to_owned(),
+            },
+            Some(C::DiskFull) => StoreError::DiskFull {
+                what: what.to_owned(),
+            },
             _ => StoreError::Sql(format!("{what}: {e}")),
         }
     }
@@ -131,7 +144,10 @@ struct Inner {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.inner.path).field("durability", &self.inner.durability).finish()
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .field("durability", &self.inner.durability)
+            .finish()
     }
 }
 
@@ -202,39 +218,62 @@ impl Store {
     /// Opens (or creates) the store at `path`.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Store, StoreError> {
         let path = path.as_ref().to_owned();
-        let open_err = |message: String| StoreError::Open { path: path.clone(), message };
+        let open_err = |message: String| StoreError::Open {
+            path: path.clone(),
+            message,
+        };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
         create_private(&path).map_err(|e| open_err(e.to_string()))?;
         let conn = Self::connect(&path, durability)?;
         initialize(&conn, &path)?;
         Ok(Store {
-            inner: Arc::new(Inner { path, durability, conn: Mutex::new(conn), writer: OnceLock::new() }),
+            inner: Arc::new(Inner {
+                path,
+                durability,
+                conn: Mutex::new(conn),
+                writer: OnceLock::new(),
+            }),
         })
     }
 
     /// A connection with the store's pragmas set and verified.
     fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::from_sql(path, "open", e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| StoreError::from_sql(path, "busy_timeout", e))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| StoreError::from_sql(path, "open", e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| StoreError::from_sql(path, "busy_timeout", e))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
             .map_err(|e| StoreError::from_sql(path, "journal_mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Open { path: path.to_owned(), message: format!("journal_mode is {mode}, not wal") });
+            return Err(StoreError::Open {
+                path: path.to_owned(),
+                message: format!("journal_mode is {mode}, not wal"),
+            });
         }
         let (level, want) = match durability {
             Durability::Full => ("FULL", 2),
             Durability::Normal => ("NORMAL", 1),
         };
-        conn.execute_batch(&format!("PRAGMA synchronous = {level}; PRAGMA foreign_keys = ON;"))
-            .map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {level}; PRAGMA foreign_keys = ON;"
+        ))
+        .map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
         // An invalid pragma value is silently ignored: read it back.
-        let got: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
+        let got: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .map_err(|e| StoreError::from_sql(path, "synchronous", e))?;
         if got != want {
-            return Err(StoreError::Open { path: path.to_owned(), message: format!("synchronous is {got}, not {want}") });
+            return Err(StoreError::Open {
+                path: path.to_owned(),
+                message: format!("synchronous is {got}, not {want}"),
+            });
         }
         Ok(conn)
     }
@@ -247,8 +286,16 @@ impl Store {
         self.inner.durability
     }
 
-    fn with<T>(&self, what: &str, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
-        let conn = self.inner.conn.lock().map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
+    fn with<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
         f(&conn).map_err(|e| StoreError::from_sql(&self.inner.path, what, e))
     }
 
@@ -256,7 +303,9 @@ impl Store {
         self.inner
             .writer
             .get_or_init(|| {
-                Self::connect(&self.inner.path, self.inner.durability).map(Writer::start).map_err(|e| e.to_string())
+                Self::connect(&self.inner.path, self.inner.durability)
+                    .map(Writer::start)
+                    .map_err(|e| e.to_string())
             })
             .clone()
     }
@@ -265,7 +314,12 @@ impl Store {
 /// Creates the file with mode 0600 if it does not exist yet.
 fn create_private(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
@@ -276,9 +330,15 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 /// store or that a newer troupe wrote.
 fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |e| StoreError::from_sql(path, "read the schema", e);
-    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(sql)?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
-    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(sql)?;
+    let app: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(sql)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .map_err(sql)?;
     if app == 0 && tables == 0 {
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
@@ -287,13 +347,96 @@ fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         return Ok(());
     }
     if app != APPLICATION_ID {
-        let why = if app == 0 { "an SQLite database of another program".to_owned() } else { format!("application id {app:#x}") };
-        return Err(StoreError::Foreign { path: path.to_owned(), why });
+        let why = if app == 0 {
+            "an SQLite database of another program".to_owned()
+        } else {
+            format!("application id {app:#x}")
+        };
+        return Err(StoreError::Foreign {
+            path: path.to_owned(),
+            why,
+        });
     }
     if version > SCHEMA_VERSION {
-        return Err(StoreError::Foreign { path: path.to_owned(), why: format!("written by a newer troupe (schema {version})") });
+        return Err(StoreError::Foreign {
+            path: path.to_owned(),
+            why: format!("written by a newer troupe (schema {version})"),
+        });
     }
     Ok(())
+}
+
+/// A fingerprint of a workflow's structure (its statements and the
+/// signatures of its actions), with the canonical text it is taken of.
+/// Stable across processes and insensitive to comments and layout.
+pub fn fingerprint(
+    program: &troupe_check::ir::Program,
+    workflow: &troupe_check::ir::Workflow,
+) -> (String, String) {
+    let names = troupe_project::Names::new(program, workflow);
+    let types = &program.types;
+    let mut canonical = String::new();
+    for a in &program.actions {
+        let params: Vec<String> = a
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, types.display(&p.ty)))
+            .collect();
+        let outputs: Vec<String> = a
+            .outputs
+            .iter()
+            .map(|p| format!("{}: {}", p.name, types.display(&p.ty)))
+            .collect();
+        canonical.push_str(&format!(
+            "{} {}({}) -> ({})\n",
+            a.kind.label(),
+            a.name,
+            params.join(", "),
+            outputs.join(", ")
+        ));
+    }
+    let inputs: Vec<String> = workflow
+        .inputs
+        .iter()
+        .map(|v| {
+            let var = workflow.var(*v);
+            format!(
+                "{}: {} @ {}",
+                var.name,
+                types.display(&var.ty),
+                workflow.lifeline(var.lifeline).name
+            )
+        })
+        .collect();
+    let lifelines: Vec<&str> = workflow.lifelines.iter().map(|l| l.name.as_str()).collect();
+    canonical.push_str(&format!(
+        "workflow {}({}) lifelines {}\n",
+        workflow.name,
+        inputs.join(", "),
+        lifelines.join(", ")
+    ));
+    canonical.push_str(&names.block(&workflow.body, 1));
+    (
+        format!("{:016x}", codec::fnv64(canonical.as_bytes())),
+        canonical,
+    )
+}
+
+/// Explains how two canonical forms differ: the first line that changed.
+pub fn explain_change(old: &str, new: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let i = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let shown = |l: Option<&&str>| l.map_or("(nothing)".to_owned(), |s| format!("`{}`", s.trim()));
+    format!(
+        "the first difference is at line {} of the canonical form: was {}, now {}",
+        i + 1,
+        shown(a.get(i)),
+        shown(b.get(i))
+    )
 }
 
 /// What a new run records.
@@ -351,7 +494,11 @@ impl Store {
     }
 
     /// The journal of `run`, loaded with what it already recorded.
-    pub fn journal(&self, run: i64, types: Arc<troupe_check::TypeTable>) -> Result<Arc<StoreJournal>, StoreError> {
+    pub fn journal(
+        &self,
+        run: i64,
+        types: Arc<troupe_check::TypeTable>,
+    ) -> Result<Arc<StoreJournal>, StoreError> {
         journal::StoreJournal::open(self, run, types).map(Arc::new)
     }
 
@@ -366,7 +513,12 @@ impl Store {
 
     pub(crate) fn task_row_id(&self, run: i64, key: &str) -> Result<Option<i64>, StoreError> {
         self.with("find the task", |c| {
-            c.query_row("SELECT id FROM tasks WHERE run = ?1 AND key = ?2", params![run, key], |r| r.get(0)).optional()
+            c.query_row(
+                "SELECT id FROM tasks WHERE run = ?1 AND key = ?2",
+                params![run, key],
+                |r| r.get(0),
+            )
+            .optional()
         })
     }
 }

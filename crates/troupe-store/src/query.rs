@@ -70,7 +70,8 @@ pub struct TaskRow {
     pub answered_at: Option<String>,
 }
 
-const SUMMARY_COLUMNS: &str = "id, workflow, file, status, result, error, created_at, updated_at, owner_pid";
+const SUMMARY_COLUMNS: &str =
+    "id, workflow, file, status, result, error, created_at, updated_at, owner_pid";
 
 fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
     let id: i64 = r.get(0)?;
@@ -98,8 +99,7 @@ fn process_alive(pid: i64) -> bool {
     pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-const TASK_COLUMNS: &str =
-    "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at";
+const TASK_COLUMNS: &str = "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at";
 
 fn task(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     let id: i64 = r.get(0)?;
@@ -131,11 +131,16 @@ impl Store {
     /// Runs, newest first, optionally with one status.
     pub fn runs(&self, status: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
         let all = self.with("list the runs", |c| {
-            let mut stmt = c.prepare(&format!("SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC"))?;
+            let mut stmt = c.prepare(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC"
+            ))?;
             let rows = stmt.query_map([], summary)?;
             rows.collect::<Result<Vec<_>, _>>()
         })?;
-        Ok(all.into_iter().filter(|r| status.is_none_or(|s| r.status == s)).collect())
+        Ok(all
+            .into_iter()
+            .filter(|r| status.is_none_or(|s| r.status == s))
+            .collect())
     }
 
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
@@ -153,14 +158,23 @@ impl Store {
             )
             .optional()
         })?;
-        let Some((summary, source, fingerprint, canonical, inputs, bin, seed, lifelines, llm)) = row else {
+        let Some((summary, source, fingerprint, canonical, inputs, bin, seed, lifelines, llm)) =
+            row
+        else {
             return Err(StoreError::UnknownRun(Store::run_name(id)));
         };
         let input_values = codec::Reader::new(&bin)
             .values()
-            .map_err(|e| StoreError::Corrupt { path: self.path().to_owned(), message: format!("inputs of run {id}: {e}") })?;
+            .map_err(|e| StoreError::Corrupt {
+                path: self.path().to_owned(),
+                message: format!("inputs of run {id}: {e}"),
+            })?;
         let events: i64 = self.with("count the events", |c| {
-            c.query_row("SELECT coalesce(sum(count), 0) FROM events WHERE run = ?1", params![id], |r| r.get(0))
+            c.query_row(
+                "SELECT coalesce(sum(count), 0) FROM events WHERE run = ?1",
+                params![id],
+                |r| r.get(0),
+            )
         })?;
         Ok(RunDetail {
             summary,
@@ -200,17 +214,25 @@ impl Store {
 
     /// The recorded events of a run, in the order they were recorded, from
     /// chunk `from_chunk` on; also returns the next chunk number (for `--follow`).
-    pub fn events(&self, run: i64, from_chunk: i64) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
+    pub fn events(
+        &self,
+        run: i64,
+        from_chunk: i64,
+    ) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
         let chunks: Vec<(i64, Vec<u8>)> = self.with("read the events", |c| {
-            let mut stmt = c.prepare("SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk")?;
+            let mut stmt = c.prepare(
+                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
+            )?;
             let rows = stmt.query_map(params![run, from_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect()
         })?;
         let mut out = Vec::new();
         let mut next = from_chunk;
         for (chunk, data) in chunks {
-            let events = codec::decode_events(&data)
-                .map_err(|e| StoreError::Corrupt { path: self.path().to_owned(), message: format!("run {run}, chunk {chunk}: {e}") })?;
+            let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
+                path: self.path().to_owned(),
+                message: format!("run {run}, chunk {chunk}: {e}"),
+            })?;
             out.extend(events);
             next = chunk + 1;
         }
@@ -221,7 +243,9 @@ impl Store {
     pub fn tasks(&self, all: bool) -> Result<Vec<TaskRow>, StoreError> {
         let filter = if all { "" } else { "WHERE status = 'pending'" };
         self.with("list the tasks", |c| {
-            let mut stmt = c.prepare(&format!("SELECT {TASK_COLUMNS} FROM tasks {filter} ORDER BY id"))?;
+            let mut stmt = c.prepare(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks {filter} ORDER BY id"
+            ))?;
             let rows = stmt.query_map([], task)?;
             rows.collect()
         })
@@ -229,13 +253,25 @@ impl Store {
 
     pub fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
-        self.with("read the task", |c| c.query_row(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"), params![n], task).optional())?
-            .ok_or_else(|| StoreError::UnknownTask(id.to_owned()))
+        self.with("read the task", |c| {
+            c.query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                params![n],
+                task,
+            )
+            .optional()
+        })?
+        .ok_or_else(|| StoreError::UnknownTask(id.to_owned()))
     }
 
     /// Answers a pending task. The first answer wins: answering a task that
     /// is already answered is a `Conflict` that says by whom and when.
-    pub fn answer(&self, id: &str, answer: &serde_json::Value, by: &str) -> Result<TaskRow, StoreError> {
+    pub fn answer(
+        &self,
+        id: &str,
+        answer: &serde_json::Value,
+        by: &str,
+    ) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
         let changed = self.with("answer the task", |c| {
             c.execute(
@@ -258,13 +294,33 @@ impl Store {
     /// Settles an effect that started and never finished: `Some(outputs)`
     /// records it done with those outputs; `None` forgets the start so that
     /// the resumed run performs it again.
-    pub fn resolve(&self, run: i64, key: &str, outputs: Option<(&[Value], serde_json::Value)>) -> Result<(), StoreError> {
+    pub fn resolve(
+        &self,
+        run: i64,
+        key: &str,
+        outputs: Option<(&[Value], serde_json::Value)>,
+    ) -> Result<(), StoreError> {
         let status: Option<String> = self.with("read the step", |c| {
-            c.query_row("SELECT status FROM steps WHERE run = ?1 AND key = ?2", params![run, key], |r| r.get(0)).optional()
+            c.query_row(
+                "SELECT status FROM steps WHERE run = ?1 AND key = ?2",
+                params![run, key],
+                |r| r.get(0),
+            )
+            .optional()
         })?;
         match status.as_deref() {
-            None => return Err(StoreError::Conflict(format!("{} has no step {key}", Store::run_name(run)))),
-            Some("done") => return Err(StoreError::Conflict(format!("step {key} of {} already finished", Store::run_name(run)))),
+            None => {
+                return Err(StoreError::Conflict(format!(
+                    "{} has no step {key}",
+                    Store::run_name(run)
+                )));
+            }
+            Some("done") => {
+                return Err(StoreError::Conflict(format!(
+                    "step {key} of {} already finished",
+                    Store::run_name(run)
+                )));
+            }
             _ => {}
         }
         self.with("settle the step", |c| match &outputs {

@@ -10,8 +10,20 @@ use tokio::sync::oneshot;
 /// One write.
 #[derive(Debug)]
 pub(crate) enum Op {
-    Events { run: i64, chunk: i64, count: u32, data: Vec<u8> },
-    StepStarted { run: i64, key: String, kind: &'static str, lifeline: String, action: String, input_hash: String },
+    Events {
+        run: i64,
+        chunk: i64,
+        count: u32,
+        data: Vec<u8>,
+    },
+    StepStarted {
+        run: i64,
+        key: String,
+        kind: &'static str,
+        lifeline: String,
+        action: String,
+        input_hash: String,
+    },
     StepDone {
         run: i64,
         key: String,
@@ -22,8 +34,16 @@ pub(crate) enum Op {
         outputs: Vec<u8>,
         outputs_json: String,
     },
-    Status { run: i64, status: &'static str },
-    Finish { run: i64, status: &'static str, result: Option<String>, error: Option<String> },
+    Status {
+        run: i64,
+        status: &'static str,
+    },
+    Finish {
+        run: i64,
+        status: &'static str,
+        result: Option<String>,
+        error: Option<String>,
+    },
     Task(crate::NewTask),
 }
 
@@ -77,7 +97,10 @@ impl Writer {
         match self.tx.try_send(req) {
             Ok(()) => Ok(()),
             // The queue is full: wait for the writer (back-pressure).
-            Err(TrySendError::Full(req)) => self.tx.send(req).map_err(|_| "the store writer stopped".to_owned()),
+            Err(TrySendError::Full(req)) => self
+                .tx
+                .send(req)
+                .map_err(|_| "the store writer stopped".to_owned()),
             Err(TrySendError::Disconnected(_)) => Err("the store writer stopped".to_owned()),
         }
     }
@@ -89,7 +112,10 @@ impl Writer {
             let _ = done.send(Err(f));
             return rx;
         }
-        let req = Request { op, done: Some(done) };
+        let req = Request {
+            op,
+            done: Some(done),
+        };
         let req = match self.tx.try_send(req) {
             Ok(()) => return rx,
             Err(TrySendError::Full(req)) => req,
@@ -118,7 +144,8 @@ fn run(mut conn: Connection, rx: Receiver<Request>, failure: Arc<Mutex<Option<St
                 Err(_) => break,
             }
         }
-        let result = commit(&mut conn, &batch).map_err(|e| format!("cannot commit to the store: {e}"));
+        let result =
+            commit(&mut conn, &batch).map_err(|e| format!("cannot commit to the store: {e}"));
         if let Err(e) = &result
             && let Ok(mut slot) = failure.lock()
             && slot.is_none()
@@ -143,11 +170,25 @@ fn commit(conn: &mut Connection, batch: &[Request]) -> rusqlite::Result<()> {
 
 fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
     match op {
-        Op::Events { run, chunk, count, data } => {
-            tx.prepare_cached("INSERT OR REPLACE INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)")?
-                .execute(params![run, chunk, count, data])?;
+        Op::Events {
+            run,
+            chunk,
+            count,
+            data,
+        } => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![run, chunk, count, data])?;
         }
-        Op::StepStarted { run, key, kind, lifeline, action, input_hash } => {
+        Op::StepStarted {
+            run,
+            key,
+            kind,
+            lifeline,
+            action,
+            input_hash,
+        } => {
             tx.prepare_cached(
                 "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
@@ -155,7 +196,16 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             )?
             .execute(params![run, key, kind, lifeline, action, input_hash])?;
         }
-        Op::StepDone { run, key, kind, lifeline, action, input_hash, outputs, outputs_json } => {
+        Op::StepDone {
+            run,
+            key,
+            kind,
+            lifeline,
+            action,
+            input_hash,
+            outputs,
+            outputs_json,
+        } => {
             tx.prepare_cached(
                 "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now'))
@@ -171,7 +221,12 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             )?
             .execute(params![run, status])?;
         }
-        Op::Finish { run, status, result, error } => {
+        Op::Finish {
+            run,
+            status,
+            result,
+            error,
+        } => {
             tx.prepare_cached(
                 "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
             )?

@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod check;
 pub mod contracts;
+pub mod durable;
 pub mod explain;
 pub mod run;

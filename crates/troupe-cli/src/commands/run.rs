@@ -55,6 +55,50 @@ pub struct RunArgs {
     /// Deadline of every asynchronous action (LLM, effect, human), e.g. `30s`.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+    /// Record the run durably in this store (default `.troupe/troupe.db`):
+    /// a restarted `troupe run` or `troupe resume` continues it without
+    /// redoing finished work. Unfinished runs of the same file whose process
+    /// is gone are resumed first.
+    #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = crate::commands::durable::DEFAULT_STORE)]
+    pub store: Option<PathBuf>,
+    /// With --store: start the run in the background and print its id.
+    #[arg(long, requires = "store")]
+    pub detach: bool,
+    /// With --store: start a new run even if unfinished ones could be resumed.
+    #[arg(long, requires = "store")]
+    pub new: bool,
+    /// With --store: `full` (survives power loss) or `normal` (faster).
+    #[arg(long, value_enum, default_value_t = crate::commands::durable::DurabilityArg::Full)]
+    pub durability: crate::commands::durable::DurabilityArg,
+}
+
+impl RunArgs {
+    /// The options of `troupe resume`, which continues a recorded run.
+    pub fn for_resume(
+        llm: Option<String>,
+        llm_for: Vec<String>,
+        answers: Option<PathBuf>,
+        json: bool,
+    ) -> RunArgs {
+        RunArgs {
+            file: PathBuf::new(),
+            workflow: None,
+            inputs: Vec::new(),
+            input_json: None,
+            llm,
+            llm_for,
+            answers,
+            trace: false,
+            json,
+            no_verify: false,
+            seed: 0,
+            timeout: None,
+            store: None,
+            detach: false,
+            new: false,
+            durability: crate::commands::durable::DurabilityArg::Full,
+        }
+    }
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -84,6 +128,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
+    if let Some(store) = &args.store {
+        return crate::commands::durable::run(args, store);
+    }
     let shown = args.file.display().to_string();
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,
