@@ -133,10 +133,10 @@ impl StoreJournal {
         self.recorded.len()
     }
 
-    /// Hands the buffered events to the writer.
-    fn flush(&self, buf: &mut Buffer) -> Result<(), String> {
+    /// The buffered events as one write, if there are any.
+    fn take_chunk(&self, buf: &mut Buffer) -> Option<Op> {
         if buf.bytes.is_empty() {
-            return Ok(());
+            return None;
         }
         let data = std::mem::replace(&mut buf.bytes, Vec::with_capacity(CHUNK + 1024));
         let op = Op::Events {
@@ -147,16 +147,28 @@ impl StoreJournal {
         };
         buf.next_chunk += 1;
         buf.count = 0;
-        self.writer.send(op)
+        Some(op)
     }
 
-    /// Flushes the events, then queues `op` and waits for it to be durable.
+    /// Hands the buffered events to the writer.
+    fn flush(&self, buf: &mut Buffer) -> Result<(), String> {
+        match self.take_chunk(buf) {
+            Some(op) => self.writer.send(op),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues the buffered events and `op` as one transaction, and waits
+    /// for it to be durable: one commit per durable record.
     fn durable(&self, op: Op) -> BoxFuture<'static, Result<(), String>> {
-        let flushed = match self.buffer.lock() {
-            Ok(mut buf) => self.flush(&mut buf),
+        let op = match self.buffer.lock() {
+            Ok(mut buf) => match self.take_chunk(&mut buf) {
+                Some(events) => Ok(Op::Batch(vec![events, op])),
+                None => Ok(op),
+            },
             Err(_) => Err("the journal was poisoned".to_owned()),
         };
-        let rx = flushed.map(|()| self.writer.send_durable(op));
+        let rx = op.map(|op| self.writer.send_durable(op));
         Box::pin(async move {
             match rx {
                 Ok(rx) => rx

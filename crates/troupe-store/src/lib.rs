@@ -299,6 +299,40 @@ impl Store {
         f(&conn).map_err(|e| StoreError::from_sql(&self.inner.path, what, e))
     }
 
+    /// Transactions the group-commit writer has committed in this process.
+    pub fn commits(&self) -> u64 {
+        self.inner
+            .writer
+            .get()
+            .and_then(|w| w.as_ref().ok())
+            .map_or(0, Writer::commits)
+    }
+
+    /// The baseline of the durable benchmarks: `n` single-row inserts into a
+    /// fresh database at `path`, each its own committed transaction, with
+    /// the same pragmas as a store.
+    pub fn raw_commit_baseline(
+        path: &Path,
+        n: u32,
+        durability: Durability,
+    ) -> Result<std::time::Duration, StoreError> {
+        let _ = std::fs::remove_file(path);
+        create_private(path).map_err(|e| StoreError::Open {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let conn = Self::connect(path, durability)?;
+        let sql = |e| StoreError::from_sql(path, "baseline", e);
+        conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)")
+            .map_err(sql)?;
+        let started = std::time::Instant::now();
+        for i in 0..n {
+            conn.execute("INSERT INTO t(v) VALUES (?1)", params![format!("row {i}")])
+                .map_err(sql)?;
+        }
+        Ok(started.elapsed())
+    }
+
     pub(crate) fn writer(&self) -> Result<Writer, String> {
         self.inner
             .writer

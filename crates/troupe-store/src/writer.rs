@@ -45,6 +45,8 @@ pub(crate) enum Op {
         error: Option<String>,
     },
     Task(crate::NewTask),
+    /// Several operations that must share one transaction.
+    Batch(Vec<Op>),
 }
 
 pub(crate) struct Request {
@@ -59,6 +61,8 @@ pub(crate) struct Writer {
     /// The first commit failure: later writes fail with it, so that a run
     /// stops instead of going on with records that were not kept.
     failure: Arc<Mutex<Option<String>>>,
+    /// Transactions committed so far.
+    commits: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Queued operations allowed before `send` waits for the writer: bounds
@@ -72,16 +76,26 @@ impl Writer {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let failure = Arc::new(Mutex::new(None));
         let f = failure.clone();
+        let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = commits.clone();
         std::thread::Builder::new()
             .name("troupe-store-writer".into())
-            .spawn(move || run(conn, rx, f))
+            .spawn(move || run(conn, rx, f, counter))
             .map(|_| ())
             .unwrap_or_else(|e| {
                 if let Ok(mut slot) = failure.lock() {
                     *slot = Some(format!("cannot start the store writer: {e}"));
                 }
             });
-        Writer { tx, failure }
+        Writer {
+            tx,
+            failure,
+            commits,
+        }
+    }
+
+    pub(crate) fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn failure(&self) -> Option<String> {
@@ -135,7 +149,12 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, rx: Receiver<Request>, failure: Arc<Mutex<Option<String>>>) {
+fn run(
+    mut conn: Connection,
+    rx: Receiver<Request>,
+    failure: Arc<Mutex<Option<String>>>,
+    commits: Arc<std::sync::atomic::AtomicU64>,
+) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -146,6 +165,7 @@ fn run(mut conn: Connection, rx: Receiver<Request>, failure: Arc<Mutex<Option<St
         }
         let result =
             commit(&mut conn, &batch).map_err(|e| format!("cannot commit to the store: {e}"));
+        commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = &result
             && let Ok(mut slot) = failure.lock()
             && slot.is_none()
@@ -233,6 +253,11 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             .execute(params![run, status, result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
+        Op::Batch(ops) => {
+            for op in ops {
+                apply(tx, op)?;
+            }
+        }
     }
     Ok(())
 }
