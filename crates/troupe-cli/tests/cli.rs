@@ -271,3 +271,124 @@ fn run_reports_bad_inputs_and_unanswerable_tasks() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("nothing was run"));
 }
+
+#[test]
+fn local_approval_waits_for_an_answer_from_another_process() {
+    let dir = std::env::temp_dir().join(format!("troupe-cli-approval-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("t.db");
+    let db = db.to_str().unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args([
+            "run",
+            "examples/local_approval.troupe",
+            "-i",
+            "request=a new laptop",
+            "--store",
+            db,
+            "--json",
+        ])
+        .current_dir(workspace())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the task to appear in the store.
+    let mut task = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let out = troupe(&["tasks", "--store", db, "--json"]);
+        if out.status.success() {
+            let tasks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if let Some(t) = tasks.as_array().and_then(|a| a.first()) {
+                task = Some(t["id"].as_str().unwrap().to_owned());
+                assert_eq!(t["kind"], "confirm");
+                assert!(t["prompt"].as_str().unwrap().contains("a new laptop"));
+                break;
+            }
+        }
+    }
+    let task = task.expect("the task never appeared");
+    let runs: serde_json::Value =
+        serde_json::from_slice(&troupe(&["runs", "--store", db, "--json"]).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "waiting");
+    let out = troupe(&["answer", &task, "--yes", "--store", db]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["results"]["approved"], true);
+    assert_eq!(doc["verified"], true);
+    // A second answer loses; a restart finds nothing to do and asks nothing.
+    assert_eq!(
+        troupe(&["answer", &task, "--no", "--store", db])
+            .status
+            .code(),
+        Some(1)
+    );
+    let again = troupe(&["resume", "run-1", "--store", db]);
+    assert!(
+        stderr(&again).contains("done already"),
+        "{}",
+        stderr(&again)
+    );
+    let tasks: serde_json::Value =
+        serde_json::from_slice(&troupe(&["tasks", "--all", "--store", db, "--json"]).stdout)
+            .unwrap();
+    assert_eq!(tasks.as_array().unwrap().len(), 1);
+    let verify = troupe(&["verify", "run-1", "--store", db]);
+    assert!(
+        stdout(&verify).contains("complete run"),
+        "{}",
+        stdout(&verify)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn store_commands_refuse_foreign_files_and_unknown_ids() {
+    let dir = std::env::temp_dir().join(format!("troupe-cli-foreign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let junk = dir.join("junk.db");
+    std::fs::write(
+        &junk,
+        b"this is not a database at all, just some bytes that are long enough",
+    )
+    .unwrap();
+    let out = troupe(&["runs", "--store", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("damaged") || stderr(&out).contains("not a troupe store"),
+        "{}",
+        stderr(&out)
+    );
+    let db = dir.join("t.db");
+    let out = troupe(&[
+        "run",
+        "examples/counter.troupe",
+        "-i",
+        "limit=3",
+        "--store",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = troupe(&["status", "run-99", "--store", db.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no run `run-99`"), "{}", stderr(&out));
+    let out = troupe(&["answer", "task-5", "--yes", "--store", db.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("no task `task-5`"),
+        "{}",
+        stderr(&out)
+    );
+    let meta = std::fs::metadata(&db).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let _ = std::fs::remove_dir_all(&dir);
+}
