@@ -279,7 +279,7 @@ fn local_approval_waits_for_an_answer_from_another_process() {
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("t.db");
     let db = db.to_str().unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_troupe"))
+    let run = Command::new(env!("CARGO_BIN_EXE_troupe"))
         .args([
             "run",
             "examples/local_approval.troupe",
