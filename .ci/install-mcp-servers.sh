@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the real MCP servers that troupe-mcp's tests talk to over stdio.
+# Idempotent: a second run with everything in place does nothing but print.
+#
+#   PyPI mcp-server-time                        -> $DIR/venv/bin/mcp-server-time
+#   npm  @modelcontextprotocol/server-everything -> $DIR/npm/node_modules/.bin/mcp-server-everything
+#
+# DIR is $TROUPE_MCP_SERVERS, or ~/.cache/troupe/mcp-servers by default; the
+# tests look in the same place (crates/troupe-mcp/tests/support/mod.rs). No
+# test downloads anything: without these, they fail and say to run this script.
+set -euo pipefail
+
+TIME_VERSION="2026.10.19"
+EVERYTHING_VERSION="2026.8.31"
+DIR="${TROUPE_MCP_SERVERS:-$HOME/.cache/troupe/mcp-servers}"
+mkdir -p "$DIR"
+
+# mcp-server-time, in its own virtual environment.
+if [ ! -x "$DIR/venv/bin/python" ]; then
+  python3 -m venv "$DIR/venv"
+fi
+if ! "$DIR/venv/bin/python" -m pip show mcp-server-time 2>/dev/null | grep -qx "Version: $TIME_VERSION"; then
+  "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "mcp-server-time==$TIME_VERSION"
+fi
+
+# server-everything, in a private npm prefix.
+installed=""
+if [ -f "$DIR/npm/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+  installed="$(node -p "require('$DIR/npm/node_modules/@modelcontextprotocol/server-everything/package.json').version")"
+fi
+if [ "$installed" != "$EVERYTHING_VERSION" ]; then
+  mkdir -p "$DIR/npm"
+  npm install --prefix "$DIR/npm" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+fi
+
+echo "TROUPE_MCP_SERVERS=$DIR"
+echo "mcp-server-time: $DIR/venv/bin/mcp-server-time"
+echo "server-everything: $DIR/npm/node_modules/.bin/mcp-server-everything"

@@ -1,0 +1,26 @@
+//! MCP for troupe.
+//!
+//! - [`McpToolHost`] performs `tool` actions: it implements
+//!   [`troupe_runtime::ToolHost`] over the official Rust SDK (`rmcp`), with one
+//!   lazily opened connection per `mcp` server (a child process over stdio or a
+//!   Streamable HTTP endpoint), drift checks against `tools/list`, argument
+//!   checks before each call (`MissingSlots`), and results typed by the
+//!   declared outputs.
+//! - [`import`] writes typed `tool` declarations for a server's tools, from a
+//!   live server or a captured `tools/list` answer.
+//! - [`cli`] is the `troupe mcp …` subcommand.
+//!
+//! Protocol revision 2025-11-25.
+
+pub mod cli;
+pub mod connect;
+pub mod error;
+pub mod host;
+pub mod http;
+pub mod import;
+pub mod results;
+pub mod schema;
+
+pub use error::McpError;
+pub use host::{IDEMPOTENCY_META_KEY, McpToolHost};
+// import re-exports come with the importer
