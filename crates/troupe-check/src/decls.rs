@@ -302,15 +302,17 @@ impl Checker<'_> {
             let mut args = Vec::new();
             let mut env = Vec::new();
             let mut cwd = None;
+            let mut contracts = None;
             for f in self.unique_fields(
                 &decl.fields,
-                &["command", "args", "env", "cwd", "url"],
+                &["command", "args", "env", "cwd", "url", "contracts"],
                 "mcp",
             ) {
                 match f.name.name.as_str() {
                     "command" => command = self.plain_text(f),
                     "url" => url = self.plain_text(f),
                     "cwd" => cwd = self.plain_text(f),
+                    "contracts" => contracts = self.plain_text(f),
                     "args" => args = self.text_list(f).unwrap_or_default(),
                     "env" => {
                         for item in self.text_list(f).unwrap_or_default() {
@@ -348,6 +350,7 @@ impl Checker<'_> {
             let server = ir::McpServer {
                 name: decl.name.name.clone(),
                 transport,
+                contracts,
                 span: decl.name.span,
             };
             self.servers

@@ -112,6 +112,9 @@ pub struct ToolAction {
 pub struct McpServer {
     pub name: String,
     pub transport: McpTransport,
+    /// `contracts: "file.json"`: an MCP+ sidecar with the tools' contracts,
+    /// relative to the workflow file (read by contract verification).
+    pub contracts: Option<String>,
     pub span: Span,
 }
 

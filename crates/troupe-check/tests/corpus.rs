@@ -111,7 +111,11 @@ fn every_code_has_two_err_files() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for code in Code::ALL {
+    // Contract findings (E06xx) need contracts files: troupe-contracts tests them.
+    for code in Code::ALL
+        .iter()
+        .filter(|c| !c.as_str()[1..].starts_with("06"))
+    {
         let prefix = code.as_str().to_ascii_lowercase();
         let n = files.iter().filter(|f| f.starts_with(&prefix)).count();
         assert!(

@@ -165,8 +165,20 @@ codes! {
     /// Rule 4: `return` names a variable not bound at that lifeline on every
     /// path to the end of the workflow.
     ReturnUnbound = "E0501", "return-unbound";
-    /// Rule 4: `return` anywhere but as the last statement of a workflow body.
+        /// Rule 4: `return` anywhere but as the last statement of a workflow body.
     MisplacedReturn = "E0502", "misplaced-return";
+    /// Tool contracts: a call of a transactional tool is not guarded, on
+    /// every path, by the true branch of a person's confirmation.
+    UnconfirmedTransaction = "E0601", "unconfirmed-transaction";
+    /// Tool contracts: a `requires` relation of a called tool does not hold on
+    /// every path (the required tool was not called before, or with other values).
+    MissingRequirement = "E0602", "missing-requirement";
+    /// Tool contracts: a called tool documents failure modes that the
+    /// workflow never inspects before relying on the result.
+    UnhandledFailure = "W0603", "unhandled-failure";
+    /// Tool contracts: the contracts of a server cannot be read, or do not
+    /// match its declared tools.
+    ContractUnavailable = "E0604", "contract-unavailable";
 }
 
 impl std::fmt::Display for Code {
