@@ -54,6 +54,20 @@ enum Command {
     ///   troupe run examples/local_approval.troupe -i request="New laptop" --answers answers.json
     #[command(verbatim_doc_comment)]
     Run(commands::run::RunArgs),
+    /// Show the local program of each lifeline (the projection).
+    ///
+    /// Each lifeline's program: its sends, receives and actions, the owner's
+    /// decisions with their control broadcasts, and the other lifelines'
+    /// branches on the decisions they receive.
+    Project(commands::project::ProjectArgs),
+    /// Draw a workflow, or a recorded run, as a sequence chart (SVG or Mermaid).
+    ///
+    /// Examples:
+    ///   troupe msc examples/consensus.troupe -o consensus.svg
+    ///   troupe msc examples/consensus.troupe --format mermaid --show-control
+    ///   troupe msc run-3 --store .troupe/troupe.db -o run-3.svg
+    #[command(verbatim_doc_comment)]
+    Msc(commands::project::MscArgs),
     /// List the runs of a store.
     Runs(commands::durable::RunsArgs),
     /// Show one run: its status, inputs, recorded steps and result.
@@ -137,6 +151,8 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::durable::runs(&args),
+        Command::Project(args) => commands::project::project(&args, cli.color),
+        Command::Msc(args) => commands::project::msc(&args, cli.color),
         Command::Status(args) => commands::durable::status(&args),
         Command::Trace(args) => commands::durable::trace(&args),
         Command::Tasks(args) => commands::durable::tasks(&args),

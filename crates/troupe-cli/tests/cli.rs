@@ -392,3 +392,76 @@ fn store_commands_refuse_foreign_files_and_unknown_ids() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn project_shows_local_programs_and_bystanders_get_no_control() {
+    let out = troupe(&[
+        "project",
+        "examples/reviewed_execution.troupe",
+        "--lifeline",
+        "Executor",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("recv (plan) <- Planner"), "{text}");
+    // The Executor takes no part in the review `if`: no control message.
+    assert!(!text.contains('κ'), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&troupe(&["project", "examples/counter.troupe", "--json"]).stdout)
+            .unwrap();
+    assert_eq!(json["lifelines"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        troupe(&["project", "examples/counter.troupe", "--lifeline", "Nobody"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn msc_draws_workflows_and_recorded_runs() {
+    let svg = stdout(&troupe(&["msc", "examples/consensus.troupe"]));
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.contains("Alice") && svg.contains("Bob"));
+    let mermaid = stdout(&troupe(&[
+        "msc",
+        "examples/consensus.troupe",
+        "--format",
+        "mermaid",
+        "--show-control",
+    ]));
+    assert!(mermaid.starts_with("sequenceDiagram"));
+    assert!(
+        mermaid.contains("loop ") && mermaid.contains("--)"),
+        "{mermaid}"
+    );
+    let dir = std::env::temp_dir().join(format!("troupe-cli-msc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("t.db");
+    let db = db.to_str().unwrap();
+    assert!(
+        troupe(&[
+            "run",
+            "examples/counter.troupe",
+            "-i",
+            "limit=2",
+            "--store",
+            db
+        ])
+        .status
+        .success()
+    );
+    let run_chart = stdout(&troupe(&[
+        "msc", "run-1", "--store", db, "--format", "mermaid",
+    ]));
+    assert!(
+        run_chart.contains("Ping") && run_chart.contains("->>"),
+        "{run_chart}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -506,7 +506,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
             .unwrap_or("")
             .to_owned();
         let now = Instant::now();
-                if let Ok(mut m) = last2.lock()
+        if let Ok(mut m) = last2.lock()
             && let Some(prev) = m.insert(run, now)
             && let Ok(mut l) = lat.lock()
         {

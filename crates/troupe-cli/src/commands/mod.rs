@@ -5,4 +5,5 @@ pub mod check;
 pub mod contracts;
 pub mod durable;
 pub mod explain;
+pub mod project;
 pub mod run;
