@@ -1,0 +1,244 @@
+//! `troupe serve`: a small web server over a troupe store.
+//!
+//! - Pages (server-rendered HTML, inline CSS, a little vanilla JavaScript):
+//!   `/` the runs (auto-refreshing), `/runs/{id}` a run with its sequence
+//!   chart that updates live over server-sent events (`/runs/{id}/events`),
+//!   its trace table and its result, `/inbox` the pending human tasks with a
+//!   form that fits each (confirm, select, input, edit).
+//! - A JSON API: `GET /api/runs`, `GET /api/runs/{id}`, `GET /api/tasks`,
+//!   `POST /api/tasks/{id}/answer`.
+//! - Notification adapters ([`notify`]): Telegram and a generic webhook,
+//!   whose answers come back through `POST /hooks/answer/{task}`.
+//!
+//! Every page and API call needs the server's token: `Authorization: Bearer
+//! T`, or `?token=T` once, which sets an HttpOnly SameSite=Strict cookie.
+//! Answers go through [`answer::submit`], which validates exactly like
+//! `troupe answer` does; the first answer wins across all channels.
+
+pub mod answer;
+mod auth;
+mod html;
+mod live;
+pub mod notify;
+mod routes;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use troupe_store::{Durability, Store, StoreError};
+
+pub use answer::{AnswerError, AnswerInput};
+pub use notify::{NotifyConfig, NotifyDb, TelegramConfig, WebhookConfig};
+pub use routes::router;
+
+/// The store used when `--store` names none (as the CLI's).
+pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+/// Where `serve` listens when `--bind` names nothing.
+pub const DEFAULT_BIND: &str = "127.0.0.1:7878";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no store at {0}; runs are recorded with `troupe run FILE --store {0}`")]
+    NoStore(String),
+    #[error("cannot listen on {addr}: {message}")]
+    Bind { addr: SocketAddr, message: String },
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("notification store: {0}")]
+    NotifyDb(String),
+    #[error("{channel}: {message}")]
+    Notify { channel: String, message: String },
+}
+
+impl From<rusqlite::Error> for WebError {
+    fn from(e: rusqlite::Error) -> WebError {
+        WebError::NotifyDb(e.to_string())
+    }
+}
+
+/// `troupe serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The store (an SQLite file).
+    #[arg(long, value_name = "DB", default_value = DEFAULT_STORE)]
+    pub store: PathBuf,
+    /// Where to listen. Loopback by default; another address exposes the
+    /// page (still behind the token) to the network.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_BIND)]
+    pub bind: SocketAddr,
+    /// The access token. Without it a random one is made and the URL to
+    /// open (with `?token=…`) is printed at start.
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+    /// The project file with a `[notify]` section (default: `troupe.toml`
+    /// in the current directory, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Announce tasks to this webhook (overrides `[notify.webhook] url`).
+    #[arg(long, value_name = "URL")]
+    pub webhook: Option<String>,
+    /// Announce tasks to this Telegram chat (overrides `[notify.telegram]
+    /// chat_id`); the bot token is read from `TELEGRAM_BOT_TOKEN`.
+    #[arg(long, value_name = "CHAT_ID", allow_hyphen_values = true)]
+    pub telegram_chat: Option<i64>,
+    /// A Telegram user id allowed to answer (repeatable; adds to
+    /// `[notify.telegram] allowed_users`).
+    #[arg(long, value_name = "USER_ID")]
+    pub telegram_allow: Vec<i64>,
+    /// The Bot API base URL (default `https://api.telegram.org`).
+    #[arg(long, value_name = "URL")]
+    pub telegram_base_url: Option<String>,
+    /// The URL people and webhooks reach this server at (default
+    /// `http://ADDR`), used in notifications.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Do not run any notification adapter, whatever the configuration says.
+    #[arg(long)]
+    pub no_notify: bool,
+}
+
+/// Everything a running server needs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub token: String,
+    pub notify: NotifyConfig,
+    /// Announce the URL on stderr at start.
+    pub announce: bool,
+}
+
+/// `troupe serve` from its arguments: builds a runtime and serves until
+/// interrupted. Returns the exit status.
+pub fn run(args: ServeArgs) -> Result<i32, WebError> {
+    let mut notify = if args.no_notify {
+        NotifyConfig::default()
+    } else {
+        let path = args
+            .config
+            .clone()
+            .or_else(|| Some(PathBuf::from("troupe.toml")).filter(|p| p.exists()));
+        match path {
+            Some(p) => NotifyConfig::from_file(&p)?,
+            None => NotifyConfig::default(),
+        }
+    };
+    if !args.no_notify {
+        notify.apply_flags(&args)?;
+    }
+    if notify.public_url.is_none() {
+        notify.public_url = Some(format!("http://{}", args.bind));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| WebError::Io(format!("cannot start the runtime: {e}")))?;
+    rt.block_on(serve_with(&args.store, args.bind, args.token, notify))?;
+    Ok(0)
+}
+
+/// Serves the store at `store_path` on `bind` until interrupted (Ctrl-C),
+/// with the notification adapters of `troupe.toml`'s `[notify]` section in
+/// the current directory, if any.
+pub async fn serve(
+    store_path: &Path,
+    bind: SocketAddr,
+    token: Option<String>,
+) -> Result<(), WebError> {
+    let notify = match Some(PathBuf::from("troupe.toml")).filter(|p| p.exists()) {
+        Some(p) => NotifyConfig::from_file(&p)?,
+        None => NotifyConfig::default(),
+    };
+    serve_with(store_path, bind, token, notify).await
+}
+
+/// [`serve`] with an explicit notification configuration.
+pub async fn serve_with(
+    store_path: &Path,
+    bind: SocketAddr,
+    token: Option<String>,
+    notify: NotifyConfig,
+) -> Result<(), WebError> {
+    if !store_path.exists() {
+        return Err(WebError::NoStore(store_path.display().to_string()));
+    }
+    let store = Store::open(store_path, Durability::Full)?;
+    if !bind.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {bind}, which is not a loopback address: anyone who can reach it and has the token can answer tasks"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|e| WebError::Bind {
+            addr: bind,
+            message: e.to_string(),
+        })?;
+    let token = match token {
+        Some(t) if t.is_empty() => return Err(WebError::Config("--token is empty".into())),
+        Some(t) => t,
+        None => random_hex(24)?,
+    };
+    let options = ServeOptions {
+        token,
+        notify,
+        announce: true,
+    };
+    tokio::select! {
+        r = serve_listener(listener, store, options) => r,
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}
+
+/// Serves on an already bound listener (tests bind port 0). Starts the
+/// configured notification adapters.
+pub async fn serve_listener(
+    listener: tokio::net::TcpListener,
+    store: Store,
+    options: ServeOptions,
+) -> Result<(), WebError> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| WebError::Io(e.to_string()))?;
+    let db = Arc::new(NotifyDb::open(store.path())?);
+    let adapters = notify::start(&store, &db, &options.notify)?;
+    if options.announce {
+        eprintln!(
+            "troupe serve: {} on http://{addr}/ — open http://{addr}/?token={}",
+            store.path().display(),
+            options.token
+        );
+        for a in &adapters {
+            eprintln!("notifications: {a}");
+        }
+    }
+    let app = router(store, options.token, db);
+    axum::serve(listener, app)
+        .await
+        .map_err(|e| WebError::Io(format!("the server stopped: {e}")))
+}
+
+/// `n` random bytes from the operating system, as lowercase hex.
+pub fn random_hex(n: usize) -> Result<String, WebError> {
+    use std::io::Read;
+    let mut buf = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| WebError::Io(format!("cannot read random bytes: {e}")))?;
+    Ok(hex(&buf))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares two secrets in time that depends only on their lengths.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
