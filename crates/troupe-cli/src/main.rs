@@ -68,6 +68,9 @@ enum Command {
     ///   troupe msc run-3 --store .troupe/troupe.db -o run-3.svg
     #[command(verbatim_doc_comment)]
     Msc(commands::project::MscArgs),
+    /// Language models: `troupe models check` tries each configured model.
+    #[command(subcommand)]
+    Models(commands::models::ModelsCommand),
     /// List the runs of a store.
     Runs(commands::durable::RunsArgs),
     /// Show one run: its status, inputs, recorded steps and result.
@@ -151,6 +154,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::durable::runs(&args),
+        Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),
         Command::Status(args) => commands::durable::status(&args),

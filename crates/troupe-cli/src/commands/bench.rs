@@ -36,6 +36,13 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Time projection of generated workflows of 10k, 100k and 1M statements
+    /// over 50 lifelines (linear growth expected), against checking them.
+    Project {
+        /// Lifelines of the generated workflows.
+        #[arg(long, default_value_t = 50)]
+        lifelines: usize,
+    },
     /// The counter loop recorded durably (FULL and NORMAL) against raw
     /// single-row SQLite commits, and many concurrent durable runs whose
     /// every step is an effect.
@@ -75,6 +82,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
         BenchCommand::Durable { rounds, runs, dir } => {
             bench_durable(*rounds, *runs, dir.as_deref())
         }
+        BenchCommand::Project { lifelines } => bench_project(*lifelines),
     }
 }
 
@@ -273,6 +281,43 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
         "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
         rate(ours) / 11_000.0
     );
+    Ok(ExitStatus::Success)
+}
+
+fn bench_project(lifelines: usize) -> Result<ExitStatus> {
+    println!("troupe bench project: generated workflows over {lifelines} lifelines (median of 3)");
+    println!(
+        "  {:>10}  {:>12}  {:>12}  {:>14}  {:>12}",
+        "statements", "check", "project", "ns/statement", "local size"
+    );
+    for statements in [10_000usize, 100_000, 1_000_000] {
+        let src = generate_workflow(statements, lifelines);
+        let (program, diagnostics) = troupe_check::check_text(&src);
+        let program = program.ok_or_else(|| {
+            anyhow::anyhow!(
+                "generated workflow does not check: {:?}",
+                diagnostics.first()
+            )
+        })?;
+        let wf = &program.workflows[0];
+        let mut check_times = Vec::new();
+        let mut project_times = Vec::new();
+        let mut size = 0;
+        for _ in 0..3 {
+            let t = Instant::now();
+            std::hint::black_box(troupe_check::check_text(&src));
+            check_times.push(t.elapsed());
+            let t = Instant::now();
+            let projection = troupe_project::project(&program, wf)?;
+            project_times.push(t.elapsed());
+            size = projection.size();
+        }
+        let (check, project) = (median(check_times), median(project_times));
+        println!(
+            "  {statements:>10}  {check:>12.2?}  {project:>12.2?}  {:>14.0}  {size:>12}",
+            project.as_nanos() as f64 / statements as f64
+        );
+    }
     Ok(ExitStatus::Success)
 }
 

@@ -5,5 +5,6 @@ pub mod check;
 pub mod contracts;
 pub mod durable;
 pub mod explain;
+pub mod models;
 pub mod project;
 pub mod run;
