@@ -1,0 +1,184 @@
+//! Shared test helpers: a store in a temp dir, durable runs driven through
+//! the library (as `troupe run --store` does), and a server on 127.0.0.1.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use troupe_runtime::{EngineBuilder, RunOptions};
+use troupe_store::{Durability, NewRun, Store, StoreInbox, TaskRow};
+use troupe_web::{NotifyConfig, ServeOptions};
+
+pub const APPROVAL: &str = include_str!("../../../../examples/local_approval.troupe");
+
+/// One task of each kind, each on its own lifeline, so all are pending at once.
+pub const KINDS: &str = r#"
+enum Size { small, large }
+human approve(plan: Text) -> Bool { ask: "Approve {plan}?" }
+human pick(plan: Text) -> Size { ask: "Which size for {plan}?" }
+human remark(plan: Text) -> Text { ask: "A remark on {plan}?" }
+human count(plan: Text) -> Int { ask: "How many for {plan}?" }
+human rewrite(plan: Text) -> Text { ask: "Edit the plan", prefill: "{plan}" }
+
+workflow kinds(plan: Text @ A) {
+  lifelines A, B, C, D, E, F
+  msg A(plan) -> B(plan)
+  msg A(plan) -> C(plan)
+  msg A(plan) -> D(plan)
+  msg A(plan) -> E(plan)
+  msg A(plan) -> F(plan)
+  act B: ok = approve(plan)
+  act C: size = pick(plan)
+  act D: note = remark(plan)
+  act E: text = rewrite(plan)
+  act F: n = count(plan)
+  msg B(ok) -> A(ok)
+  msg C(size) -> A(size)
+  msg D(note) -> A(note)
+  msg E(text) -> A(text)
+  msg F(n) -> A(n)
+  return text @ A
+}
+"#;
+
+pub fn open_store(dir: &tempfile::TempDir) -> Store {
+    Store::open(dir.path().join("troupe.db"), Durability::Normal).expect("open the store")
+}
+
+/// Records a new run of the first workflow of `source` and drives it on a
+/// thread of its own (its own runtime, like a `troupe run --store` process).
+pub fn start_run(
+    store: &Store,
+    source: &str,
+    inputs: &[(&str, &str)],
+) -> (i64, std::thread::JoinHandle<Result<String, String>>) {
+    let (program, diags) = troupe_check::check_text(source);
+    let program = program.unwrap_or_else(|| panic!("the test workflow does not check: {diags:?}"));
+    let wf = program.workflows[0].clone();
+    let (fingerprint, canonical) = troupe_store::fingerprint(&program, &wf);
+    let engine = EngineBuilder::from_source(source)
+        .expect("checks")
+        .mock_unbound_externs(Arc::new(troupe_llm::MockBackend::new()));
+    let probe = EngineBuilder::from_source(source)
+        .expect("checks")
+        .mock_unbound_externs(Arc::new(troupe_llm::MockBackend::new()))
+        .build()
+        .expect("builds");
+    let pairs: Vec<(String, String)> = inputs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let values = probe.parse_inputs(&pairs, None).expect("inputs");
+    let run = store
+        .create_run(&NewRun {
+            workflow: wf.name.clone(),
+            file: Some("test.troupe".into()),
+            source: source.to_owned(),
+            fingerprint,
+            canonical,
+            inputs_json: "{}".into(),
+            inputs: values.clone(),
+            seed: 0,
+            lifelines: wf.lifelines.len(),
+            llm: "mock".into(),
+        })
+        .expect("create the run");
+    let engine = engine
+        .humans(Arc::new(StoreInbox::new(store.clone(), run)))
+        .build()
+        .expect("builds");
+    let store = store.clone();
+    let handle = std::thread::spawn(move || {
+        store.claim(run).map_err(|e| e.to_string())?;
+        let journal = store
+            .journal(run, Arc::new(engine.types().clone()))
+            .map_err(|e| e.to_string())?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let options = RunOptions {
+            run_id: Store::run_name(run),
+            journal: Some(journal),
+            ..RunOptions::default()
+        };
+        let outcome = rt
+            .block_on(engine.run(values, options))
+            .map_err(|e| e.to_string())?;
+        Ok(format!("{:?}", outcome.results))
+    });
+    (run, handle)
+}
+
+/// Waits until `run` has `n` pending tasks; returns them.
+pub fn wait_tasks(store: &Store, run: i64, n: usize) -> Vec<TaskRow> {
+    let name = Store::run_name(run);
+    let start = Instant::now();
+    loop {
+        let tasks: Vec<TaskRow> = store
+            .tasks(false)
+            .expect("tasks")
+            .into_iter()
+            .filter(|t| t.run == name)
+            .collect();
+        if tasks.len() >= n {
+            return tasks;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{name} did not ask for {n} task(s) in time (has {})",
+            tasks.len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the run's status is `status`.
+pub fn wait_status(store: &Store, run: i64, status: &str) {
+    let start = Instant::now();
+    loop {
+        let now = store.run(run).expect("run").summary.status;
+        if now == status {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "run-{run} is {now}, not {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Serves `store` on a free loopback port.
+pub async fn serve(store: &Store, token: &str) -> SocketAddr {
+    serve_with(store, token, NotifyConfig::default()).await
+}
+
+pub async fn serve_with(store: &Store, token: &str, notify: NotifyConfig) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let options = ServeOptions {
+        token: token.to_owned(),
+        notify,
+        announce: false,
+    };
+    let store = store.clone();
+    tokio::spawn(async move {
+        if let Err(e) = troupe_web::serve_listener(listener, store, options).await {
+            eprintln!("server stopped: {e}");
+        }
+    });
+    addr
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
