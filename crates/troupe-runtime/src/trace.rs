@@ -1,6 +1,6 @@
 //! The trace of a run: per lifeline, its events with logical timestamps.
 
-use troupe_check::ir::{LifelineId, Program, Workflow};
+use troupe_check::ir::{Block, LifelineId, Program, Stmt, StmtId, StmtKind, Workflow};
 use troupe_msc::{Event, Execution, Message};
 use troupe_project::Names;
 
@@ -31,41 +31,74 @@ impl Trace {
         exec
     }
 
-    /// One line per event, for people.
+    /// One line per event, for people: the time, the lifeline, and what it
+    /// did, with the statement it comes from.
     pub fn render(&self, program: &Program, workflow: &Workflow) -> String {
         let names = Names::new(program, workflow);
+        let mut stmts = vec![None; workflow.stmt_count as usize];
+        index_stmts(&workflow.body, &mut stmts);
+        let head = |id: StmtId| {
+            stmts
+                .get(id.0 as usize)
+                .copied()
+                .flatten()
+                .map(|s| names.stmt_head(s))
+                .unwrap_or_default()
+        };
+        let values = |v: &Option<Vec<troupe_check::Value>>| {
+            v.as_ref()
+                .map(|v| {
+                    v.iter()
+                        .map(|x| names.value(x))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
         let mut out = String::new();
         for e in &self.entries {
             let who = names.lifeline(e.lifeline);
             let line = match &e.event {
-                Event::Send { to, msg } => {
-                    format!("send {} to {}", message(msg, &names), names.lifeline(*to))
+                Event::Send {
+                    to,
+                    msg: Message::Data { values: v, .. },
+                } => format!("send ({}) to {}", values(v), names.lifeline(*to)),
+                Event::Recv {
+                    from,
+                    msg: Message::Data { values: v, .. },
+                } => format!("recv ({}) from {}", values(v), names.lifeline(*from)),
+                Event::Send {
+                    to,
+                    msg: Message::Control { tag, decision, .. },
+                } => {
+                    format!(
+                        "send decision {} {tag} to {}",
+                        if *decision { "⊤" } else { "⊥" },
+                        names.lifeline(*to)
+                    )
                 }
-                Event::Recv { from, msg } => format!(
-                    "recv {} from {}",
-                    message(msg, &names),
-                    names.lifeline(*from)
-                ),
-                Event::Act { stmt, outputs } => {
-                    let outs = outputs.as_ref().map(|v| {
-                        v.iter()
-                            .map(|x| names.value(x))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    });
-                    format!("act s{} -> ({})", stmt.0, outs.unwrap_or_default())
+                Event::Recv {
+                    from,
+                    msg: Message::Control { tag, decision, .. },
+                } => {
+                    format!(
+                        "recv decision {} {tag} from {}",
+                        if *decision { "⊤" } else { "⊥" },
+                        names.lifeline(*from)
+                    )
                 }
-                Event::Decide {
-                    stmt,
-                    tag,
-                    decision,
-                } => format!(
-                    "decide {} at s{} {tag}",
-                    if *decision { "⊤" } else { "⊥" },
-                    stmt.0
-                ),
+                Event::Act { outputs, .. } => format!("act → {}", values(outputs)),
+                Event::Decide { tag, decision, .. } => {
+                    format!("decide {} {tag}", if *decision { "⊤" } else { "⊥" })
+                }
             };
-            out.push_str(&format!("{:>6}  {:<12} {line}\n", e.time, who));
+            out.push_str(&format!(
+                "{:>6}  {:<12} {:<44} // {}\n",
+                e.time,
+                who,
+                line,
+                head(e.event.stmt())
+            ));
         }
         out
     }
@@ -113,25 +146,23 @@ impl Trace {
     }
 }
 
-fn message(msg: &Message, names: &Names<'_>) -> String {
-    match msg {
-        Message::Data { stmt, values } => {
-            let vals = values.as_ref().map(|v| {
-                v.iter()
-                    .map(|x| names.value(x))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            });
-            format!("s{}({})", stmt.0, vals.unwrap_or_default())
+fn index_stmts<'a>(block: &'a Block, out: &mut [Option<&'a Stmt>]) {
+    for stmt in &block.stmts {
+        if let Some(slot) = out.get_mut(stmt.id.0 as usize) {
+            *slot = Some(stmt);
         }
-        Message::Control {
-            stmt,
-            tag,
-            decision,
-        } => format!(
-            "control s{} {} {tag}",
-            stmt.0,
-            if *decision { "⊤" } else { "⊥" }
-        ),
+        match &stmt.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                index_stmts(then, out);
+                index_stmts(otherwise, out);
+            }
+            StmtKind::While { body, exit, .. } => {
+                index_stmts(body, out);
+                index_stmts(exit, out);
+            }
+            StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+        }
     }
 }
