@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs beyond the Rust toolchain: the real MCP
+# servers the MCP tests talk to, and Chromium for the browser tests.
+# Idempotent; safe to run on every CI run and on a developer machine.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+for script in install-mcp-servers.sh install-browser.sh; do
+  if [ -f "$here/$script" ]; then
+    echo "== $script"
+    bash "$here/$script"
+  fi
+done
