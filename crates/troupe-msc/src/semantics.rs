@@ -60,8 +60,6 @@ struct Choice {
     /// without and with control events.
     must: [Vec<LifelineId>; 2],
     must_control: [Vec<LifelineId>; 2],
-    /// Whether the ⊤ block can run without any data event.
-    silent_yes: bool,
 }
 
 impl Choice {
@@ -355,10 +353,10 @@ impl Semantics {
     }
 
     /// Decides whether `exec` is in ⟦P⟧ (or, with `prefix`, a prefix of a member).
-    pub fn check(&self, exec: &Execution, opts: &MemberOptions) -> Result<(), NotMember> {
+    pub fn check(&self, exec: &Execution, opts: &MemberOptions) -> Result<(), Box<NotMember>> {
         let n = self.lifelines.len();
         if let Err(e) = validate(exec, n) {
-            return Err(self.invalid(exec, e));
+            return Err(Box::new(self.invalid(exec, e)));
         }
         let w = Walk {
             sem: self,
@@ -418,7 +416,6 @@ struct Builder<'a> {
 struct BlockInfo {
     must: Vec<LifelineId>,
     must_control: Vec<LifelineId>,
-    silent: bool,
 }
 
 fn union(a: &[LifelineId], b: &[LifelineId]) -> Vec<LifelineId> {
@@ -440,14 +437,13 @@ impl Builder<'_> {
         let mut info = BlockInfo {
             must: Vec::new(),
             must_control: Vec::new(),
-            silent: true,
         };
         for stmt in &block.stmts {
             if let Some(slot) = self.order.get_mut(stmt.id.0 as usize) {
                 *slot = self.pre;
             }
             self.pre += 1;
-            let (must, must_control, silent) = match &stmt.kind {
+            let (must, must_control) = match &stmt.kind {
                 StmtKind::Msg { from, to, items } => {
                     self.nodes.push(Node::Msg {
                         stmt: stmt.id,
@@ -456,7 +452,7 @@ impl Builder<'_> {
                         arity: items.len(),
                     });
                     let v = union(&[*from], &[*to]);
-                    (v.clone(), v, false)
+                    (v.clone(), v)
                 }
                 StmtKind::Act { at, outputs, .. } => {
                     self.nodes.push(Node::Act {
@@ -464,7 +460,7 @@ impl Builder<'_> {
                         at: *at,
                         outputs: outputs.len(),
                     });
-                    (vec![*at], vec![*at], false)
+                    (vec![*at], vec![*at])
                 }
                 StmtKind::If {
                     owner,
@@ -507,7 +503,6 @@ impl Builder<'_> {
                         range: [(0, 0), (0, 0)],
                         must: [Vec::new(), Vec::new()],
                         must_control: [Vec::new(), Vec::new()],
-                        silent_yes: false,
                     });
                     self.nodes.push(Node::Choice(c));
                     let lo_a = self.pre;
@@ -541,22 +536,16 @@ impl Builder<'_> {
                         range: [(lo_a, hi_a), (lo_b, hi_b)],
                         must: [ia.must.clone(), ib.must.clone()],
                         must_control: [ia.must_control, ib.must_control.clone()],
-                        silent_yes: ia.silent,
                     };
                     if is_loop {
-                        (ib.must, participants, ib.silent)
+                        (ib.must, participants)
                     } else {
-                        (
-                            intersection(&ia.must, &ib.must),
-                            participants,
-                            ia.silent || ib.silent,
-                        )
+                        (intersection(&ia.must, &ib.must), participants)
                     }
                 }
             };
             info.must = union(&info.must, &must);
             info.must_control = union(&info.must_control, &must_control);
-            info.silent &= silent;
         }
         info
     }
@@ -568,6 +557,8 @@ struct Pending {
     cur: Vec<usize>,
     consumed: usize,
     forced: Option<bool>,
+    /// Per loop, `consumed` when its current entry last chose ⊤.
+    last: Vec<usize>,
 }
 
 struct Failure {
@@ -619,7 +610,7 @@ impl Walk<'_> {
             .sum()
     }
 
-    fn run(&self) -> Result<(), NotMember> {
+    fn run(&self) -> Result<(), Box<NotMember>> {
         let n = self.sem.lifelines.len();
         let total = self.relevant();
         let cur: Vec<usize> = (0..n as u32).map(|l| self.skip(LifelineId(l), 0)).collect();
@@ -628,6 +619,7 @@ impl Walk<'_> {
             cur,
             consumed: 0,
             forced: None,
+            last: vec![usize::MAX; self.sem.loops],
         }];
         let mut visited: HashSet<(usize, Vec<usize>)> = HashSet::new();
         let mut best: Option<Failure> = None;
@@ -648,7 +640,7 @@ impl Walk<'_> {
             index: 0,
             expected: "no path of the workflow fits".to_owned(),
         });
-        Err(NotMember {
+        Err(Box::new(NotMember {
             lifeline: Some(f.lifeline),
             index: f.index,
             event: self.word(f.lifeline).get(f.index).cloned(),
@@ -659,7 +651,7 @@ impl Walk<'_> {
                 .unwrap_or_default(),
             expected: f.expected,
             lifeline_name: self.sem.name(f.lifeline),
-        })
+        }))
     }
 
     /// Expects the next event of `l` (at `pos`) to satisfy `ok`; returns the
@@ -697,6 +689,7 @@ impl Walk<'_> {
             mut cur,
             mut consumed,
             mut forced,
+            mut last,
         } = p;
         let sem = self.sem;
         loop {
@@ -800,7 +793,12 @@ impl Walk<'_> {
                     }
                     pc += 1;
                 }
-                Node::LoopEnter { .. } => pc += 1,
+                Node::LoopEnter { slot } => {
+                    if let Some(x) = last.get_mut(*slot) {
+                        *x = usize::MAX;
+                    }
+                    pc += 1;
+                }
                 Node::Jump(t) => pc = *t,
                 Node::Choice(c) => {
                     let Some(ch) = sem.choices.get(*c) else {
@@ -814,7 +812,16 @@ impl Walk<'_> {
                         None => &[true, false],
                     };
                     let was_forced = candidates.len() == 1;
+                    // An iteration that consumed nothing led back to this very
+                    // state (cursors only grow): iterating again cannot help.
+                    // This stops loops whose body is silent, or whose
+                    // lifelines have all stopped (prefix mode).
+                    let is_loop = ch.kind == ConstructKind::While;
+                    let spun = is_loop && last.get(ch.slot) == Some(&consumed);
                     for &d in candidates {
+                        if d && spun {
+                            continue;
+                        }
                         match self.try_choice(ch, d, &cur, consumed) {
                             Ok(updates) => viable.push((d, updates)),
                             Err(f) => {
@@ -827,19 +834,7 @@ impl Walk<'_> {
                     if viable.is_empty() {
                         return Outcome::Fail(fail);
                     }
-                    // A loop whose body can be silent may come back here with
-                    // nothing consumed; remembering the state stops that.
-                    let owner_frozen = cur
-                        .get(ch.owner.0 as usize)
-                        .is_none_or(|&p| p >= self.word(ch.owner).len());
-                    let may_spin = ch.kind == ConstructKind::While
-                        && ch.silent_yes
-                        && (!self.opts.control || owner_frozen)
-                        && viable.iter().any(|(d, _)| *d);
-                    if !was_forced
-                        && (viable.len() == 2 || may_spin)
-                        && !visited.insert((pc, cur.clone()))
-                    {
+                    if !was_forced && viable.len() == 2 && !visited.insert((pc, cur.clone())) {
                         return Outcome::Fail(None);
                     }
                     if viable.len() == 2 {
@@ -862,12 +857,19 @@ impl Walk<'_> {
                             cur: cur.clone(),
                             consumed,
                             forced: Some(second),
+                            last: last.clone(),
                         });
                         viable.retain(|(d, _)| *d == first);
                     }
                     let Some((d, updates)) = viable.pop() else {
                         return Outcome::Fail(None);
                     };
+                    if is_loop
+                        && d
+                        && let Some(x) = last.get_mut(ch.slot)
+                    {
+                        *x = consumed;
+                    }
                     for (l, p) in updates {
                         if let Some(c) = cur.get_mut(l) {
                             consumed += p - *c;
