@@ -131,14 +131,21 @@ impl AnswerBody {
     }
 }
 
-/// Text typed in a chat reply: JSON when the task's answer type is not
-/// `Text` and the text parses as JSON, otherwise the text itself.
-pub fn text_input(task_type: Option<&str>, text: &str) -> AnswerInput {
-    let is_text = task_type.is_none_or(|t| t == "Text");
-    if !is_text && serde_json::from_str::<serde_json::Value>(text.trim()).is_ok() {
-        AnswerInput::Json(text.trim().to_owned())
-    } else {
-        AnswerInput::Value(text.to_owned())
+/// Text typed in a chat reply: the text itself for a task whose answer
+/// type is `Text`; JSON otherwise (a reply that is not JSON is refused, as
+/// the run would refuse it).
+pub fn text_input(task_type: Option<&str>, text: &str) -> Result<AnswerInput, AnswerError> {
+    if task_type.is_none_or(|t| t == "Text") {
+        return Ok(AnswerInput::Value(text.to_owned()));
+    }
+    let text = text.trim();
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(_) => Ok(AnswerInput::Json(text.to_owned())),
+        Err(_) => Err(AnswerError::Invalid(format!(
+            "this task wants a {} (as JSON, e.g. 42 or \"text\"), not `{}`",
+            task_type.unwrap_or("value"),
+            crate::html::clip(text, 40)
+        ))),
     }
 }
 
@@ -210,16 +217,16 @@ mod tests {
     #[test]
     fn chat_text_is_json_only_for_typed_inputs() {
         assert_eq!(
-            text_input(Some("Text"), "42"),
+            text_input(Some("Text"), "42").unwrap(),
             AnswerInput::Value("42".into())
         );
         assert_eq!(
-            text_input(Some("Int"), "42"),
+            text_input(Some("Int"), " 42").unwrap(),
             AnswerInput::Json("42".into())
         );
-        assert_eq!(
+        assert!(matches!(
             text_input(Some("Int"), "forty"),
-            AnswerInput::Value("forty".into())
-        );
+            Err(AnswerError::Invalid(_))
+        ));
     }
 }

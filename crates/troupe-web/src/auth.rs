@@ -46,21 +46,21 @@ fn credential(token: &Token, req: &Request) -> Credential {
     let mut seen = false;
     if let Some(auth) = req.headers().get(header::AUTHORIZATION) {
         seen = true;
-        if let Some(t) = auth.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) {
-            if token.matches(t.trim()) {
-                return Credential::Valid { from_query: false };
-            }
+        if let Some(t) = auth.to_str().ok().and_then(|v| v.strip_prefix("Bearer "))
+            && token.matches(t.trim())
+        {
+            return Credential::Valid { from_query: false };
         }
     }
     for value in req.headers().get_all(header::COOKIE) {
         let Ok(value) = value.to_str() else { continue };
         for pair in value.split(';') {
-            if let Some((name, v)) = pair.trim().split_once('=') {
-                if name == COOKIE {
-                    seen = true;
-                    if token.matches_cookie(v.trim()) {
-                        return Credential::Valid { from_query: false };
-                    }
+            if let Some((name, v)) = pair.trim().split_once('=')
+                && name == COOKIE
+            {
+                seen = true;
+                if token.matches_cookie(v.trim()) {
+                    return Credential::Valid { from_query: false };
                 }
             }
         }

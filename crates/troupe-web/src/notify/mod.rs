@@ -177,12 +177,12 @@ impl NotifyConfig {
                 t.base_url = u.clone();
             }
         }
-        if let Some(t) = &self.telegram {
-            if t.allowed_users.is_empty() {
-                return Err(WebError::Config(
+        if let Some(t) = &self.telegram
+            && t.allowed_users.is_empty()
+        {
+            return Err(WebError::Config(
                     "Telegram notifications need at least one allowed user (--telegram-allow USER_ID or [notify.telegram] allowed_users): nobody else may answer".into(),
                 ));
-            }
         }
         Ok(())
     }

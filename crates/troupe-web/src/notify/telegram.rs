@@ -6,8 +6,8 @@
 //!   is answered with `answerCallbackQuery`, then the message is edited to
 //!   show the answer (and loses its buttons).
 //! - input and edit: the message asks for a reply; replying to it (its
-//!   `reply_to_message`) answers the task. Text is the answer; for a task
-//!   whose type is not `Text`, text that parses as JSON is taken as JSON.
+//!   `reply_to_message`) answers the task. Text is the answer; a task whose
+//!   type is not `Text` takes JSON (`12`, `[1, 2]`), other text is refused.
 //! - Updates come by `getUpdates` long polling; the offset is kept in the
 //!   store's database, so a restart neither loses nor repeats updates.
 //! - Only the allowed user ids may answer; everyone else is ignored.
@@ -363,11 +363,14 @@ impl Telegram {
         let db = self.db.clone();
         let n = a.task;
         let ty = blocking(move || db.task_type(n)).await?;
-        let input = answer::text_input(ty.as_deref(), text);
-        match self
-            .submit(a.task, input, format!("telegram:{}", who(&from)))
-            .await?
-        {
+        let outcome = match answer::text_input(ty.as_deref(), text) {
+            Ok(input) => {
+                self.submit(a.task, input, format!("telegram:{}", who(&from)))
+                    .await?
+            }
+            Err(e) => Err(e),
+        };
+        match outcome {
             Ok(_) => {
                 self.settle(
                     &a,
