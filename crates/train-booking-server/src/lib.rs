@@ -140,12 +140,15 @@ impl ServerHandler for BookingServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let key = request
+        // rmcp moves the request's `_meta` into the context.
+        let key = context
             .meta
-            .as_ref()
-            .and_then(|m| m.0.0.get(IDEMPOTENCY_KEY))
+            .0
+            .0
+            .get(IDEMPOTENCY_KEY)
+            .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(IDEMPOTENCY_KEY)))
             .and_then(Value::as_str)
             .map(str::to_owned);
         self.log_call(&request, key.as_deref());

@@ -198,66 +198,61 @@ fn names(list: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     }
 }
 
-/// The drift between a declaration and the server's tool, if any.
+/// The drift between a declaration and the server's tool, if any (every
+/// difference found, separated by `; `).
 fn check_declared(server: &str, d: &Declared, tools: &HashMap<String, Tool>) -> Option<McpError> {
-    let label = if d.action == d.remote {
-        d.remote.clone()
-    } else {
-        format!("{} (declared as `{}`)", d.remote, d.action)
-    };
+    let mut problems: Vec<String> = Vec::new();
+    if d.action != d.remote {
+        problems.push(format!("(declared as `{}`)", d.action));
+    }
     let Some(tool) = tools.get(&d.remote) else {
         let mut offered: Vec<&String> = tools.keys().collect();
         offered.sort();
-        return Some(drift(
-            server,
-            &label,
-            format!("the server has no tool `{}`; it offers {}", d.remote, names(offered)),
+        problems.push(format!(
+            "the server has no tool `{}`; it offers {}",
+            d.remote,
+            names(offered)
         ));
+        return Some(drift(server, &d.remote, problems.join(" ")));
     };
+    let prefix = problems.len();
     let schema = tool.input_schema.as_ref();
     let empty = Map::new();
     let props = properties(schema).unwrap_or(&empty);
     for (name, ty, _) in &d.params {
         match props.get(name) {
-            None => {
-                return Some(drift(
-                    server,
-                    &label,
-                    format!(
-                        "the declared parameter `{name}` is not in the server's input schema (its parameters: {})",
-                        names(props.keys())
-                    ),
-                ));
-            }
+            None => problems.push(format!(
+                "the declared parameter `{name}` is not in the server's input schema (its parameters: {})",
+                names(props.keys())
+            )),
             Some(ps) => {
                 if let Err(e) = compatible(ty, ps, &d.types) {
-                    return Some(drift(server, &label, format!("parameter `{name}` {e}")));
+                    problems.push(format!("parameter `{name}` {e}"));
                 }
             }
         }
     }
     for r in required(schema) {
         match d.params.iter().find(|(n, _, _)| *n == r) {
-            None => {
-                return Some(drift(
-                    server,
-                    &label,
-                    format!("the server requires the parameter `{r}`, which the declaration lacks"),
-                ));
-            }
-            Some((_, _, true)) => {
-                return Some(drift(
-                    server,
-                    &label,
-                    format!(
-                        "the server requires the parameter `{r}`, but the declaration gives it a default (a call could leave it out)"
-                    ),
-                ));
-            }
+            None => problems.push(format!(
+                "the server requires the parameter `{r}`, which the declaration lacks"
+            )),
+            Some((_, _, true)) => problems.push(format!(
+                "the server requires the parameter `{r}`, but the declaration gives it a default (a call could leave it out)"
+            )),
             Some(_) => {}
         }
     }
-    None
+    if problems.len() == prefix {
+        return None;
+    }
+    let head = problems[..prefix].join(" ");
+    let body = problems[prefix..].join("; ");
+    Some(drift(
+        server,
+        &d.remote,
+        if head.is_empty() { body } else { format!("{head} {body}") },
+    ))
 }
 
 fn is_transport_error(e: &ServiceError) -> bool {

@@ -23,4 +23,4 @@ pub mod schema;
 
 pub use error::McpError;
 pub use host::{IDEMPOTENCY_META_KEY, McpToolHost};
-// import re-exports come with the importer
+pub use import::{ImportOptions, import_from_json, import_from_server, parse_server_spec};
