@@ -210,11 +210,17 @@ async fn run_page(
             escape(&answer)
         ));
     }
+    let pending = tasks.iter().any(|t| t.status == "pending");
+    let inbox_link = if pending {
+        "<p><a href=\"/inbox\">Answer pending tasks in the inbox →</a></p>"
+    } else {
+        ""
+    };
     let tasks_html = if tasks.is_empty() {
         String::new()
     } else {
         format!(
-            "<h2>Human tasks</h2><p><a href=\"/inbox\">Answer pending tasks in the inbox →</a></p><table><thead><tr><th>Task</th><th>Action</th><th>Kind</th><th>Status</th><th>Answer</th></tr></thead><tbody>{task_rows}</tbody></table>"
+            "<h2>Human tasks</h2>{inbox_link}<table><thead><tr><th>Task</th><th>Action</th><th>Kind</th><th>Status</th><th>Answer</th></tr></thead><tbody>{task_rows}</tbody></table>"
         )
     };
     let body = format!(

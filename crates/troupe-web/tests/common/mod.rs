@@ -70,6 +70,12 @@ pub fn start_run(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let values = probe.parse_inputs(&pairs, None).expect("inputs");
+    let inputs_json: serde_json::Map<String, serde_json::Value> = wf
+        .inputs
+        .iter()
+        .zip(&values)
+        .map(|(v, value)| (wf.var(*v).name.clone(), value.to_json(&program.types)))
+        .collect();
     let run = store
         .create_run(&NewRun {
             workflow: wf.name.clone(),
@@ -77,7 +83,7 @@ pub fn start_run(
             source: source.to_owned(),
             fingerprint,
             canonical,
-            inputs_json: "{}".into(),
+            inputs_json: serde_json::Value::Object(inputs_json).to_string(),
             inputs: values.clone(),
             seed: 0,
             lifelines: wf.lifelines.len(),
