@@ -81,7 +81,13 @@ impl Ledger {
         for (id, name, email, account, balance) in [
             ("u1", "Ada Lovelace", "ada@example.org", "acct-ada", 50_000),
             ("u2", "Alan Turing", "alan@example.org", "acct-alan", 4_000),
-            ("u3", "Grace Hopper", "grace@example.org", "acct-grace", 120_000),
+            (
+                "u3",
+                "Grace Hopper",
+                "grace@example.org",
+                "acct-grace",
+                120_000,
+            ),
         ] {
             ledger.users.insert(
                 id.to_owned(),
@@ -158,7 +164,11 @@ impl Ledger {
                 .ok_or_else(|| format!("{what} is not a number"))
         };
         let mut ledger = Ledger::default();
-        for u in value.get("users").and_then(Value::as_array).ok_or("no `users` list")? {
+        for u in value
+            .get("users")
+            .and_then(Value::as_array)
+            .ok_or("no `users` list")?
+        {
             let user = User {
                 id: text(u, "id")?,
                 name: text(u, "name")?,
@@ -175,7 +185,11 @@ impl Ledger {
             let c = cents(balance, &format!("the balance of `{account}`"))?;
             ledger.balances.insert(account.clone(), c);
         }
-        for t in value.get("tickets").and_then(Value::as_array).ok_or("no `tickets` list")? {
+        for t in value
+            .get("tickets")
+            .and_then(Value::as_array)
+            .ok_or("no `tickets` list")?
+        {
             ledger.tickets.push(Ticket {
                 id: text(t, "id")?,
                 user_id: text(t, "user_id")?,
@@ -214,6 +228,9 @@ mod tests {
     #[test]
     fn rejects_malformed_files() {
         assert!(Ledger::from_json(&json!({})).is_err());
-        assert!(Ledger::from_json(&json!({"users": [{"id": 1}], "balances": {}, "tickets": []})).is_err());
+        assert!(
+            Ledger::from_json(&json!({"users": [{"id": 1}], "balances": {}, "tickets": []}))
+                .is_err()
+        );
     }
 }

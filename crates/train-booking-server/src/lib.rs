@@ -89,7 +89,12 @@ impl BookingServer {
     }
 
     /// Performs one call: the tool's result, or a tool-level error result.
-    pub async fn call(&self, name: &str, args: &serde_json::Map<String, Value>, key: Option<&str>) -> CallToolResult {
+    pub async fn call(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        key: Option<&str>,
+    ) -> CallToolResult {
         let mut ledger = self.ledger.lock().await;
         match tools::call(&mut ledger, name, args, key) {
             Ok(outcome) => {
@@ -97,7 +102,9 @@ impl BookingServer {
                     && let Some(path) = &self.options.ledger
                     && let Err(e) = ledger.save(path)
                 {
-                    return error_result(format!("the booking was made but the ledger could not be saved: {e}"));
+                    return error_result(format!(
+                        "the booking was made but the ledger could not be saved: {e}"
+                    ));
                 }
                 let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.text)]);
                 result.structured_content = outcome.structured;
@@ -148,7 +155,12 @@ impl ServerHandler for BookingServer {
             .0
             .0
             .get(IDEMPOTENCY_KEY)
-            .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(IDEMPOTENCY_KEY)))
+            .or_else(|| {
+                request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.0.0.get(IDEMPOTENCY_KEY))
+            })
             .and_then(Value::as_str)
             .map(str::to_owned);
         self.log_call(&request, key.as_deref());
@@ -159,7 +171,10 @@ impl ServerHandler for BookingServer {
             ));
         }
         if self.options.die_on.as_deref() == Some(&*request.name) {
-            eprintln!("train-booking-server: dying in the middle of `{}` (--die-on)", request.name);
+            eprintln!(
+                "train-booking-server: dying in the middle of `{}` (--die-on)",
+                request.name
+            );
             std::process::exit(3);
         }
         let args = request.arguments.clone().unwrap_or_default();

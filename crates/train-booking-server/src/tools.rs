@@ -285,10 +285,7 @@ pub fn definitions() -> Vec<Tool> {
     let print_ticket = Tool::new(
         "print_ticket",
         "Prints a booked ticket at the station's ticket office; returns a confirmation line.",
-        input(
-            json!({"ticket": ticket_schema()}),
-            &["ticket"],
-        ),
+        input(json!({"ticket": ticket_schema()}), &["ticket"]),
     )
     .with_annotations(
         ToolAnnotations::with_title("Print ticket")
@@ -361,7 +358,10 @@ fn text_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, Too
     match args.get(name) {
         None | Some(Value::Null) => fail("MissingSlots", format!("`{name}` is required")),
         Some(Value::String(s)) => Ok(s),
-        Some(other) => fail("InvalidValue", format!("`{name}` must be a string, not {other}")),
+        Some(other) => fail(
+            "InvalidValue",
+            format!("`{name}` must be a string, not {other}"),
+        ),
     }
 }
 
@@ -370,7 +370,10 @@ fn amount_arg(args: &Map<String, Value>, name: &str) -> Result<i64, ToolError> {
         None | Some(Value::Null) => fail("MissingSlots", format!("`{name}` is required")),
         Some(v) => match v.as_f64() {
             Some(x) if x.is_finite() && (0.0..1e12).contains(&x) => Ok((x * 100.0).round() as i64),
-            _ => fail("InvalidValue", format!("`{name}` must be a non-negative amount, not {v}")),
+            _ => fail(
+                "InvalidValue",
+                format!("`{name}` must be a non-negative amount, not {v}"),
+            ),
         },
     }
 }
@@ -380,7 +383,10 @@ fn class_arg<'a>(args: &'a Map<String, Value>) -> Result<&'a str, ToolError> {
     if CLASSES.contains(&class) {
         Ok(class)
     } else {
-        fail("InvalidValue", format!("the class must be economy or business, not `{class}`"))
+        fail(
+            "InvalidValue",
+            format!("the class must be economy or business, not `{class}`"),
+        )
     }
 }
 
@@ -413,7 +419,11 @@ pub fn fare_cents(origin: &str, destination: &str, class: &str) -> i64 {
     };
     let spread = (weight(origin) + weight(destination)) % 120;
     let base = 1_900 + spread * 50;
-    if class == "business" { base * 2 + 1_000 } else { base }
+    if class == "business" {
+        base * 2 + 1_000
+    } else {
+        base
+    }
 }
 
 fn eur(cents: i64) -> String {
@@ -478,7 +488,10 @@ pub fn call(
                 && let Some(t) = ledger.tickets.iter().find(|t| t.key.as_deref() == Some(k))
             {
                 let value = t.to_json();
-                return Ok(done(format!("ticket {} (already booked by this call)", t.id), value));
+                return Ok(done(
+                    format!("ticket {} (already booked by this call)", t.id),
+                    value,
+                ));
             }
             let user = ledger.users.get(user_id).ok_or_else(|| ToolError {
                 mode: "unknown_user",
@@ -540,7 +553,10 @@ pub fn call(
             let t = ticket_arg(ledger, args)?;
             let address = text_arg(args, "address")?;
             if !address.contains('@') {
-                return fail("InvalidValue", format!("`{address}` is not an email address"));
+                return fail(
+                    "InvalidValue",
+                    format!("`{address}` is not an email address"),
+                );
             }
             Ok(Outcome {
                 text: format!("emailed ticket {} to {address}", t.id),
@@ -566,16 +582,20 @@ mod tests {
     #[test]
     fn booking_debits_once_per_key_and_refuses_without_funds() {
         let mut ledger = Ledger::seeded();
-        let a = args(json!({"user_id": "u1", "origin": "Paris", "destination": "Lyon",
-                            "date": "2026-05-01", "class": "economy", "price": 42.5}));
+        let a = args(
+            json!({"user_id": "u1", "origin": "Paris", "destination": "Lyon",
+                            "date": "2026-05-01", "class": "economy", "price": 42.5}),
+        );
         let first = call(&mut ledger, "book_ticket", &a, Some("k1")).unwrap();
         assert!(first.changed);
         assert_eq!(ledger.balances["acct-ada"], 50_000 - 4_250);
         let again = call(&mut ledger, "book_ticket", &a, Some("k1")).unwrap();
         assert_eq!(again.structured, first.structured);
         assert_eq!(ledger.balances["acct-ada"], 50_000 - 4_250);
-        let poor = args(json!({"user_id": "u2", "origin": "Paris", "destination": "Lyon",
-                               "date": "2026-05-01", "class": "business", "price": 99.0}));
+        let poor = args(
+            json!({"user_id": "u2", "origin": "Paris", "destination": "Lyon",
+                               "date": "2026-05-01", "class": "business", "price": 99.0}),
+        );
         let err = call(&mut ledger, "book_ticket", &poor, None).unwrap_err();
         assert_eq!(err.mode, "insufficient_funds");
         assert_eq!(ledger.balances["acct-alan"], 4_000);
@@ -583,7 +603,10 @@ mod tests {
 
     #[test]
     fn fares_are_deterministic_and_symmetric() {
-        assert_eq!(fare_cents("Paris", "Lyon", "economy"), fare_cents("Lyon", "Paris", "economy"));
+        assert_eq!(
+            fare_cents("Paris", "Lyon", "economy"),
+            fare_cents("Lyon", "Paris", "economy")
+        );
         assert!(fare_cents("Paris", "Lyon", "business") > fare_cents("Paris", "Lyon", "economy"));
     }
 

@@ -15,7 +15,8 @@ use troupe_runtime::{EngineBuilder, RunError, RunOptions, ScriptedHumans};
 const SERVER: &str = env!("CARGO_BIN_EXE_train-booking-server");
 
 fn example() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/train_booking.troupe");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/train_booking.troupe");
     std::fs::read_to_string(path).unwrap()
 }
 
@@ -36,7 +37,10 @@ fn lit(p: &Path) -> String {
 fn example_with(dir: &Path, extra: &[&str]) -> String {
     let text = example();
     let original = "mcp booking { command: \"target/debug/train-booking-server\" }";
-    assert!(text.contains(original), "the example's server declaration changed");
+    assert!(
+        text.contains(original),
+        "the example's server declaration changed"
+    );
     let mut args = vec![
         lit(Path::new("--ledger")),
         lit(&dir.join("ledger.json")),
@@ -46,7 +50,11 @@ fn example_with(dir: &Path, extra: &[&str]) -> String {
     args.extend(extra.iter().map(|a| lit(Path::new(a))));
     text.replace(
         original,
-        &format!("mcp booking {{ command: {} args: [{}] }}", lit(Path::new(SERVER)), args.join(", ")),
+        &format!(
+            "mcp booking {{ command: {} args: [{}] }}",
+            lit(Path::new(SERVER)),
+            args.join(", ")
+        ),
     )
 }
 
@@ -71,7 +79,10 @@ fn inputs(user: &str) -> Vec<Value> {
         })
 }
 
-async fn run_example(source: &str, user: &str) -> (Result<troupe_runtime::RunOutcome, RunError>, McpToolHost) {
+async fn run_example(
+    source: &str,
+    user: &str,
+) -> (Result<troupe_runtime::RunOutcome, RunError>, McpToolHost) {
     let (program, diags) = troupe_check::check_text(source);
     let program = program.unwrap_or_else(|| panic!("{diags:?}"));
     let host = McpToolHost::for_program(&program);
@@ -79,16 +90,27 @@ async fn run_example(source: &str, user: &str) -> (Result<troupe_runtime::RunOut
     let engine = EngineBuilder::from_source(source)
         .unwrap()
         .tools(Arc::new(host.clone()))
-        .humans(Arc::new(ScriptedHumans::new(answers.as_object().unwrap().clone())))
+        .humans(Arc::new(ScriptedHumans::new(
+            answers.as_object().unwrap().clone(),
+        )))
         .build()
         .unwrap();
-    let class_ty = engine.program().workflows[0].vars.iter().find(|v| v.name == "class").unwrap().ty.clone();
+    let class_ty = engine.program().workflows[0]
+        .vars
+        .iter()
+        .find(|v| v.name == "class")
+        .unwrap()
+        .ty
+        .clone();
     let class = Value::parse("economy", &class_ty, &engine.program().types).unwrap();
     let mut values = inputs(user);
     values.push(class);
-    let outcome = tokio::time::timeout(Duration::from_secs(120), engine.run(values, RunOptions::default()))
-        .await
-        .expect("the run hung");
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(120),
+        engine.run(values, RunOptions::default()),
+    )
+    .await
+    .expect("the run hung");
     (outcome, host)
 }
 
@@ -99,11 +121,23 @@ async fn the_example_books_and_emails_and_the_ledger_shows_the_debit() {
     let outcome = outcome.unwrap();
     let (name, value) = &outcome.results[0];
     assert_eq!(name, "outcome");
-    assert_eq!(value.to_json(&Default::default()), json!("emailed ticket T-0001 to ada@example.org"));
+    assert_eq!(
+        value.to_json(&Default::default()),
+        json!("emailed ticket T-0001 to ada@example.org")
+    );
 
     let log = calls(&dir);
     let tools: Vec<&str> = log.iter().map(|c| c["tool"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["get_user", "quote_fare", "check_balance", "book_ticket", "email_ticket"]);
+    assert_eq!(
+        tools,
+        [
+            "get_user",
+            "quote_fare",
+            "check_balance",
+            "book_ticket",
+            "email_ticket"
+        ]
+    );
     // Every call carries the run's idempotency key.
     assert_eq!(log[3]["idempotency_key"], json!("run/Agent/book_ticket#0"));
 
@@ -112,22 +146,42 @@ async fn the_example_books_and_emails_and_the_ledger_shows_the_debit() {
     assert_eq!(ticket["id"], json!("T-0001"));
     let price = ticket["price"].as_f64().unwrap();
     let balance = ledger["balances"]["acct-ada"].as_f64().unwrap();
-    assert!((balance - (500.0 - price)).abs() < 1e-9, "balance {balance}, price {price}");
+    assert!(
+        (balance - (500.0 - price)).abs() < 1e-9,
+        "balance {balance}, price {price}"
+    );
     host.close_all().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_low_balance_takes_the_declined_branch_and_books_nothing() {
     let dir = scratch("declined");
-    // u2 has 40.00 EUR: less than any business fare, so check the economy one.
+    // u2 has 40.00 EUR; the economy fare from Paris to Lyon is 47.00 EUR.
+    assert_eq!(
+        train_booking_server::tools::fare_cents("Paris", "Lyon", "economy"),
+        4_700
+    );
     let (outcome, _host) = run_example(&example_with(&dir, &[]), "u2").await;
     let outcome = outcome.unwrap();
     let text = outcome.results[0].1.to_json(&Default::default());
-    let tools: Vec<String> = calls(&dir).iter().map(|c| c["tool"].as_str().unwrap().to_owned()).collect();
-    if text == json!("declined: the account is invalid or the balance too low") {
-        assert!(!tools.contains(&"book_ticket".to_owned()));
+    assert_eq!(
+        text,
+        json!("declined: the account is invalid or the balance too low")
+    );
+    let tools: Vec<String> = calls(&dir)
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools, ["get_user", "quote_fare", "check_balance"]);
+    assert_eq!(ledger_or_seed(&dir)["balances"]["acct-alan"], json!(40.0));
+}
+
+/// The ledger file, or the seed when nothing was saved (no change happened).
+fn ledger_or_seed(dir: &Path) -> J {
+    if dir.join("ledger.json").exists() {
+        ledger(dir)
     } else {
-        assert!(tools.contains(&"book_ticket".to_owned()), "{text}");
+        train_booking_server::Ledger::seeded().to_json()
     }
 }
 
@@ -152,12 +206,19 @@ fn server(dir: &Path, extra: &[&str]) -> Arc<troupe_check::ir::McpServer> {
     })
 }
 
-fn call(server: &Arc<troupe_check::ir::McpServer>, tool: &str, args: J) -> troupe_runtime::ToolCall {
+fn call(
+    server: &Arc<troupe_check::ir::McpServer>,
+    tool: &str,
+    args: J,
+) -> troupe_runtime::ToolCall {
     troupe_runtime::ToolCall {
         server: server.clone(),
         tool: tool.into(),
         arguments: args.as_object().unwrap().clone(),
-        outputs: vec![troupe_llm::OutputSlot::new("result", troupe_check::Type::Json)],
+        outputs: vec![troupe_llm::OutputSlot::new(
+            "result",
+            troupe_check::Type::Json,
+        )],
         types: Arc::new(Default::default()),
         idempotency_key: format!("test/{tool}#0"),
     }
@@ -170,9 +231,16 @@ async fn insufficient_funds_is_a_tool_error_and_a_missing_argument_is_never_sent
     let host = McpToolHost::new();
     let args = json!({"user_id": "u2", "origin": "Paris", "destination": "Lyon",
                       "date": "2026-12-24", "class": "business", "price": 400.0});
-    let err = host.call_tool(call(&booking, "book_ticket", args.clone())).await.unwrap_err();
+    let err = host
+        .call_tool(call(&booking, "book_ticket", args.clone()))
+        .await
+        .unwrap_err();
     match &err {
-        McpError::ToolFailed { server, tool, message } => {
+        McpError::ToolFailed {
+            server,
+            tool,
+            message,
+        } => {
             assert_eq!((server.as_str(), tool.as_str()), ("booking", "book_ticket"));
             assert!(message.contains("insufficient_funds"), "{message}");
         }
@@ -183,7 +251,10 @@ async fn insufficient_funds_is_a_tool_error_and_a_missing_argument_is_never_sent
     let mut partial = args.as_object().unwrap().clone();
     partial.remove("price");
     partial.remove("date");
-    let err = host.call_tool(call(&booking, "book_ticket", J::Object(partial))).await.unwrap_err();
+    let err = host
+        .call_tool(call(&booking, "book_ticket", J::Object(partial)))
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         McpError::MissingSlots {
@@ -198,7 +269,8 @@ async fn insufficient_funds_is_a_tool_error_and_a_missing_argument_is_never_sent
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_dies_mid_call_fails_the_run_with_its_location_and_the_next_call_reconnects() {
+async fn a_server_that_dies_mid_call_fails_the_run_with_its_location_and_the_next_call_reconnects()
+{
     let dir = scratch("dies");
     let source = example_with(&dir, &["--die-on", "email_ticket"]);
     let (outcome, host) = run_example(&source, "u1").await;
@@ -212,9 +284,15 @@ async fn a_server_that_dies_mid_call_fails_the_run_with_its_location_and_the_nex
             assert_eq!(at.lifeline, "Agent");
             assert_eq!(at.action.as_deref(), Some("email_ticket"));
             assert_eq!(at.line as usize, line);
-            assert!(message.contains("MCP server `booking`, tool `email_ticket`"), "{message}");
+            assert!(
+                message.contains("MCP server `booking`, tool `email_ticket`"),
+                "{message}"
+            );
             assert!(message.contains("disconnected"), "{message}");
-            assert!(message.contains("--die-on"), "the server's last words: {message}");
+            assert!(
+                message.contains("--die-on"),
+                "the server's last words: {message}"
+            );
         }
         other => panic!("expected an action error, got {other:?}"),
     }
@@ -222,7 +300,11 @@ async fn a_server_that_dies_mid_call_fails_the_run_with_its_location_and_the_nex
     assert_eq!(ledger(&dir)["tickets"][0]["id"], json!("T-0001"));
     // The host reconnects (a new process) on the next call.
     let user = host
-        .call_tool(call(&server(&dir, &["--die-on", "email_ticket"]), "get_user", json!({"user_id": "u3"})))
+        .call_tool(call(
+            &server(&dir, &["--die-on", "email_ticket"]),
+            "get_user",
+            json!({"user_id": "u3"}),
+        ))
         .await;
     assert!(user.is_ok(), "{user:?}");
 }
@@ -246,21 +328,46 @@ async fn drift_between_declarations_and_the_server_is_reported_before_any_call()
     let (program, diags) = troupe_check::check_text(&source);
     let program = program.unwrap_or_else(|| panic!("{diags:?}"));
     let host = McpToolHost::for_program(&program);
-    let errors: Vec<String> = host.check(&program).await.iter().map(|e| e.to_string()).collect();
+    let errors: Vec<String> = host
+        .check(&program)
+        .await
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
     assert_eq!(errors.len(), 4, "{errors:#?}");
     assert!(errors.iter().any(|e| e.contains("tool `quote_fare`") && e.contains("parameter `class` is declared TravelClass whose value(s) `first` the server does not accept")), "{errors:#?}");
-    assert!(errors.iter().any(|e| e.contains("tool `book_ticket`") && e.contains("parameter `class` is declared TravelClass")), "{errors:#?}");
-    assert!(errors.iter().any(|e| e.contains("tool `print_ticket`")
-        && e.contains("parameter `ticket` field `class` is declared TravelClass")
-        && e.contains("; the declared parameter `copies` is not in the server's input schema")), "{errors:#?}");
+    assert!(
+        errors.iter().any(|e| e.contains("tool `book_ticket`")
+            && e.contains("parameter `class` is declared TravelClass")),
+        "{errors:#?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("tool `print_ticket`")
+            && e.contains("parameter `ticket` field `class` is declared TravelClass")
+            && e.contains("; the declared parameter `copies` is not in the server's input schema")),
+        "{errors:#?}"
+    );
     assert!(errors.iter().any(|e| e.contains("tool `send_ticket`: drift between the declaration and the server: (declared as `email_ticket`) the server has no tool `send_ticket`")), "{errors:#?}");
     // A run stops at the first drifted tool (quote_fare), which is never called.
-    let engine = EngineBuilder::from_source(&source).unwrap().tools(Arc::new(host)).build().unwrap();
-    let ty = engine.program().workflows[0].vars.iter().find(|v| v.name == "class").unwrap().ty.clone();
+    let engine = EngineBuilder::from_source(&source)
+        .unwrap()
+        .tools(Arc::new(host))
+        .build()
+        .unwrap();
+    let ty = engine.program().workflows[0]
+        .vars
+        .iter()
+        .find(|v| v.name == "class")
+        .unwrap()
+        .ty
+        .clone();
     let mut values = inputs("u1");
     values.push(Value::parse("economy", &ty, &engine.program().types).unwrap());
     let err = engine.run(values, RunOptions::default()).await.unwrap_err();
-    assert!(err.to_string().contains("action `quote_fare`") && err.to_string().contains("drift"), "{err}");
+    assert!(
+        err.to_string().contains("action `quote_fare`") && err.to_string().contains("drift"),
+        "{err}"
+    );
     let tools: Vec<J> = calls(&dir).iter().map(|c| c["tool"].clone()).collect();
     assert_eq!(tools, [json!("get_user")]);
 }
@@ -278,11 +385,21 @@ fn the_tools_carry_contracts_that_lint_without_errors() {
         .filter(|f| f.severity == troupe_contracts::lint::Severity::Error)
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    let book = tools.as_array().unwrap().iter().find(|t| t["name"] == "book_ticket").unwrap();
+    let book = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "book_ticket")
+        .unwrap();
     let contract: troupe_contracts::ToolContract =
         serde_json::from_value(book["_meta"][troupe_contracts::META_KEY].clone()).unwrap();
     assert!(contract.transactional && contract.requires_confirmation);
-    assert!(contract.failure_modes.iter().any(|m| m.name == "insufficient_funds"));
+    assert!(
+        contract
+            .failure_modes
+            .iter()
+            .any(|m| m.name == "insufficient_funds")
+    );
     assert_eq!(book["annotations"]["destructiveHint"], json!(true));
     assert_eq!(book["annotations"]["idempotentHint"], json!(false));
 }

@@ -15,7 +15,9 @@ pub enum McpError {
     #[error("MCP server `{server}`: cannot connect: {message}")]
     Connect { server: String, message: String },
     /// A declared tool does not match the server's tool (or the server has no such tool).
-    #[error("MCP server `{server}`, tool `{tool}`: drift between the declaration and the server: {detail}")]
+    #[error(
+        "MCP server `{server}`, tool `{tool}`: drift between the declaration and the server: {detail}"
+    )]
     Drift {
         server: String,
         tool: String,
@@ -29,7 +31,9 @@ pub enum McpError {
         missing: Vec<String>,
     },
     /// An argument does not fit the tool's input schema: the call was not made.
-    #[error("MCP server `{server}`, tool `{tool}`: argument `{argument}` {detail}; the tool was not called")]
+    #[error(
+        "MCP server `{server}`, tool `{tool}`: argument `{argument}` {detail}; the tool was not called"
+    )]
     InvalidArgument {
         server: String,
         tool: String,
@@ -59,7 +63,9 @@ pub enum McpError {
         detail: String,
     },
     /// The tool's result does not fit the declared outputs.
-    #[error("MCP server `{server}`, tool `{tool}`: the result does not fit the declared outputs: {detail}")]
+    #[error(
+        "MCP server `{server}`, tool `{tool}`: the result does not fit the declared outputs: {detail}"
+    )]
     Result {
         server: String,
         tool: String,

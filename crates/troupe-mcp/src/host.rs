@@ -190,7 +190,10 @@ fn drift(server: &str, tool: &str, detail: String) -> McpError {
 }
 
 fn names(list: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    let v: Vec<String> = list.into_iter().map(|s| format!("`{}`", s.as_ref())).collect();
+    let v: Vec<String> = list
+        .into_iter()
+        .map(|s| format!("`{}`", s.as_ref()))
+        .collect();
     if v.is_empty() {
         "none".to_owned()
     } else {
@@ -251,7 +254,11 @@ fn check_declared(server: &str, d: &Declared, tools: &HashMap<String, Tool>) -> 
     Some(drift(
         server,
         &d.remote,
-        if head.is_empty() { body } else { format!("{head} {body}") },
+        if head.is_empty() {
+            body
+        } else {
+            format!("{head} {body}")
+        },
     ))
 }
 
@@ -329,7 +336,10 @@ impl Inner {
             return Err(drift(
                 &server,
                 &tool_name,
-                format!("the server has no tool `{tool_name}`; it offers {}", names(offered)),
+                format!(
+                    "the server has no tool `{tool_name}`; it offers {}",
+                    names(offered)
+                ),
             ));
         };
         if let Some(e) = live.drift.get(&tool_name) {
@@ -364,10 +374,12 @@ impl Inner {
                         message,
                     });
                 }
-                typed_outputs(&json, &call.outputs, &call.types).map_err(|detail| McpError::Result {
-                    server,
-                    tool: tool_name,
-                    detail,
+                typed_outputs(&json, &call.outputs, &call.types).map_err(|detail| {
+                    McpError::Result {
+                        server,
+                        tool: tool_name,
+                        detail,
+                    }
                 })
             }
             Err(ServiceError::McpError(e)) => Err(McpError::Protocol {
@@ -434,7 +446,11 @@ fn check_arguments(
                     argument: name.clone(),
                     detail: format!(
                         "is not a parameter of the tool (its parameters: {})",
-                        names(props.map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default())
+                        names(
+                            props
+                                .map(|p| p.keys().cloned().collect::<Vec<_>>())
+                                .unwrap_or_default()
+                        )
                     ),
                 });
             }

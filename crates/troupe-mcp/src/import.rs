@@ -43,9 +43,29 @@ use crate::schema::{required, string_enum, types_of};
 
 /// The language's keywords: not usable as identifiers.
 pub const KEYWORDS: &[&str] = &[
-    "workflow", "lifelines", "msg", "act", "if", "else", "while", "exit", "return", "enum",
-    "record", "llm", "pure", "effect", "human", "tool", "mcp", "extern", "true", "false", "and",
-    "or", "not",
+    "workflow",
+    "lifelines",
+    "msg",
+    "act",
+    "if",
+    "else",
+    "while",
+    "exit",
+    "return",
+    "enum",
+    "record",
+    "llm",
+    "pure",
+    "effect",
+    "human",
+    "tool",
+    "mcp",
+    "extern",
+    "true",
+    "false",
+    "and",
+    "or",
+    "not",
 ];
 
 /// What the importer knows about a server: its tool list and the rest.
@@ -220,13 +240,26 @@ pub fn default_server_name(transport: &McpTransport) -> String {
             .unwrap_or("remote")
             .to_owned(),
         McpTransport::Stdio { command, args, .. } => {
-            let word = args
-                .iter()
-                .find(|a| !a.starts_with('-'))
-                .unwrap_or(command);
+            // Behind a launcher (`uvx`, `npx -y`, `node`…) the package names the server.
+            let launcher = command.rsplit('/').next().unwrap_or(command);
+            let launchers = [
+                "uvx", "npx", "node", "python", "python3", "pipx", "bunx", "deno", "uv", "bun",
+                "docker",
+            ];
+            let word = if launchers.contains(&launcher) {
+                args.iter()
+                    .filter(|a| !a.starts_with('-') && !["run", "-m"].contains(&a.as_str()))
+                    .next()
+                    .unwrap_or(command)
+            } else {
+                command
+            };
             let base = word.rsplit('/').next().unwrap_or(word);
             let base = base.split('@').next().unwrap_or(base);
-            let base = base.strip_suffix(".js").or_else(|| base.strip_suffix(".py")).unwrap_or(base);
+            let base = base
+                .strip_suffix(".js")
+                .or_else(|| base.strip_suffix(".py"))
+                .unwrap_or(base);
             base.strip_prefix("mcp-server-")
                 .or_else(|| base.strip_prefix("server-"))
                 .or_else(|| base.strip_prefix("mcp-"))
@@ -275,7 +308,10 @@ pub fn listing_from_json(value: &J) -> Result<Listing, McpError> {
         if let Some(err) = tl.get("error") {
             return Err(bad(&format!("the captured tools/list is an error: {err}")));
         }
-        let tools = result_of(tl).get("tools").and_then(J::as_array).ok_or_else(|| bad("`tools/list` has no `tools` list"))?;
+        let tools = result_of(tl)
+            .get("tools")
+            .and_then(J::as_array)
+            .ok_or_else(|| bad("`tools/list` has no `tools` list"))?;
         let init = map.get("initialize").map(result_of);
         return Ok(Listing {
             server_info: init.and_then(|i| i.get("serverInfo")).cloned(),
@@ -284,12 +320,18 @@ pub fn listing_from_json(value: &J) -> Result<Listing, McpError> {
                 .and_then(J::as_str)
                 .map(str::to_owned),
             tools: tools.clone(),
-            resources: map.get("resources/list").map(|v| list_in(v, "resources")).unwrap_or_default(),
+            resources: map
+                .get("resources/list")
+                .map(|v| list_in(v, "resources"))
+                .unwrap_or_default(),
             resource_templates: map
                 .get("resources/templates/list")
                 .map(|v| list_in(v, "resourceTemplates"))
                 .unwrap_or_default(),
-            prompts: map.get("prompts/list").map(|v| list_in(v, "prompts")).unwrap_or_default(),
+            prompts: map
+                .get("prompts/list")
+                .map(|v| list_in(v, "prompts"))
+                .unwrap_or_default(),
         });
     }
     match result_of(value).get("tools").and_then(J::as_array) {
@@ -305,32 +347,53 @@ pub fn listing_from_json(value: &J) -> Result<Listing, McpError> {
 
 /// Reads a listing from a live server: `tools/list`, and `resources/list`,
 /// `resources/templates/list` and `prompts/list` when the server offers them.
-pub async fn listing_from_server(server: &McpServer, timeout: Duration) -> Result<Listing, McpError> {
+pub async fn listing_from_server(
+    server: &McpServer,
+    timeout: Duration,
+) -> Result<Listing, McpError> {
     let session = connect(server, timeout).await?;
     let tools = session.list_tools(timeout).await?;
     let peer = session.client.peer();
     let caps = peer.peer_info().map(|i| i.capabilities.clone());
     let mut listing = Listing {
-        server_info: session.server_info().and_then(|i| i.get("serverInfo").cloned()),
-        protocol_version: session
+        server_info: session
             .server_info()
-            .and_then(|i| i.get("protocolVersion").and_then(J::as_str).map(str::to_owned)),
-        tools: tools.iter().map(|t| serde_json::to_value(t).unwrap_or(J::Null)).collect(),
+            .and_then(|i| i.get("serverInfo").cloned()),
+        protocol_version: session.server_info().and_then(|i| {
+            i.get("protocolVersion")
+                .and_then(J::as_str)
+                .map(str::to_owned)
+        }),
+        tools: tools
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(J::Null))
+            .collect(),
         ..Listing::default()
     };
     if let Some(caps) = caps {
         if caps.resources.is_some() {
             if let Ok(Ok(r)) = tokio::time::timeout(timeout, peer.list_all_resources()).await {
-                listing.resources = r.iter().map(|x| serde_json::to_value(x).unwrap_or(J::Null)).collect();
+                listing.resources = r
+                    .iter()
+                    .map(|x| serde_json::to_value(x).unwrap_or(J::Null))
+                    .collect();
             }
-            if let Ok(Ok(r)) = tokio::time::timeout(timeout, peer.list_all_resource_templates()).await {
-                listing.resource_templates = r.iter().map(|x| serde_json::to_value(x).unwrap_or(J::Null)).collect();
+            if let Ok(Ok(r)) =
+                tokio::time::timeout(timeout, peer.list_all_resource_templates()).await
+            {
+                listing.resource_templates = r
+                    .iter()
+                    .map(|x| serde_json::to_value(x).unwrap_or(J::Null))
+                    .collect();
             }
         }
         if caps.prompts.is_some()
             && let Ok(Ok(p)) = tokio::time::timeout(timeout, peer.list_all_prompts()).await
         {
-            listing.prompts = p.iter().map(|x| serde_json::to_value(x).unwrap_or(J::Null)).collect();
+            listing.prompts = p
+                .iter()
+                .map(|x| serde_json::to_value(x).unwrap_or(J::Null))
+                .collect();
         }
     }
     Ok(listing)
@@ -402,7 +465,10 @@ fn resolve<'a>(schema: &'a J, root: &'a J) -> &'a J {
 
 fn scalar_kind(schema: &J, root: &J) -> Kind {
     let schema = resolve(schema, root);
-    let types: Vec<String> = types_of(schema).into_iter().filter(|t| t != "null").collect();
+    let types: Vec<String> = types_of(schema)
+        .into_iter()
+        .filter(|t| t != "null")
+        .collect();
     match types.as_slice() {
         [t] => match t.as_str() {
             "string" => Kind::Text,
@@ -426,14 +492,23 @@ fn scalar_name(kind: &Kind) -> &'static str {
     }
 }
 
-fn param_type(tool: &str, param: &str, schema: &J, root: &J, taken: &mut HashSet<String>) -> ParamType {
+fn param_type(
+    tool: &str,
+    param: &str,
+    schema: &J,
+    root: &J,
+    taken: &mut HashSet<String>,
+) -> ParamType {
     let resolved = resolve(schema, root);
     let kind = scalar_kind(resolved, root);
     match kind {
         Kind::Text => {
             if let Some(values) = string_enum(resolved) {
                 let unique: BTreeSet<&String> = values.iter().collect();
-                if !values.is_empty() && unique.len() == values.len() && values.iter().all(|v| is_identifier(v)) {
+                if !values.is_empty()
+                    && unique.len() == values.len()
+                    && values.iter().all(|v| is_identifier(v))
+                {
                     let name = unique_name(upper_camel(&[tool, param]), taken);
                     return ParamType {
                         text: name.clone(),
@@ -442,17 +517,32 @@ fn param_type(tool: &str, param: &str, schema: &J, root: &J, taken: &mut HashSet
                     };
                 }
             }
-            ParamType { text: "Text".into(), kind, new_enum: None }
+            ParamType {
+                text: "Text".into(),
+                kind,
+                new_enum: None,
+            }
         }
         Kind::List => {
-            let item = resolved.get("items").map(|i| scalar_kind(i, root)).unwrap_or(Kind::Json);
+            let item = resolved
+                .get("items")
+                .map(|i| scalar_kind(i, root))
+                .unwrap_or(Kind::Json);
             let inner = match item {
                 Kind::List => "Json",
                 other => scalar_name(&other),
             };
-            ParamType { text: format!("[{inner}]"), kind, new_enum: None }
+            ParamType {
+                text: format!("[{inner}]"),
+                kind,
+                new_enum: None,
+            }
         }
-        other => ParamType { text: scalar_name(&other).into(), kind: other, new_enum: None },
+        other => ParamType {
+            text: scalar_name(&other).into(),
+            kind: other,
+            new_enum: None,
+        },
     }
 }
 
@@ -473,7 +563,10 @@ fn default_literal(default: &J, kind: &Kind) -> Option<String> {
         (Kind::Text, J::String(s)) => Some(string_literal(s)),
         (Kind::Enum(values), J::String(s)) if values.contains(s) => Some(s.clone()),
         (Kind::Int, J::Number(n)) => n.as_i64().map(|i| i.to_string()),
-        (Kind::Float, J::Number(n)) => n.as_f64().filter(|x| x.is_finite()).map(|x| format!("{x:?}")),
+        (Kind::Float, J::Number(n)) => n
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .map(|x| format!("{x:?}")),
         (Kind::Bool, J::Bool(b)) => Some(b.to_string()),
         _ => None,
     }
@@ -522,11 +615,13 @@ fn output_type(
     let req = required(&obj);
     let mut fields = Vec::new();
     let mut left_out = Vec::new();
-    for (name, ps) in props {
-        if !req.contains(name) {
-            left_out.push(name.clone());
-            continue;
-        }
+    // Required fields in the schema's `required` order.
+    let ordered = req
+        .iter()
+        .filter_map(|r| props.get(r).map(|ps| (r, ps)))
+        .collect::<Vec<_>>();
+    left_out.extend(props.keys().filter(|k| !req.contains(k)).cloned());
+    for (name, ps) in ordered {
         if !is_identifier(name) {
             return ("Json".into(), None);
         }
@@ -535,8 +630,18 @@ fn output_type(
         let ty = match scalar_kind(ps, schema) {
             _ if nullable => "Json".to_owned(),
             Kind::List => {
-                let item = ps.get("items").map(|i| scalar_kind(i, schema)).unwrap_or(Kind::Json);
-                format!("[{}]", if item == Kind::List { "Json" } else { scalar_name(&item) })
+                let item = ps
+                    .get("items")
+                    .map(|i| scalar_kind(i, schema))
+                    .unwrap_or(Kind::Json);
+                format!(
+                    "[{}]",
+                    if item == Kind::List {
+                        "Json"
+                    } else {
+                        scalar_name(&item)
+                    }
+                )
             }
             k => scalar_name(&k).to_owned(),
         };
@@ -548,7 +653,11 @@ fn output_type(
     if !left_out.is_empty() {
         notes.push(format!(
             "the result's optional field(s) {} are not in the record",
-            left_out.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            left_out
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let name = unique_name(upper_camel(&[tool, "result"]), taken);
@@ -565,7 +674,11 @@ fn hints(annotations: Option<&J>) -> (String, bool) {
     if read_only {
         words.push("read-only");
     } else {
-        words.push(if destructive { "destructive" } else { "additive" });
+        words.push(if destructive {
+            "destructive"
+        } else {
+            "additive"
+        });
     }
     if idempotent {
         words.push("idempotent");
@@ -576,7 +689,11 @@ fn hints(annotations: Option<&J>) -> (String, bool) {
     let text = format!(
         "{}{}",
         words.join(", "),
-        if annotations.is_none() { " (no annotations: MCP's defaults)" } else { " (server hints)" }
+        if annotations.is_none() {
+            " (no annotations: MCP's defaults)"
+        } else {
+            " (server hints)"
+        }
     );
     (text, read_only || idempotent)
 }
@@ -623,14 +740,22 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
     );
     header.push('\n');
     match &options.transport {
-        Some(McpTransport::Stdio { command, args, env, cwd }) => {
+        Some(McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        }) => {
             let mut decl = format!("mcp {server} {{ command: {}", string_literal(command));
             if !args.is_empty() {
                 let list: Vec<String> = args.iter().map(|a| string_literal(a)).collect();
                 let _ = write!(decl, " args: [{}]", list.join(", "));
             }
             if !env.is_empty() {
-                let list: Vec<String> = env.iter().map(|(k, v)| string_literal(&format!("{k}={v}"))).collect();
+                let list: Vec<String> = env
+                    .iter()
+                    .map(|(k, v)| string_literal(&format!("{k}={v}")))
+                    .collect();
                 let _ = write!(decl, " env: [{}]", list.join(", "));
             }
             if let Some(cwd) = cwd {
@@ -649,8 +774,16 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
                 .and_then(J::as_str)
                 .unwrap_or(&options.name)
                 .to_owned();
-            comment(&mut header, "", "Captured from a file: set the command (or `url:`) that starts this server.");
-            let _ = writeln!(header, "mcp {server} {{ command: {} }}", string_literal(&guess));
+            comment(
+                &mut header,
+                "",
+                "Captured from a file: set the command (or `url:`) that starts this server.",
+            );
+            let _ = writeln!(
+                header,
+                "mcp {server} {{ command: {} }}",
+                string_literal(&guess)
+            );
         }
     }
 
@@ -659,7 +792,15 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
             comment(&mut tools_out, "", "skipped a tool without a name");
             continue;
         };
-        render_tool(tool, remote, &server, &mut taken_types, &mut taken_tools, &mut types_out, &mut tools_out);
+        render_tool(
+            tool,
+            remote,
+            &server,
+            &mut taken_types,
+            &mut taken_tools,
+            &mut types_out,
+            &mut tools_out,
+        );
     }
 
     let mut out = header;
@@ -684,7 +825,11 @@ fn render_tool(
     let empty = J::Object(Map::new());
     let input = tool.get("inputSchema").unwrap_or(&empty);
     let input_obj = input.as_object().cloned().unwrap_or_default();
-    let props = input.get("properties").and_then(J::as_object).cloned().unwrap_or_default();
+    let props = input
+        .get("properties")
+        .and_then(J::as_object)
+        .cloned()
+        .unwrap_or_default();
     let req: Vec<String> = required(&input_obj);
     let base = if is_identifier(remote) && snake_identifier(remote) == remote {
         remote.to_owned()
@@ -694,7 +839,11 @@ fn render_tool(
     let action = unique_name(base, taken_tools);
 
     // Parameters: required ones in `required` order, then the optional ones.
-    let mut order: Vec<String> = req.iter().filter(|r| props.contains_key(*r)).cloned().collect();
+    let mut order: Vec<String> = req
+        .iter()
+        .filter(|r| props.contains_key(*r))
+        .cloned()
+        .collect();
     order.extend(props.keys().filter(|k| !req.contains(k)).cloned());
     let mut notes: Vec<String> = Vec::new();
     let mut params: Vec<String> = Vec::new();
@@ -717,7 +866,9 @@ fn render_tool(
                 tools_out.push_str(&skipped);
                 return;
             }
-            notes.push(format!("optional parameter `{name}` left out: not an identifier of the language"));
+            notes.push(format!(
+                "optional parameter `{name}` left out: not an identifier of the language"
+            ));
             continue;
         }
         let pt = param_type(&action, name, schema, input, taken_types);
@@ -819,7 +970,11 @@ fn render_extras(listing: &Listing, out: &mut String) {
     };
     if !listing.resources.is_empty() || !listing.resource_templates.is_empty() {
         out.push('\n');
-        comment(out, "", "Resources the server offers (read with resources/read, not tools):");
+        comment(
+            out,
+            "",
+            "Resources the server offers (read with resources/read, not tools):",
+        );
         for r in &listing.resources {
             comment(out, "", &describe(r, "uri"));
         }
@@ -848,9 +1003,25 @@ fn render_extras(listing: &Listing, out: &mut String) {
                         .collect()
                 })
                 .unwrap_or_default();
-            let desc = p.get("description").and_then(J::as_str).map(one_line).unwrap_or_default();
+            let desc = p
+                .get("description")
+                .and_then(J::as_str)
+                .map(one_line)
+                .unwrap_or_default();
             let desc: String = desc.chars().take(160).collect();
-            comment(out, "", &format!("  {name}({}){}", args.join(", "), if desc.is_empty() { String::new() } else { format!(" — {desc}") }));
+            comment(
+                out,
+                "",
+                &format!(
+                    "  {name}({}){}",
+                    args.join(", "),
+                    if desc.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" — {desc}")
+                    }
+                ),
+            );
         }
     }
 }
@@ -876,17 +1047,28 @@ mod tests {
             parse_server_spec("uvx mcp-server-time --local-timezone 'Europe/Paris'").unwrap(),
             McpTransport::Stdio {
                 command: "uvx".into(),
-                args: vec!["mcp-server-time".into(), "--local-timezone".into(), "Europe/Paris".into()],
+                args: vec![
+                    "mcp-server-time".into(),
+                    "--local-timezone".into(),
+                    "Europe/Paris".into()
+                ],
                 env: vec![],
                 cwd: None
             }
         );
         assert!(parse_server_spec("  ").is_err());
         assert!(parse_server_spec("a 'b").is_err());
-        let t = parse_server_spec("npx -y @modelcontextprotocol/server-everything@2026.8.31").unwrap();
+        let t =
+            parse_server_spec("npx -y @modelcontextprotocol/server-everything@2026.8.31").unwrap();
         assert_eq!(default_server_name(&t), "everything");
-        assert_eq!(default_server_name(&parse_server_spec("uvx mcp-server-time").unwrap()), "time");
-        assert_eq!(default_server_name(&parse_server_spec("http://127.0.0.1:8931/mcp").unwrap()), "remote");
+        assert_eq!(
+            default_server_name(&parse_server_spec("uvx mcp-server-time").unwrap()),
+            "time"
+        );
+        assert_eq!(
+            default_server_name(&parse_server_spec("http://127.0.0.1:8931/mcp").unwrap()),
+            "remote"
+        );
     }
 
     #[test]
@@ -904,16 +1086,25 @@ mod tests {
             }, "required": ["time"]},
             "outputSchema": {"type": "object", "properties": {"out": {"type": "string"}, "extra": {"type": "object"}}, "required": ["out"]}
         }]});
-        let text = render(&listing_from_json(&list).unwrap(), &ImportOptions {
-            name: "clock".into(),
-            transport: Some(parse_server_spec("uvx mcp-server-time").unwrap()),
-            source: "test".into(),
-        });
-        assert!(text.contains("enum ConvertTimeUnit { hours, minutes }"), "{text}");
+        let text = render(
+            &listing_from_json(&list).unwrap(),
+            &ImportOptions {
+                name: "clock".into(),
+                transport: Some(parse_server_spec("uvx mcp-server-time").unwrap()),
+                source: "test".into(),
+            },
+        );
+        assert!(
+            text.contains("enum ConvertTimeUnit { hours, minutes }"),
+            "{text}"
+        );
         assert!(text.contains("unit: ConvertTimeUnit = hours"), "{text}");
         assert!(text.contains("weird: Text = \"\""), "{text}");
         assert!(text.contains("name: \"convert-Time\""), "{text}");
-        assert!(text.contains("record ConvertTimeResult { out: Text }"), "{text}");
+        assert!(
+            text.contains("record ConvertTimeResult { out: Text }"),
+            "{text}"
+        );
         let (program, diags) = troupe_check::check_text(&text);
         assert!(program.is_some(), "{text}\n{diags:?}");
     }

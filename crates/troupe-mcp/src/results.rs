@@ -39,7 +39,10 @@ fn trim(json: &J, ty: &Type, types: &TypeTable) -> J {
             let def = types.record_def(*id);
             J::Object(
                 map.iter()
-                    .filter_map(|(k, v)| def.field(k).map(|(_, fty)| (k.clone(), trim(v, fty, types))))
+                    .filter_map(|(k, v)| {
+                        def.field(k)
+                            .map(|(_, fty)| (k.clone(), trim(v, fty, types)))
+                    })
                     .collect(),
             )
         }
@@ -73,7 +76,10 @@ fn field_names(map: &serde_json::Map<String, J>) -> String {
     if map.is_empty() {
         "no fields".to_owned()
     } else {
-        map.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        map.keys()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -111,7 +117,9 @@ fn from_structured(s: &J, outputs: &[OutputSlot], types: &TypeTable) -> Result<V
     outputs
         .iter()
         .map(|slot| match map.get(&slot.name) {
-            Some(field) => typed(field, slot, types).map_err(|e| format!("field `{}`: {e}", slot.name)),
+            Some(field) => {
+                typed(field, slot, types).map_err(|e| format!("field `{}`: {e}", slot.name))
+            }
             None => Err(format!(
                 "no field `{}` in the structured content (it has {})",
                 slot.name,
@@ -128,7 +136,8 @@ fn from_text(text: &str, outputs: &[OutputSlot], types: &TypeTable) -> Result<Ve
             (Type::Text, _) => Ok(Value::text(text)),
             (Type::Json, Some(j)) => Ok(Value::Json(std::sync::Arc::new(j.clone()))),
             (Type::Json, None) => Ok(Value::Json(std::sync::Arc::new(J::String(text.to_owned())))),
-            (_, Some(j)) => typed(j, slot, types).or_else(|e| Value::parse(text.trim(), &slot.ty, types).map_err(|_| e)),
+            (_, Some(j)) => typed(j, slot, types)
+                .or_else(|e| Value::parse(text.trim(), &slot.ty, types).map_err(|_| e)),
             (_, None) => Value::parse(text.trim(), &slot.ty, types),
         };
         return v
@@ -140,7 +149,11 @@ fn from_text(text: &str, outputs: &[OutputSlot], types: &TypeTable) -> Result<Ve
         _ => Err(format!(
             "{} outputs need structured content or a JSON object as text, but the server returned {}",
             outputs.len(),
-            if text.is_empty() { "no text".to_owned() } else { format!("the text {:?}", text.chars().take(200).collect::<String>()) }
+            if text.is_empty() {
+                "no text".to_owned()
+            } else {
+                format!("the text {:?}", text.chars().take(200).collect::<String>())
+            }
         )),
     }
 }
@@ -158,16 +171,27 @@ mod tests {
     fn single_scalar_from_a_one_field_object() {
         let t = TypeTable::default();
         let r = json!({"content": [], "structuredContent": {"fare": 42.5}});
-        assert_eq!(typed_outputs(&r, &[slot("result", Type::Float)], &t), Ok(vec![Value::Float(42.5)]));
+        assert_eq!(
+            typed_outputs(&r, &[slot("result", Type::Float)], &t),
+            Ok(vec![Value::Float(42.5)])
+        );
     }
 
     #[test]
     fn several_outputs_by_name() {
         let t = TypeTable::default();
         let r = json!({"structuredContent": {"valid": true, "sufficient": false}});
-        let v = typed_outputs(&r, &[slot("valid", Type::Bool), slot("sufficient", Type::Bool)], &t);
+        let v = typed_outputs(
+            &r,
+            &[slot("valid", Type::Bool), slot("sufficient", Type::Bool)],
+            &t,
+        );
         assert_eq!(v, Ok(vec![Value::Bool(true), Value::Bool(false)]));
-        let missing = typed_outputs(&r, &[slot("valid", Type::Bool), slot("other", Type::Bool)], &t);
+        let missing = typed_outputs(
+            &r,
+            &[slot("valid", Type::Bool), slot("other", Type::Bool)],
+            &t,
+        );
         assert!(missing.unwrap_err().contains("no field `other`"));
     }
 
@@ -175,13 +199,19 @@ mod tests {
     fn text_and_json_without_structured_content() {
         let t = TypeTable::default();
         let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
-        assert_eq!(typed_outputs(&r, &[slot("result", Type::Text)], &t), Ok(vec![Value::text("a\nb")]));
+        assert_eq!(
+            typed_outputs(&r, &[slot("result", Type::Text)], &t),
+            Ok(vec![Value::text("a\nb")])
+        );
         let j = typed_outputs(&r, &[slot("result", Type::Json)], &t).unwrap();
         assert_eq!(j[0].to_json(&t), json!("a\nb"));
         let r = json!({"content": [{"type": "text", "text": "{\"x\": 1}"}]});
         let j = typed_outputs(&r, &[slot("result", Type::Json)], &t).unwrap();
         assert_eq!(j[0].to_json(&t), json!({"x": 1}));
         let r = json!({"content": [{"type": "text", "text": "7"}]});
-        assert_eq!(typed_outputs(&r, &[slot("result", Type::Int)], &t), Ok(vec![Value::Int(7)]));
+        assert_eq!(
+            typed_outputs(&r, &[slot("result", Type::Int)], &t),
+            Ok(vec![Value::Int(7)])
+        );
     }
 }

@@ -45,7 +45,9 @@ fn collect_types(schema: &Value, out: &mut Vec<String>, depth: usize) {
     };
     match obj.get("type") {
         Some(Value::String(t)) => out.push(t.clone()),
-        Some(Value::Array(list)) => out.extend(list.iter().filter_map(Value::as_str).map(str::to_owned)),
+        Some(Value::Array(list)) => {
+            out.extend(list.iter().filter_map(Value::as_str).map(str::to_owned))
+        }
         _ => {
             for key in ["anyOf", "oneOf"] {
                 if let Some(Value::Array(alts)) = obj.get(key) {
@@ -142,8 +144,16 @@ pub fn compatible(ty: &Type, schema: &Value, types: &TypeTable) -> Result<(), St
                     return Err(format!(
                         "is declared {} whose value(s) {} the server does not accept (it accepts {})",
                         def.name,
-                        extra.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", "),
-                        allowed.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+                        extra
+                            .iter()
+                            .map(|v| format!("`{v}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        allowed
+                            .iter()
+                            .map(|v| format!("`{v}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
             }
@@ -162,7 +172,11 @@ pub fn compatible(ty: &Type, schema: &Value, types: &TypeTable) -> Result<(), St
                     return Err(format!(
                         "is declared {} but the server also requires the field(s) {}",
                         def.name,
-                        missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+                        missing
+                            .iter()
+                            .map(|m| format!("`{m}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
                 if let Some(props) = properties(obj) {
@@ -207,14 +221,21 @@ fn validate_at(value: &Value, schema: &Value, depth: usize) -> Result<(), String
     let admitted = types_of(schema);
     let t = json_type(value);
     if !admits(&admitted, t) {
-        return Err(format!("is {t} but the schema expects {}", describe(&admitted)));
+        return Err(format!(
+            "is {t} but the schema expects {}",
+            describe(&admitted)
+        ));
     }
     if let (Value::String(s), Some(allowed)) = (value, string_enum(schema))
         && !allowed.contains(s)
     {
         return Err(format!(
             "is `{s}`, not one of {}",
-            allowed.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+            allowed
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     match value {
@@ -228,7 +249,8 @@ fn validate_at(value: &Value, schema: &Value, depth: usize) -> Result<(), String
                 if let Some(props) = properties(obj) {
                     for (name, v) in fields {
                         if let Some(s) = props.get(name) {
-                            validate_at(v, s, depth + 1).map_err(|e| format!("field `{name}` {e}"))?;
+                            validate_at(v, s, depth + 1)
+                                .map_err(|e| format!("field `{name}` {e}"))?;
                         }
                     }
                 }
@@ -254,8 +276,14 @@ mod tests {
 
     #[test]
     fn types_from_unions_and_enums() {
-        assert_eq!(types_of(&json!({"type": ["string", "null"]})), ["null", "string"]);
-        assert_eq!(types_of(&json!({"anyOf": [{"type": "integer"}, {"type": "string"}]})), ["integer", "string"]);
+        assert_eq!(
+            types_of(&json!({"type": ["string", "null"]})),
+            ["null", "string"]
+        );
+        assert_eq!(
+            types_of(&json!({"anyOf": [{"type": "integer"}, {"type": "string"}]})),
+            ["integer", "string"]
+        );
         assert_eq!(types_of(&json!({"enum": ["a", "b"]})), ["string"]);
         assert!(types_of(&json!({"anyOf": [{"type": "integer"}, {}]})).is_empty());
         assert!(types_of(&json!(true)).is_empty());
@@ -267,13 +295,28 @@ mod tests {
         assert!(compatible(&Type::Int, &json!({"type": "number"}), &t).is_ok());
         assert!(compatible(&Type::Float, &json!({"type": "integer"}), &t).is_err());
         assert!(compatible(&Type::Text, &json!({}), &t).is_ok());
-        assert!(compatible(&Type::List(Box::new(Type::Text)), &json!({"type": "array", "items": {"type": "string"}}), &t).is_ok());
-        assert!(compatible(&Type::List(Box::new(Type::Int)), &json!({"type": "array", "items": {"type": "string"}}), &t).is_err());
+        assert!(
+            compatible(
+                &Type::List(Box::new(Type::Text)),
+                &json!({"type": "array", "items": {"type": "string"}}),
+                &t
+            )
+            .is_ok()
+        );
+        assert!(
+            compatible(
+                &Type::List(Box::new(Type::Int)),
+                &json!({"type": "array", "items": {"type": "string"}}),
+                &t
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn validation() {
-        let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+        let s =
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
         assert!(validate(&json!({"a": 1}), &s).is_ok());
         assert!(validate(&json!({"a": 1.5}), &s).is_err());
         assert!(validate(&json!({}), &s).is_err());

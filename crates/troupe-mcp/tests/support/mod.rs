@@ -11,7 +11,8 @@ use std::sync::Arc;
 pub fn servers_dir() -> PathBuf {
     match std::env::var_os("TROUPE_MCP_SERVERS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/troupe/mcp-servers"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/troupe/mcp-servers"),
     }
 }
 
@@ -33,17 +34,28 @@ pub fn time_server() -> PathBuf {
 
 /// The `mcp-server-everything` executable (npm).
 pub fn everything_server() -> PathBuf {
-    installed("npm/node_modules/.bin/mcp-server-everything", "@modelcontextprotocol/server-everything")
+    installed(
+        "npm/node_modules/.bin/mcp-server-everything",
+        "@modelcontextprotocol/server-everything",
+    )
 }
 
 /// `../shared/data` beside the repository.
 pub fn shared_data() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    assert!(dir.exists(), "the shared data is missing at {}", dir.display());
+    assert!(
+        dir.exists(),
+        "the shared data is missing at {}",
+        dir.display()
+    );
     dir
 }
 
-pub fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> Arc<troupe_check::ir::McpServer> {
+pub fn stdio(
+    name: &str,
+    command: &std::path::Path,
+    args: &[&str],
+) -> Arc<troupe_check::ir::McpServer> {
     Arc::new(troupe_check::ir::McpServer {
         name: name.to_owned(),
         transport: troupe_check::ir::McpTransport::Stdio {
@@ -58,12 +70,19 @@ pub fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> Arc<troupe
 }
 
 /// A direct call of `tool` with JSON arguments and one `Json` output.
-pub fn call(server: &Arc<troupe_check::ir::McpServer>, tool: &str, args: serde_json::Value) -> troupe_runtime::ToolCall {
+pub fn call(
+    server: &Arc<troupe_check::ir::McpServer>,
+    tool: &str,
+    args: serde_json::Value,
+) -> troupe_runtime::ToolCall {
     troupe_runtime::ToolCall {
         server: server.clone(),
         tool: tool.to_owned(),
         arguments: args.as_object().cloned().unwrap_or_default(),
-        outputs: vec![troupe_llm::OutputSlot::new("result", troupe_check::Type::Json)],
+        outputs: vec![troupe_llm::OutputSlot::new(
+            "result",
+            troupe_check::Type::Json,
+        )],
         types: Arc::new(troupe_check::TypeTable::default()),
         idempotency_key: format!("test/{tool}#0"),
     }
