@@ -242,3 +242,60 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
     std::hint::black_box(diff) == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn flags_and_defaults() {
+        let cli = Cli::try_parse_from(["serve"]).unwrap();
+        assert_eq!(cli.serve.store, PathBuf::from(DEFAULT_STORE));
+        assert!(cli.serve.bind.ip().is_loopback());
+        assert_eq!(cli.serve.bind.port(), 7878);
+        assert!(cli.serve.token.is_none());
+        let cli = Cli::try_parse_from([
+            "serve",
+            "--telegram-chat",
+            "-100",
+            "--telegram-allow",
+            "7",
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        assert_eq!(cli.serve.telegram_chat, Some(-100));
+        assert_eq!(cli.serve.telegram_allow, vec![7]);
+    }
+
+    #[test]
+    fn a_missing_store_is_an_error_not_a_new_file() {
+        let dir = std::env::temp_dir().join(format!("troupe-web-none-{}", std::process::id()));
+        let args = Cli::try_parse_from([
+            "serve",
+            "--store",
+            dir.join("none.db").to_str().unwrap(),
+            "--no-notify",
+        ])
+        .unwrap()
+        .serve;
+        assert!(matches!(run(args), Err(WebError::NoStore(_))));
+        assert!(!dir.join("none.db").exists());
+    }
+
+    #[test]
+    fn secrets_compare_by_content() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert_eq!(random_hex(8).unwrap().len(), 16);
+        assert_ne!(random_hex(8).unwrap(), random_hex(8).unwrap());
+    }
+}
