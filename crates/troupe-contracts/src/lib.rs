@@ -12,7 +12,9 @@
 //! * [`lts`], [`bisim`], [`semantics`] — labelled transition systems, strong
 //!   bisimulation with shortest counterexamples, and the semantics of the three formalisms;
 //! * [`lint`] — the MCP+ linter, one rule per file;
-//! * [`cli`] — the `troupe contracts` subcommands.
+//! * [`cli`] — the `troupe contracts` subcommands;
+//! * [`verify`] — workflows checked against the contracts of the tools they call
+//!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars).
 
 pub mod bisim;
 pub mod cli;
@@ -28,8 +30,10 @@ pub mod naming;
 pub mod phi;
 pub mod semantics;
 pub mod sgd;
+pub mod verify;
 
 pub use contract::{META_KEY, ToolContract};
 pub use error::{ContractsError, Result};
 pub use mcp::{McpTool, ToolList};
 pub use sgd::SgdService;
+pub use verify::{verify_workflows, verify_workflows_in_source};

@@ -1,0 +1,846 @@
+//! Provenance (value numbering) and the structure of one workflow, computed in
+//! one walk and shared by every check.
+//!
+//! **Values.** Every value a workflow handles is identified by its *origin*
+//! ([`Origin`]): a workflow input, an action output (call site + output
+//! index), a literal, a field of another value, an `and` of two values, a
+//! merge of the values a variable may hold where control flow joins, or any
+//! other computation (with the values it reads). Messages (`msg A(x) -> B(y)`),
+//! copies (`act A: y = x`) and field reads of the same origin carry the value
+//! unchanged: `y` at `B` is the same value as `x` at `A`, and `t.id` of one
+//! record origin is one value wherever it is read. Equal [`ValueId`]s mean
+//! "certainly the same value" (within one run of the enclosing loop body).
+//!
+//! **Merges.** After an `if`, a variable bound differently in the two branches
+//! holds a fresh merge of both values. At a `while`, every variable the body
+//! binds holds, at the head of the loop (so in the guard, the body and the
+//! exit block), a merge of its value before the loop and its value at the end
+//! of the body. So nothing established inside a loop body about a value
+//! survives the loop, and a value bound before the loop and never rebound in
+//! it keeps its identity.
+//!
+//! **Structure.** For every statement, its parent construct and the branch it
+//! lies in ([`Branch`]), so a check can tell which guards enclose a call, and
+//! [`Flow::path_avoiding`] finds a path to a statement that avoids a set of
+//! statements (the witness of an "on every path" property failing).
+//!
+//! Every statement is visited exactly once, so the walk is linear in the size
+//! of the workflow (times the nesting depth for loops).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use troupe_check::ir::{
+    ActionId, ActionKind, AnswerKind, BinaryOp, Block, Call, Expr, ExprKind, LifelineId, Program,
+    Recv, Stmt, StmtId, StmtKind, VarId, Workflow,
+};
+use troupe_check::value::Value;
+use troupe_syntax::Span;
+
+/// Index into [`Flow::values`].
+pub(crate) type ValueId = usize;
+
+/// The value of an unbound variable (never read in a checked workflow).
+pub(crate) const UNBOUND: ValueId = 0;
+
+/// Deeper expressions and value graphs are treated as opaque computations.
+const MAX_DEPTH: usize = 64;
+
+/// Where a value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    /// No value (a variable not bound yet).
+    Unbound,
+    /// A workflow input.
+    Input(VarId),
+    /// Output `index` of the action called by statement `stmt`.
+    Output { stmt: StmtId, index: usize },
+    /// A literal, by its canonical text.
+    Literal(String),
+    /// A field of a record value.
+    Field(ValueId, u32),
+    /// A field of a `Json` value.
+    JsonField(ValueId, String),
+    /// `a and b`.
+    And(ValueId, ValueId),
+    /// The value of `var` where control flow joins at construct `stmt`: an
+    /// `if` (operands: then, else) or a `while` (operands: before the loop,
+    /// after an iteration).
+    Merge {
+        stmt: StmtId,
+        var: VarId,
+        operands: Vec<ValueId>,
+    },
+    /// Any other computation, with the values it reads.
+    Computed { deps: Vec<ValueId> },
+}
+
+/// Which part of a construct a statement lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Branch {
+    /// The `then` block of an `if` (the guard was true).
+    Then,
+    /// The `else` block of an `if` (the guard was false).
+    Else,
+    /// The body of a `while` (the guard was true).
+    Body,
+    /// The `exit` block of a `while` (the guard was false).
+    Exit,
+}
+
+impl Branch {
+    /// Whether the construct's guard is true in this branch.
+    pub(crate) fn guard_holds(self) -> bool {
+        matches!(self, Branch::Then | Branch::Body)
+    }
+}
+
+/// One call of a declared action.
+#[derive(Debug, Clone)]
+pub(crate) struct CallSite<'w> {
+    pub stmt: StmtId,
+    pub span: Span,
+    pub at: LifelineId,
+    pub action: ActionId,
+    /// The argument expressions as written (trailing optional ones may be left out).
+    pub arg_exprs: &'w [Expr],
+    /// One value per parameter of the action; a left-out optional argument
+    /// is its default literal.
+    pub args: Vec<ValueId>,
+    /// The variables the outputs bind (`None` for `_`).
+    pub outputs: &'w [Option<VarId>],
+}
+
+/// A path through a workflow: the branch taken at each construct it passes
+/// and the plain statements it executes, in order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Path {
+    pub choices: Vec<(StmtId, Branch)>,
+    pub passed: Vec<StmtId>,
+}
+
+/// Provenance and structure of one workflow.
+#[derive(Debug)]
+pub(crate) struct Flow<'w> {
+    pub workflow: &'w Workflow,
+    values: Vec<Origin>,
+    interned: HashMap<Origin, ValueId>,
+    /// Every call of a declared action, in pre-order.
+    pub calls: Vec<CallSite<'w>>,
+    call_index: HashMap<StmtId, usize>,
+    /// The value of the guard of every `if` and `while`.
+    guards: HashMap<StmtId, ValueId>,
+    parents: HashMap<StmtId, (StmtId, Branch)>,
+    stmts: HashMap<StmtId, &'w Stmt>,
+    /// Calls of a `human` action with a `Bool` (confirm) answer.
+    confirmations: BTreeSet<StmtId>,
+    /// The values the workflow returns, at the end of the body.
+    pub results: Vec<(VarId, ValueId)>,
+}
+
+impl<'w> Flow<'w> {
+    /// Walks `workflow` once.
+    pub(crate) fn analyse(program: &'w Program, workflow: &'w Workflow) -> Flow<'w> {
+        let mut walker = Walker {
+            program,
+            env: Vec::new(),
+            log: Vec::new(),
+            flow: Flow {
+                workflow,
+                values: Vec::new(),
+                interned: HashMap::new(),
+                calls: Vec::new(),
+                call_index: HashMap::new(),
+                guards: HashMap::new(),
+                parents: HashMap::new(),
+                stmts: HashMap::new(),
+                confirmations: BTreeSet::new(),
+                results: Vec::new(),
+            },
+        };
+        let unbound = walker.flow.intern(Origin::Unbound);
+        debug_assert_eq!(unbound, UNBOUND);
+        for &input in &workflow.inputs {
+            let v = walker.flow.intern(Origin::Input(input));
+            walker.assign(input, v);
+        }
+        walker.block(&workflow.body, None);
+        let results = workflow
+            .results
+            .iter()
+            .map(|&var| (var, walker.get(var)))
+            .collect();
+        walker.flow.results = results;
+        walker.flow
+    }
+
+    fn intern(&mut self, origin: Origin) -> ValueId {
+        if let Some(&id) = self.interned.get(&origin) {
+            return id;
+        }
+        let id = self.values.len();
+        self.values.push(origin.clone());
+        self.interned.insert(origin, id);
+        id
+    }
+
+    fn fresh(&mut self, origin: Origin) -> ValueId {
+        self.values.push(origin);
+        self.values.len() - 1
+    }
+
+    /// The origin of a value.
+    pub(crate) fn origin(&self, value: ValueId) -> &Origin {
+        self.values.get(value).unwrap_or(&Origin::Unbound)
+    }
+
+    /// The value of an already numbered origin (outputs, fields, literals).
+    pub(crate) fn lookup(&self, origin: &Origin) -> Option<ValueId> {
+        self.interned.get(origin).copied()
+    }
+
+    /// The statement with this id.
+    pub(crate) fn stmt(&self, id: StmtId) -> Option<&'w Stmt> {
+        self.stmts.get(&id).copied()
+    }
+
+    /// The call made by statement `id`, if it calls a declared action.
+    pub(crate) fn call(&self, id: StmtId) -> Option<&CallSite<'w>> {
+        self.call_index.get(&id).map(|&i| &self.calls[i])
+    }
+
+    /// The value of the guard of the `if` or `while` `id`.
+    pub(crate) fn guard(&self, id: StmtId) -> Option<ValueId> {
+        self.guards.get(&id).copied()
+    }
+
+    /// Every `if` and `while`, with its guard value, in pre-order.
+    pub(crate) fn guards(&self) -> Vec<(StmtId, ValueId)> {
+        let mut all: Vec<_> = self.guards.iter().map(|(&s, &v)| (s, v)).collect();
+        all.sort();
+        all
+    }
+
+    /// Calls of a person's confirmation (a `human` action answered yes/no).
+    pub(crate) fn confirmations(&self) -> &BTreeSet<StmtId> {
+        &self.confirmations
+    }
+
+    /// The constructs enclosing `id`, innermost first, with the branch `id` lies in.
+    pub(crate) fn ancestors(&self, id: StmtId) -> Vec<(StmtId, Branch)> {
+        let mut out = Vec::new();
+        let mut at = id;
+        while let Some(&(parent, branch)) = self.parents.get(&at) {
+            out.push((parent, branch));
+            at = parent;
+            if out.len() > self.stmts.len() {
+                break; // cannot happen in a tree; guards against a malformed IR
+            }
+        }
+        out
+    }
+
+    /// Whether `inner` lies inside construct `outer`.
+    pub(crate) fn encloses(&self, outer: StmtId, inner: StmtId) -> bool {
+        self.ancestors(inner).iter().any(|&(s, _)| s == outer)
+    }
+
+    /// The action-output statements `value` is computed from (through
+    /// messages, copies, fields, merges and computations, not through the
+    /// calls themselves).
+    pub(crate) fn sources(&self, value: ValueId) -> BTreeSet<StmtId> {
+        let mut out = BTreeSet::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![value];
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            match self.origin(v) {
+                Origin::Output { stmt, .. } => {
+                    out.insert(*stmt);
+                }
+                Origin::Unbound | Origin::Input(_) | Origin::Literal(_) => {}
+                Origin::Field(base, _) | Origin::JsonField(base, _) => stack.push(*base),
+                Origin::And(a, b) => stack.extend([*a, *b]),
+                Origin::Merge { operands, .. } => stack.extend(operands.iter().copied()),
+                Origin::Computed { deps } => stack.extend(deps.iter().copied()),
+            }
+        }
+        out
+    }
+
+    /// Whether a true `value` implies that a person confirmed: it is the
+    /// answer of a confirmation (or `answer == true`), an `and` with such a
+    /// conjunct, or a merge all of whose operands are (or `false`).
+    pub(crate) fn is_confirmation(&self, value: ValueId) -> bool {
+        self.confirmed(value, &mut HashSet::new(), 0)
+    }
+
+    fn confirmed(&self, value: ValueId, visiting: &mut HashSet<ValueId>, depth: usize) -> bool {
+        if depth > MAX_DEPTH {
+            return false;
+        }
+        match self.origin(value) {
+            Origin::Output { stmt, index } => *index == 0 && self.confirmations.contains(stmt),
+            Origin::And(a, b) => {
+                let (a, b) = (*a, *b);
+                self.confirmed(a, visiting, depth + 1) || self.confirmed(b, visiting, depth + 1)
+            }
+            Origin::Merge { operands, .. } => {
+                if !visiting.insert(value) {
+                    return true; // a loop back to itself adds no other origin
+                }
+                let mut any = false;
+                let all = operands.iter().all(|&op| match self.origin(op) {
+                    Origin::Unbound => true,
+                    Origin::Literal(text) if text == FALSE => true,
+                    _ => {
+                        let ok = self.confirmed(op, visiting, depth + 1);
+                        any |= ok;
+                        ok
+                    }
+                });
+                visiting.remove(&value);
+                all && any
+            }
+            _ => false,
+        }
+    }
+
+    /// Why a true `value` does not imply a confirmation although a
+    /// confirmation flows into it: the merge (construct, variable, operand
+    /// index) through which another value gets in, if there is one.
+    pub(crate) fn unconfirmed_merge(&self, value: ValueId) -> Option<(StmtId, VarId, usize)> {
+        let mut seen = HashSet::new();
+        let mut stack = vec![(value, 0usize)];
+        while let Some((v, depth)) = stack.pop() {
+            if depth > MAX_DEPTH || !seen.insert(v) {
+                continue;
+            }
+            match self.origin(v) {
+                Origin::Merge {
+                    stmt,
+                    var,
+                    operands,
+                } => {
+                    let bad = operands.iter().position(|&op| {
+                        !matches!(self.origin(op), Origin::Unbound)
+                            && !matches!(self.origin(op), Origin::Literal(t) if t == FALSE)
+                            && !self.is_confirmation(op)
+                    });
+                    let confirmed_elsewhere = operands.iter().any(|&op| self.is_confirmation(op));
+                    if let (Some(i), true) = (bad, confirmed_elsewhere) {
+                        return Some((*stmt, *var, i));
+                    }
+                    stack.extend(operands.iter().map(|&op| (op, depth + 1)));
+                }
+                Origin::And(a, b) => stack.extend([(*a, depth + 1), (*b, depth + 1)]),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A path from the start of the workflow to `target` (excluded) that
+    /// executes no statement for which `blocked` holds, or `None` when every
+    /// path does. Constructs count as executed when their guard is evaluated
+    /// (every construct on the path, including those enclosing `target`).
+    /// A loop not enclosing `target` is passed with zero iterations; one
+    /// enclosing it, in its first iteration. This is exactly the set of paths
+    /// a must-analysis intersects over (facts established by a loop body do
+    /// not survive the loop).
+    pub(crate) fn path_avoiding(
+        &self,
+        target: StmtId,
+        blocked: &dyn Fn(StmtId) -> bool,
+    ) -> Option<Path> {
+        let branches: HashMap<StmtId, Branch> = self.ancestors(target).into_iter().collect();
+        let mut path = Path::default();
+        match self.reach(
+            &self.workflow.body,
+            target,
+            &branches,
+            blocked,
+            &mut path,
+            0,
+        ) {
+            Reach::Target => Some(path),
+            Reach::End | Reach::Blocked => None,
+        }
+    }
+
+    fn reach(
+        &self,
+        block: &Block,
+        target: StmtId,
+        branches: &HashMap<StmtId, Branch>,
+        blocked: &dyn Fn(StmtId) -> bool,
+        path: &mut Path,
+        depth: usize,
+    ) -> Reach {
+        for stmt in &block.stmts {
+            if stmt.id == target {
+                return Reach::Target;
+            }
+            if let Some(&branch) = branches.get(&stmt.id) {
+                if blocked(stmt.id) {
+                    return Reach::Blocked;
+                }
+                let inner = match (&stmt.kind, branch) {
+                    (StmtKind::If { then, .. }, Branch::Then) => then,
+                    (StmtKind::If { otherwise, .. }, Branch::Else) => otherwise,
+                    (StmtKind::While { body, .. }, Branch::Body) => body,
+                    (StmtKind::While { exit, .. }, Branch::Exit) => exit,
+                    _ => return Reach::Blocked,
+                };
+                path.choices.push((stmt.id, branch));
+                return self.reach(inner, target, branches, blocked, path, depth + 1);
+            }
+            if !self.pass(stmt, blocked, path, depth) {
+                return Reach::Blocked;
+            }
+        }
+        Reach::End
+    }
+
+    /// Extends `path` through `stmt` (which does not enclose the target)
+    /// without executing a blocked statement; false if impossible.
+    fn pass(
+        &self,
+        stmt: &Stmt,
+        blocked: &dyn Fn(StmtId) -> bool,
+        path: &mut Path,
+        depth: usize,
+    ) -> bool {
+        if blocked(stmt.id) || depth > 4 * MAX_DEPTH {
+            return false;
+        }
+        let through = |block: &Block, path: &mut Path| {
+            block
+                .stmts
+                .iter()
+                .all(|s| self.pass(s, blocked, path, depth + 1))
+        };
+        match &stmt.kind {
+            StmtKind::Msg { .. } | StmtKind::Act { .. } => {
+                path.passed.push(stmt.id);
+                true
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                let mark = (path.choices.len(), path.passed.len());
+                path.choices.push((stmt.id, Branch::Then));
+                if through(then, path) {
+                    return true;
+                }
+                path.choices.truncate(mark.0);
+                path.passed.truncate(mark.1);
+                path.choices.push((stmt.id, Branch::Else));
+                through(otherwise, path)
+            }
+            StmtKind::While { exit, .. } => {
+                path.choices.push((stmt.id, Branch::Exit));
+                through(exit, path)
+            }
+        }
+    }
+}
+
+enum Reach {
+    Target,
+    End,
+    Blocked,
+}
+
+/// The canonical text of the literal `false`.
+const FALSE: &str = "Bool(false)";
+
+fn literal_key(value: &Value) -> String {
+    format!("{value:?}")
+}
+
+struct Walker<'w> {
+    program: &'w Program,
+    /// The current value of every variable.
+    env: Vec<ValueId>,
+    /// Undo log: (variable, previous value).
+    log: Vec<(VarId, ValueId)>,
+    flow: Flow<'w>,
+}
+
+impl<'w> Walker<'w> {
+    fn get(&self, var: VarId) -> ValueId {
+        self.env.get(var.0 as usize).copied().unwrap_or(UNBOUND)
+    }
+
+    fn assign(&mut self, var: VarId, value: ValueId) {
+        let i = var.0 as usize;
+        if i >= self.env.len() {
+            self.env.resize(i + 1, UNBOUND);
+        }
+        self.log.push((var, self.env[i]));
+        self.env[i] = value;
+    }
+
+    fn undo(&mut self, mark: usize) {
+        while self.log.len() > mark {
+            if let Some((var, old)) = self.log.pop() {
+                self.env[var.0 as usize] = old;
+            }
+        }
+    }
+
+    /// The variables assigned since `mark`, with their current values.
+    fn changed_since(&self, mark: usize) -> BTreeMap<VarId, ValueId> {
+        self.log
+            .get(mark..)
+            .unwrap_or_default()
+            .iter()
+            .map(|&(var, _)| (var, self.get(var)))
+            .collect()
+    }
+
+    fn block(&mut self, block: &'w Block, parent: Option<(StmtId, Branch)>) {
+        for stmt in &block.stmts {
+            self.flow.stmts.insert(stmt.id, stmt);
+            if let Some(parent) = parent {
+                self.flow.parents.insert(stmt.id, parent);
+            }
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &'w Stmt) {
+        match &stmt.kind {
+            StmtKind::Msg { items, .. } => {
+                for item in items {
+                    let v = self.value(&item.send, 0);
+                    if let Recv::Bind(var) = item.recv {
+                        self.assign(var, v);
+                    }
+                }
+            }
+            StmtKind::Act { at, outputs, call } => match call {
+                Call::Action { action, args } => self.call(stmt, *at, outputs, *action, args),
+                Call::Expr(expr) => {
+                    let v = self.value(expr, 0);
+                    for (i, out) in outputs.iter().enumerate() {
+                        let value = if i == 0 {
+                            v
+                        } else {
+                            self.flow.fresh(Origin::Computed { deps: vec![v] })
+                        };
+                        if let Some(var) = out {
+                            self.assign(*var, value);
+                        }
+                    }
+                }
+            },
+            StmtKind::If {
+                guard,
+                then,
+                otherwise,
+                ..
+            } => {
+                let g = self.value(guard, 0);
+                self.flow.guards.insert(stmt.id, g);
+                let mark = self.log.len();
+                self.block(then, Some((stmt.id, Branch::Then)));
+                let then_values = self.changed_since(mark);
+                self.undo(mark);
+                self.block(otherwise, Some((stmt.id, Branch::Else)));
+                let else_values = self.changed_since(mark);
+                self.undo(mark);
+                let vars: BTreeSet<VarId> = then_values
+                    .keys()
+                    .chain(else_values.keys())
+                    .copied()
+                    .collect();
+                for var in vars {
+                    let before = self.get(var);
+                    let t = then_values.get(&var).copied().unwrap_or(before);
+                    let e = else_values.get(&var).copied().unwrap_or(before);
+                    let merged = if t == e {
+                        t
+                    } else {
+                        self.flow.fresh(Origin::Merge {
+                            stmt: stmt.id,
+                            var,
+                            operands: vec![t, e],
+                        })
+                    };
+                    self.assign(var, merged);
+                }
+            }
+            StmtKind::While {
+                guard, body, exit, ..
+            } => {
+                let mut phis = Vec::new();
+                for var in assigned_vars(body) {
+                    let before = self.get(var);
+                    let phi = self.flow.fresh(Origin::Merge {
+                        stmt: stmt.id,
+                        var,
+                        operands: vec![before],
+                    });
+                    self.assign(var, phi);
+                    phis.push((var, phi));
+                }
+                let g = self.value(guard, 0);
+                self.flow.guards.insert(stmt.id, g);
+                let mark = self.log.len();
+                self.block(body, Some((stmt.id, Branch::Body)));
+                for &(var, phi) in &phis {
+                    let end = self.get(var);
+                    if let Some(Origin::Merge { operands, .. }) = self.flow.values.get_mut(phi) {
+                        operands.push(end);
+                    }
+                }
+                self.undo(mark);
+                self.block(exit, Some((stmt.id, Branch::Exit)));
+            }
+        }
+    }
+
+    fn call(
+        &mut self,
+        stmt: &'w Stmt,
+        at: LifelineId,
+        outputs: &'w [Option<VarId>],
+        action_id: ActionId,
+        arg_exprs: &'w [Expr],
+    ) {
+        let mut args: Vec<ValueId> = arg_exprs.iter().map(|e| self.value(e, 0)).collect();
+        let action = self.program.actions.get(action_id.0 as usize);
+        if let Some(action) = action {
+            for i in args.len()..action.params.len() {
+                let default = match &action.kind {
+                    ActionKind::Tool(tool) => tool.defaults.get(i).cloned().flatten(),
+                    _ => None,
+                };
+                let v = match default {
+                    Some(d) => self.flow.intern(Origin::Literal(literal_key(&d))),
+                    None => UNBOUND,
+                };
+                args.push(v);
+            }
+            if let ActionKind::Human(human) = &action.kind
+                && human.answer == AnswerKind::Confirm
+            {
+                self.flow.confirmations.insert(stmt.id);
+            }
+        }
+        for (index, out) in outputs.iter().enumerate() {
+            let v = self.flow.intern(Origin::Output {
+                stmt: stmt.id,
+                index,
+            });
+            if let Some(var) = out {
+                self.assign(*var, v);
+            }
+        }
+        self.flow.call_index.insert(stmt.id, self.flow.calls.len());
+        self.flow.calls.push(CallSite {
+            stmt: stmt.id,
+            span: stmt.span,
+            at,
+            action: action_id,
+            arg_exprs,
+            args,
+            outputs,
+        });
+    }
+
+    /// The value of an expression evaluated with the current bindings.
+    fn value(&mut self, expr: &Expr, depth: usize) -> ValueId {
+        if depth > MAX_DEPTH {
+            return self.computed(expr);
+        }
+        match &expr.kind {
+            ExprKind::Lit(v) => self.flow.intern(Origin::Literal(literal_key(v))),
+            ExprKind::Var(var) => self.get(*var),
+            ExprKind::Field(base, index) => {
+                let b = self.value(base, depth + 1);
+                self.flow.intern(Origin::Field(b, *index))
+            }
+            ExprKind::JsonField(base, name) => {
+                let b = self.value(base, depth + 1);
+                self.flow.intern(Origin::JsonField(b, name.clone()))
+            }
+            ExprKind::Binary(BinaryOp::And, a, b) => {
+                let a = self.value(a, depth + 1);
+                let b = self.value(b, depth + 1);
+                self.flow.intern(Origin::And(a, b))
+            }
+            ExprKind::Binary(BinaryOp::Eq, a, b) if is_true(b) => self.value(a, depth + 1),
+            ExprKind::Binary(BinaryOp::Eq, a, b) if is_true(a) => self.value(b, depth + 1),
+            _ => self.computed(expr),
+        }
+    }
+
+    /// An opaque computation reading the variables of `expr`.
+    fn computed(&mut self, expr: &Expr) -> ValueId {
+        let mut deps = Vec::new();
+        let mut stack = vec![expr];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Lit(_) => {}
+                ExprKind::Var(var) => deps.push(self.get(*var)),
+                ExprKind::Field(base, _) | ExprKind::JsonField(base, _) => stack.push(base),
+                ExprKind::Unary(_, inner) => stack.push(inner),
+                ExprKind::Binary(_, a, b) => stack.extend([&**a, &**b]),
+                ExprKind::List(items) => stack.extend(items.iter()),
+                ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
+                    troupe_check::ir::FormatPart::Expr(e) => Some(e),
+                    troupe_check::ir::FormatPart::Text(_) => None,
+                })),
+            }
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        self.flow.fresh(Origin::Computed { deps })
+    }
+}
+
+fn is_true(expr: &Expr) -> bool {
+    matches!(expr.kind, ExprKind::Lit(Value::Bool(true)))
+}
+
+/// Every variable a block binds, at any depth.
+fn assigned_vars(block: &Block) -> BTreeSet<VarId> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![block];
+    while let Some(b) = stack.pop() {
+        for stmt in &b.stmts {
+            match &stmt.kind {
+                StmtKind::Msg { items, .. } => {
+                    out.extend(items.iter().filter_map(|i| match i.recv {
+                        Recv::Bind(var) => Some(var),
+                        _ => None,
+                    }))
+                }
+                StmtKind::Act { outputs, .. } => out.extend(outputs.iter().flatten().copied()),
+                StmtKind::If {
+                    then, otherwise, ..
+                } => stack.extend([then, otherwise]),
+                StmtKind::While { body, exit, .. } => stack.extend([body, exit]),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(text: &str) -> Program {
+        let (program, diagnostics) = troupe_check::check_text(text);
+        program.unwrap_or_else(|| panic!("{diagnostics:#?}"))
+    }
+
+    const DECLS: &str = r#"
+        record R { id: Text, n: Int }
+        effect get(x: Text) -> R extern
+        effect use2(a: Text, b: Text) extern
+        human ok(x: Text) -> Bool { ask: "ok {x}?" }
+    "#;
+
+    fn flow_of(program: &Program) -> Flow<'_> {
+        Flow::analyse(program, &program.workflows[0])
+    }
+
+    #[test]
+    fn messages_copies_and_fields_keep_the_value() {
+        let p = program(&format!(
+            "{DECLS}
+            workflow w(x: Text @ A) {{
+              act A: r = get(x)
+              msg A(r) -> B(r2)
+              act B: i = r2.id
+              msg B(i) -> A(j)
+              act A: use2(r.id, j)
+              act A: k = x + \"\"
+              act A: use2(x, k)
+            }}"
+        ));
+        let flow = flow_of(&p);
+        let first = &flow.calls[1].args;
+        assert_eq!(first[0], first[1], "r.id at A is r2.id at B");
+        let second = &flow.calls[2].args;
+        assert_ne!(second[0], second[1], "a computation is another value");
+        assert!(flow.sources(second[1]).is_empty());
+    }
+
+    #[test]
+    fn branches_merge_and_loops_rename() {
+        let p = program(&format!(
+            "{DECLS}
+            workflow w(x: Text @ A, y: Text @ A, c: Bool @ A) {{
+              act A: v = x
+              if c @ A {{ act A: v = y }}
+              act A: use2(v, x)
+              act A: u = x
+              while c @ A {{ act A: use2(u, x) act A: u = y }}
+              act A: use2(u, x)
+            }}"
+        ));
+        let flow = flow_of(&p);
+        let merged = flow.calls[0].args[0];
+        assert!(
+            matches!(flow.origin(merged), Origin::Merge { operands, .. } if operands.len() == 2)
+        );
+        let in_loop = flow.calls[1].args[0];
+        let after = flow.calls[2].args[0];
+        assert_eq!(
+            in_loop, after,
+            "the loop's merge holds in the body and after"
+        );
+        assert_ne!(in_loop, flow.calls[1].args[1]);
+    }
+
+    #[test]
+    fn recognises_confirmations() {
+        let p = program(&format!(
+            "{DECLS}
+            workflow w(x: Text @ A, c: Bool @ A) {{
+              msg A(x) -> B(x)
+              act B: yes = ok(x)
+              msg B(yes) -> A(yes)
+              if yes and c @ A {{ act A: use2(x, x) }}
+              if c or yes @ A {{ act A: use2(x, x) }}
+              if yes == true @ A {{ act A: use2(x, x) }}
+              if not yes @ A {{ act A: use2(x, x) }}
+            }}"
+        ));
+        let flow = flow_of(&p);
+        let verdicts: Vec<bool> = flow
+            .guards()
+            .iter()
+            .map(|&(_, g)| flow.is_confirmation(g))
+            .collect();
+        assert_eq!(verdicts, vec![true, false, true, false]);
+    }
+
+    #[test]
+    fn finds_a_path_around_blocked_statements() {
+        let p = program(&format!(
+            "{DECLS}
+            workflow w(x: Text @ A, c: Bool @ A) {{
+              if c @ A {{ act A: use2(x, x) }} else {{ act A: use2(x, \"b\") }}
+              act A: use2(\"t\", x)
+            }}"
+        ));
+        let flow = flow_of(&p);
+        let target = flow.calls[2].stmt;
+        let first = flow.calls[0].stmt;
+        let second = flow.calls[1].stmt;
+        let path = flow.path_avoiding(target, &|s| s == first).unwrap();
+        assert_eq!(path.choices[0].1, Branch::Else);
+        assert!(
+            flow.path_avoiding(target, &|s| s == first || s == second)
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Loading the contracts of a program's tools from the `contracts:` sidecars
+//! of its `mcp` servers (E0604 when a sidecar cannot be used).
+//!
+//! **What**: for every `mcp` server that a `tool` action uses and that names a
+//! sidecar (`contracts: "booking.contracts.json"`, relative to the workflow
+//! file's directory), the file is read and parsed as an MCP+ sidecar (a JSON
+//! object mapping tool names to contracts). An unreadable file, invalid JSON
+//! or a malformed contract is an error located at the server's name. A
+//! contract for a tool the file does not declare is ignored; a declared tool
+//! the sidecar does not cover simply has no contract (nothing is checked).
+//!
+//! **Why**: a contract that silently fails to load would turn every check off.
+//!
+//! **Example**: `mcp booking { command: "train-booking-server" contracts:
+//! "booking.contracts.json" }`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use troupe_check::ir::{Action, ActionId, ActionKind, McpServer, Program, ToolAction};
+use troupe_syntax::{Code, Diagnostic};
+
+use crate::contract::{Sidecar, ToolContract, parse_sidecar};
+
+/// The contract of every tool action of a program that has one.
+#[derive(Debug, Default)]
+pub(crate) struct Contracts {
+    by_action: Vec<Option<ToolContract>>,
+}
+
+impl Contracts {
+    /// Loads the sidecars of the servers `program`'s tools use; reports
+    /// problems into `diagnostics`.
+    pub(crate) fn load(
+        program: &Program,
+        base_dir: &Path,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Contracts {
+        let mut servers: BTreeMap<&str, &Arc<McpServer>> = BTreeMap::new();
+        for action in &program.actions {
+            if let Some(tool) = tool_of(action) {
+                servers
+                    .entry(tool.server.name.as_str())
+                    .or_insert(&tool.server);
+            }
+        }
+        let mut sidecars: BTreeMap<&str, Sidecar> = BTreeMap::new();
+        for (name, server) in servers {
+            let Some(file) = &server.contracts else {
+                continue;
+            };
+            match read_sidecar(base_dir, file) {
+                Ok(sidecar) => {
+                    sidecars.insert(name, sidecar);
+                }
+                Err(reason) => diagnostics.push(
+                    Diagnostic::error(
+                        Code::ContractUnavailable,
+                        server.span,
+                        format!("the contracts of `{name}` cannot be used: {reason}"),
+                    )
+                    .with_label("contracts declared here")
+                    .with_hint(format!(
+                        "`contracts: \"{file}\"` must name an MCP+ sidecar (a JSON object mapping \
+                         tool names to contracts), relative to the workflow file; \
+                         `troupe contracts lint --contracts {file} …` checks one"
+                    )),
+                ),
+            }
+        }
+        let by_action = program
+            .actions
+            .iter()
+            .map(|action| {
+                let tool = tool_of(action)?;
+                sidecars
+                    .get(tool.server.name.as_str())?
+                    .get(&tool.remote)
+                    .cloned()
+            })
+            .collect();
+        Contracts { by_action }
+    }
+
+    /// The contract of action `id`, if it is a tool with one.
+    pub(crate) fn get(&self, id: ActionId) -> Option<&ToolContract> {
+        self.by_action.get(id.0 as usize)?.as_ref()
+    }
+
+    /// Whether no tool has a contract (nothing to verify).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_action.iter().all(Option::is_none)
+    }
+}
+
+fn read_sidecar(base_dir: &Path, file: &str) -> Result<Sidecar, String> {
+    let path = base_dir.join(file);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_sidecar(&path.display().to_string(), &text).map_err(|e| e.to_string())
+}
+
+/// The tool description of an action, if it is a `tool`.
+pub(crate) fn tool_of(action: &Action) -> Option<&ToolAction> {
+    match &action.kind {
+        ActionKind::Tool(tool) => Some(tool),
+        _ => None,
+    }
+}
+
+/// The actions of `program` that call tool `remote` of server `server`.
+pub(crate) fn actions_for_tool(program: &Program, server: &str, remote: &str) -> Vec<ActionId> {
+    program
+        .actions
+        .iter()
+        .enumerate()
+        .filter(|(_, action)| {
+            tool_of(action).is_some_and(|t| t.server.name == server && t.remote == remote)
+        })
+        .map(|(i, _)| ActionId(i as u32))
+        .collect()
+}
+
+/// The index of parameter `name` of `action`.
+pub(crate) fn param_index(action: &Action, name: &str) -> Option<usize> {
+    action.params.iter().position(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(text: &str) -> Program {
+        let (program, diagnostics) = troupe_check::check_text(text);
+        program.unwrap_or_else(|| panic!("{diagnostics:#?}"))
+    }
+
+    const SOURCE: &str = r#"
+        mcp s { command: "srv" contracts: "c.json" }
+        mcp plain { command: "srv" }
+        tool a(x: Text) -> Text { server: s }
+        tool b(x: Text) -> Text { server: s, name: "remote_b" }
+        tool c(x: Text) -> Text { server: plain }
+    "#;
+
+    #[test]
+    fn loads_contracts_by_remote_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("c.json"),
+            r#"{"remote_b": {"transactional": true, "requires_confirmation": false},
+                "unused": {"transactional": false, "requires_confirmation": false}}"#,
+        )
+        .unwrap();
+        let p = program(SOURCE);
+        let mut diagnostics = Vec::new();
+        let contracts = Contracts::load(&p, dir.path(), &mut diagnostics);
+        assert!(diagnostics.is_empty(), "{diagnostics:#?}");
+        assert!(contracts.get(ActionId(0)).is_none(), "not in the sidecar");
+        assert!(contracts.get(ActionId(1)).unwrap().transactional);
+        assert!(contracts.get(ActionId(2)).is_none(), "no sidecar");
+        assert!(contracts.get(ActionId(9)).is_none());
+        assert_eq!(actions_for_tool(&p, "s", "remote_b"), vec![ActionId(1)]);
+    }
+
+    #[test]
+    fn reports_unusable_sidecars_at_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = program(SOURCE);
+        for content in [
+            None,
+            Some("not json"),
+            Some(r#"{"a": {"transactional": 1}}"#),
+        ] {
+            if let Some(content) = content {
+                std::fs::write(dir.path().join("c.json"), content).unwrap();
+            }
+            let mut diagnostics = Vec::new();
+            let contracts = Contracts::load(&p, dir.path(), &mut diagnostics);
+            assert_eq!(diagnostics.len(), 1, "{content:?}");
+            assert_eq!(diagnostics[0].code, Code::ContractUnavailable);
+            assert_eq!(
+                diagnostics[0].span,
+                tool_of(&p.actions[0]).unwrap().server.span
+            );
+            assert!(contracts.is_empty());
+        }
+    }
+}
