@@ -71,6 +71,12 @@ enum Command {
     /// Language models: `troupe models check` tries each configured model.
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
+    /// Serve runs, live sequence charts and the human-task inbox on a web
+    /// page, with Telegram and webhook notifications.
+    ///
+    /// Access needs a token (printed at start unless given with --token);
+    /// binds to 127.0.0.1:7878 unless told otherwise.
+    Serve(troupe_web::ServeArgs),
     /// List the runs of a store.
     Runs(commands::durable::RunsArgs),
     /// Show one run: its status, inputs, recorded steps and result.
@@ -154,6 +160,9 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::durable::runs(&args),
+        Command::Serve(args) => troupe_web::run(args)
+            .map(|_| ExitStatus::Success)
+            .map_err(anyhow::Error::from),
         Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),
