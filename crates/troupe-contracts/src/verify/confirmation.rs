@@ -6,7 +6,8 @@
 //! body of a `while`) whose guard is a person's confirmation: the `Bool`
 //! answer of a `human` action, carried by messages and copies to the
 //! deciding lifeline, tested as `ok`, `ok == true`, or in a conjunction
-//! `ok and …`. A negation, an `or`, or any other computation does not count;
+//! `ok and …` (or in the false branch, or `exit` block, of `not ok`). An
+//! `or`, a negation on the true side, or any other computation does not count;
 //! neither does a variable that holds the answer on some paths only (set
 //! otherwise in one branch of an earlier `if`, or before a loop). The call
 //! may be at another lifeline than the guard's owner. Because workflows are
@@ -39,9 +40,7 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
             continue;
         }
         let ancestors = flow.ancestors(call.stmt);
-        let confirmed = ancestors.iter().any(|&(s, branch)| {
-            branch.guard_holds() && flow.guard(s).is_some_and(|g| flow.is_confirmation(g))
-        });
+        let confirmed = ancestors.iter().any(|&(s, b)| flow.confirms(s, b));
         if !confirmed {
             out.push(finding(cx, call, contract.transactional, &ancestors));
         }
@@ -70,8 +69,12 @@ fn finding(
             continue;
         }
         let construct = describe.construct(stmt);
-        let reason = if !branch.guard_holds() {
-            format!("it runs when {construct} is false, i.e. when the person did not confirm")
+        let negated = flow.is_negated_confirmation(g);
+        let reason = if branch.guard_holds() == negated {
+            format!(
+                "it runs when {construct} is {}, i.e. when the person did not confirm",
+                if negated { "true" } else { "false" }
+            )
         } else if let Some((merge, var, operand)) = flow.unconfirmed_merge(g) {
             let var = describe.var(var);
             let when = match flow.stmt(merge).map(|m| (&m.kind, operand)) {

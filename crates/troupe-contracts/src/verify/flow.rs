@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use troupe_check::ir::{
     ActionId, ActionKind, AnswerKind, BinaryOp, Block, Call, Expr, ExprKind, LifelineId, Program,
-    Recv, Stmt, StmtId, StmtKind, VarId, Workflow,
+    Recv, Stmt, StmtId, StmtKind, UnaryOp, VarId, Workflow,
 };
 use troupe_check::value::Value;
 use troupe_syntax::Span;
@@ -62,6 +62,8 @@ pub(crate) enum Origin {
     JsonField(ValueId, String),
     /// `a and b`.
     And(ValueId, ValueId),
+    /// `not a`.
+    Not(ValueId),
     /// The value of `var` where control flow joins at construct `stmt`: an
     /// `if` (operands: then, else) or a `while` (operands: before the loop,
     /// after an iteration).
@@ -260,7 +262,9 @@ impl<'w> Flow<'w> {
                     out.insert(*stmt);
                 }
                 Origin::Unbound | Origin::Input(_) | Origin::Literal(_) => {}
-                Origin::Field(base, _) | Origin::JsonField(base, _) => stack.push(*base),
+                Origin::Field(base, _) | Origin::JsonField(base, _) | Origin::Not(base) => {
+                    stack.push(*base)
+                }
                 Origin::And(a, b) => stack.extend([*a, *b]),
                 Origin::Merge { operands, .. } => stack.extend(operands.iter().copied()),
                 Origin::Computed { deps } => stack.extend(deps.iter().copied()),
@@ -271,7 +275,8 @@ impl<'w> Flow<'w> {
 
     /// Whether a true `value` implies that a person confirmed: it is the
     /// answer of a confirmation (or `answer == true`), an `and` with such a
-    /// conjunct, or a merge all of whose operands are (or `false`).
+    /// conjunct, the literal `false` (never true), or a merge all of whose
+    /// operands are.
     pub(crate) fn is_confirmation(&self, value: ValueId) -> bool {
         self.confirmed(value, &mut HashSet::new(), 0)
     }
@@ -282,6 +287,8 @@ impl<'w> Flow<'w> {
         }
         match self.origin(value) {
             Origin::Output { stmt, index } => *index == 0 && self.confirmations.contains(stmt),
+            // Never true: a branch it guards never runs.
+            Origin::Literal(text) => text == FALSE,
             Origin::And(a, b) => {
                 let (a, b) = (*a, *b);
                 self.confirmed(a, visiting, depth + 1) || self.confirmed(b, visiting, depth + 1)
@@ -290,21 +297,34 @@ impl<'w> Flow<'w> {
                 if !visiting.insert(value) {
                     return true; // a loop back to itself adds no other origin
                 }
-                let mut any = false;
-                let all = operands.iter().all(|&op| match self.origin(op) {
-                    Origin::Unbound => true,
-                    Origin::Literal(text) if text == FALSE => true,
-                    _ => {
-                        let ok = self.confirmed(op, visiting, depth + 1);
-                        any |= ok;
-                        ok
-                    }
+                let all = operands.iter().all(|&op| {
+                    matches!(self.origin(op), Origin::Unbound)
+                        || self.confirmed(op, visiting, depth + 1)
                 });
                 visiting.remove(&value);
-                all && any
+                all
             }
             _ => false,
         }
+    }
+
+    /// Whether a false `value` implies that a person confirmed: it is
+    /// `not c` for a confirmation `c`.
+    pub(crate) fn is_negated_confirmation(&self, value: ValueId) -> bool {
+        matches!(self.origin(value), Origin::Not(inner) if self.is_confirmation(*inner))
+    }
+
+    /// Whether the branch `branch` of construct `stmt` runs only after a
+    /// person confirmed (its guard is a confirmation and true there, or a
+    /// negated confirmation and false there).
+    pub(crate) fn confirms(&self, stmt: StmtId, branch: Branch) -> bool {
+        self.guard(stmt).is_some_and(|g| {
+            if branch.guard_holds() {
+                self.is_confirmation(g)
+            } else {
+                self.is_negated_confirmation(g)
+            }
+        })
     }
 
     /// Why a true `value` does not imply a confirmation although a
@@ -335,6 +355,7 @@ impl<'w> Flow<'w> {
                     stack.extend(operands.iter().map(|&op| (op, depth + 1)));
                 }
                 Origin::And(a, b) => stack.extend([(*a, depth + 1), (*b, depth + 1)]),
+                Origin::Not(a) => stack.push((*a, depth + 1)),
                 _ => {}
             }
         }
@@ -672,6 +693,10 @@ impl<'w> Walker<'w> {
                 let a = self.value(a, depth + 1);
                 let b = self.value(b, depth + 1);
                 self.flow.intern(Origin::And(a, b))
+            }
+            ExprKind::Unary(UnaryOp::Not, inner) => {
+                let v = self.value(inner, depth + 1);
+                self.flow.intern(Origin::Not(v))
             }
             ExprKind::Binary(BinaryOp::Eq, a, b) if is_true(b) => self.value(a, depth + 1),
             ExprKind::Binary(BinaryOp::Eq, a, b) if is_true(a) => self.value(b, depth + 1),

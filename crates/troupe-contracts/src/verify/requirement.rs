@@ -236,7 +236,11 @@ fn report(
         .filter(|&&(c, _)| sites.iter().any(|&s| flow.encloses(c, s)))
         .copied()
         .collect();
-    let path_text = describe.path(flow, &choices);
+    let path_text = if choices.is_empty() {
+        String::new()
+    } else {
+        format!("{}, ", describe.path(flow, &choices))
+    };
     let mut related = Vec::new();
     let detail = if required.is_empty() {
         format!(
@@ -276,18 +280,18 @@ fn report(
                     ),
                 ));
                 format!(
-                    "{path_text}, `{required_name}`{line} is called with `{}` = `{theirs}` while \
+                    "{path_text}`{required_name}`{line} is called with `{}` = `{theirs}` while \
                      `{name}` gets `{}` = `{ours}`, which is not the same value",
                     w.binding.other, w.binding.this
                 )
             }
             None => format!(
-                "{path_text}, `{required_name}`{line} is not called with the same values before \
+                "{path_text}`{required_name}`{line} is not called with the same values before \
                  `{name}`"
             ),
         }
     } else {
-        format!("{path_text}, `{required_name}` is not called before `{name}`")
+        format!("{path_text}`{required_name}` is not called before `{name}`")
     };
     for &(c, branch) in &choices {
         let Some(stmt) = flow.stmt(c) else { continue };
