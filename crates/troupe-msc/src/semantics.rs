@@ -60,6 +60,8 @@ struct Choice {
     /// without and with control events.
     must: [Vec<LifelineId>; 2],
     must_control: [Vec<LifelineId>; 2],
+    /// Whether the construct lies inside a loop, i.e. may be entered again.
+    in_loop: bool,
 }
 
 impl Choice {
@@ -171,6 +173,7 @@ impl Semantics {
             order: vec![u32::MAX; workflow.stmt_count as usize],
             pre: 0,
             loops: 0,
+            loop_depth: 0,
             projection: &projection,
         };
         b.block(&workflow.body);
@@ -409,6 +412,8 @@ struct Builder<'a> {
     order: Vec<u32>,
     pre: u32,
     loops: usize,
+    /// How many loops enclose the block being built.
+    loop_depth: usize,
     projection: &'a Projection,
 }
 
@@ -503,10 +508,13 @@ impl Builder<'_> {
                         range: [(0, 0), (0, 0)],
                         must: [Vec::new(), Vec::new()],
                         must_control: [Vec::new(), Vec::new()],
+                        in_loop: false,
                     });
                     self.nodes.push(Node::Choice(c));
                     let lo_a = self.pre;
+                    self.loop_depth += usize::from(is_loop);
                     let ia = self.block(a);
+                    self.loop_depth -= usize::from(is_loop);
                     let hi_a = self.pre;
                     let jump = self.nodes.len();
                     self.nodes.push(Node::Jump(if is_loop { head } else { 0 }));
@@ -536,6 +544,7 @@ impl Builder<'_> {
                         range: [(lo_a, hi_a), (lo_b, hi_b)],
                         must: [ia.must.clone(), ib.must.clone()],
                         must_control: [ia.must_control, ib.must_control.clone()],
+                        in_loop: self.loop_depth > 0,
                     };
                     if is_loop {
                         (ib.must, participants)
@@ -1001,6 +1010,36 @@ impl Walk<'_> {
                         lifeline: x,
                         index: pos,
                         expected: what(),
+                    });
+                }
+            }
+        }
+        // Outside any loop a construct runs at most once: an event from the
+        // block not chosen can never come later. (A loop's body events can
+        // follow an iteration, so only ⊥ is refuted by them.)
+        let refutes = !ch.in_loop && (ch.kind == ConstructKind::If || !d);
+        if refutes {
+            let (olo, ohi) = ch.range[Choice::side(!d)];
+            for x in std::iter::once(ch.owner).chain(ch.notify.iter().copied()) {
+                let xi = x.0 as usize;
+                let pos = updates
+                    .iter()
+                    .find(|(l, _)| *l == xi)
+                    .map(|u| u.1)
+                    .or_else(|| cur.get(xi).copied())
+                    .unwrap_or(0);
+                if let Some(e) = self.word(x).get(pos)
+                    && (olo..ohi).contains(&sem.pre(e.stmt()))
+                {
+                    return Err(Failure {
+                        progress,
+                        lifeline: x,
+                        index: pos,
+                        expected: format!(
+                            "if {} decides {dec} at s{}, this event of the other branch never happens",
+                            sem.name(ch.owner),
+                            ch.stmt.0
+                        ),
                     });
                 }
             }

@@ -117,8 +117,74 @@ fn runs(program: &Program, seed: u64) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// On loop-free workflows ⟦P⟧ is finite, so membership must agree exactly with
+/// the enumeration, also on executions mutated to (mostly) non-members.
+fn exact(program: &Program, seed: u64) -> Result<(), TestCaseError> {
+    let w = &program.workflows[0];
+    let sem = Semantics::new(program, w).map_err(fail)?;
+    if sem
+        .projection()
+        .constructs
+        .iter()
+        .any(|c| c.kind == troupe_project::ConstructKind::While)
+    {
+        return Ok(());
+    }
+    let mut rng = troupe_project::testing::Rng::new(seed);
+    for control in [false, true] {
+        let e = sem.enumerate(&EnumOptions {
+            unroll: 0,
+            control,
+            limit: 500,
+        });
+        if e.truncated {
+            return Ok(());
+        }
+        let members: std::collections::HashSet<_> = e.executions.iter().map(|x| x.key()).collect();
+        let opts = MemberOptions {
+            control,
+            prefix: false,
+        };
+        for x in &e.executions {
+            for _ in 0..4 {
+                let mut y = x.clone();
+                let l = rng.below(y.words.len());
+                let word = &mut y.words[l];
+                if word.is_empty() {
+                    continue;
+                }
+                let i = rng.below(word.len());
+                match rng.below(3) {
+                    0 if i + 1 < word.len() => word.swap(i, i + 1),
+                    1 => {
+                        word.remove(i);
+                    }
+                    _ => {
+                        let ev = word[i].clone();
+                        word.insert(i, ev);
+                    }
+                }
+                let accepted = sem.check(&y, &opts).is_ok();
+                prop_assert_eq!(
+                    accepted,
+                    members.contains(&y.key()),
+                    "control {}: {:?}",
+                    control,
+                    y.key()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn membership_is_exact_without_loops(program in arb_program(), seed in any::<u64>()) {
+        exact(&program, seed)?;
+    }
 
     #[test]
     fn bounded_semantics_is_valid_complete_and_accepted(program in arb_program()) {

@@ -244,3 +244,63 @@ fn data_membership_with_nested_loops() {
         sem.check(x, &DATA).unwrap();
     }
 }
+
+/// Membership of long runs is a linear walk: 200 000 loop rounds, checked
+/// with and without control events.
+#[test]
+fn long_runs_are_checked_quickly() {
+    let mut b = Builder::new("long");
+    let a = b.lifeline("A");
+    let c = b.lifeline("C");
+    let na = b.input("n", a, Type::Int);
+    let nc = b.input("n", c, Type::Int);
+    let body = vec![b.while_(
+        a,
+        Builder::binary(BinaryOp::Lt, b.v(na), Builder::int(200_000)),
+        |b| {
+            vec![
+                b.msg(a, c, &[(na, nc)]),
+                b.act(
+                    a,
+                    vec![Some(na)],
+                    troupe_check::ir::Call::Expr(Builder::binary(
+                        BinaryOp::Add,
+                        b.v(na),
+                        Builder::int(1),
+                    )),
+                ),
+            ]
+        },
+        |b| vec![b.msg(c, a, &[(nc, na)])],
+    )];
+    let program = b.finish(body);
+    let w = &program.workflows[0];
+    let sem = Semantics::new(&program, w).unwrap();
+    let opts = SimOptions {
+        seed: 1,
+        decisions: Decisions::Evaluate,
+        loop_bound: None,
+        max_steps: 10_000_000,
+    };
+    let run = simulate(
+        &program,
+        w,
+        sem.projection(),
+        &[Value::Int(0), Value::Int(0)],
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(run.execution.words[1].len(), 2 * 200_000 + 2);
+    let t = std::time::Instant::now();
+    sem.check(&run.execution, &CONTROL).unwrap();
+    sem.check(&run.execution.erase_control(), &DATA).unwrap();
+    sem.check(
+        &run.execution,
+        &MemberOptions {
+            control: true,
+            prefix: true,
+        },
+    )
+    .unwrap();
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+}
