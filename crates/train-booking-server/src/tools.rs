@@ -378,7 +378,7 @@ fn amount_arg(args: &Map<String, Value>, name: &str) -> Result<i64, ToolError> {
     }
 }
 
-fn class_arg<'a>(args: &'a Map<String, Value>) -> Result<&'a str, ToolError> {
+fn class_arg(args: &Map<String, Value>) -> Result<&str, ToolError> {
     let class = text_arg(args, "class")?;
     if CLASSES.contains(&class) {
         Ok(class)

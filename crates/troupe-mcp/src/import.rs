@@ -248,8 +248,7 @@ pub fn default_server_name(transport: &McpTransport) -> String {
             ];
             let word = if launchers.contains(&launcher) {
                 args.iter()
-                    .filter(|a| !a.starts_with('-') && !["run", "-m"].contains(&a.as_str()))
-                    .next()
+                    .find(|a| !a.starts_with('-') && !["run", "-m"].contains(&a.as_str()))
                     .unwrap_or(command)
             } else {
                 command
@@ -598,13 +597,16 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A record to generate: its name and its fields' names and types.
+type RecordDecl = (String, Vec<(String, String)>);
+
 /// The output type of a tool, and a record to generate if any.
 fn output_type(
     tool: &str,
     schema: Option<&J>,
     taken: &mut HashSet<String>,
     notes: &mut Vec<String>,
-) -> (String, Option<(String, Vec<(String, String)>)>) {
+) -> (String, Option<RecordDecl>) {
     let Some(schema) = schema else {
         return ("Text".into(), None);
     };
