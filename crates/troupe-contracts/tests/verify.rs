@@ -752,3 +752,35 @@ proptest! {
         verify(&text, &[("c.json", &structured)]);
     }
 }
+
+#[test]
+fn long_workflows_verify_in_one_pass() {
+    let mut text = String::from(
+        "mcp s { command: \"x\" contracts: \"c.json\" }\n\
+         tool check(x: Text) -> Bool { server: s }\n\
+         tool pay(x: Text) -> Text { server: s }\n\
+         human ok(x: Text) -> Bool { ask: \"ok {x}?\" }\n\
+         workflow w(a: Text @ A, c: Bool @ A) {\n",
+    );
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "act A: v{i} = a + \"{i}\"\n\
+             act A: ok{i} = check(v{i})\n\
+             act U: yes{i} = ok(\"{i}\")\n\
+             msg U(yes{i}) -> A(yes{i})\n\
+             if yes{i} and c @ A {{ act A: r{i} = pay(v{i}) }}\n"
+        ));
+    }
+    text.push_str("act A: _ = pay(a)\n}\n");
+    let sidecar = r#"{"pay": {"transactional": true, "requires_confirmation": true,
+        "relations": [{"kind": "requires", "tool": "check", "bindings": [{"this": "x", "other": "x"}]}]}}"#;
+    let diagnostics = verify(&text, &[("c.json", sidecar)]);
+    let lines = text.lines().count() as u32;
+    assert_eq!(
+        found(&text, &diagnostics),
+        vec![
+            (Code::UnconfirmedTransaction, lines - 1),
+            (Code::MissingRequirement, lines - 1)
+        ]
+    );
+}

@@ -210,6 +210,12 @@ impl<'w> Flow<'w> {
         self.call_index.get(&id).map(|&i| &self.calls[i])
     }
 
+    /// The calls made before call `id` in pre-order, nearest first.
+    pub(crate) fn calls_before(&self, id: StmtId) -> impl Iterator<Item = &CallSite<'w>> {
+        let end = self.call_index.get(&id).copied().unwrap_or(0);
+        self.calls[..end].iter().rev()
+    }
+
     /// The value of the guard of the `if` or `while` `id`.
     pub(crate) fn guard(&self, id: StmtId) -> Option<ValueId> {
         self.guards.get(&id).copied()

@@ -26,7 +26,7 @@
 //! `act Agent: t = book_ticket(account, price)`, with `account` and `price`
 //! sent from one lifeline to the other.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use troupe_check::ir::{Action, ActionId, Expr, Program, StmtId, StmtKind, ToolAction};
 use troupe_check::types::Type;
@@ -175,6 +175,23 @@ fn check_relation(
             .zip(resolved)
             .all(|(w, &f)| w.value != UNBOUND && value_at(flow, site, f) == Some(w.value))
     };
+    // Fast path: a satisfying call earlier in the same block or an enclosing
+    // one (every ancestor of it encloses the call too, in the same branch)
+    // runs before the call on every path.
+    let enclosing: HashMap<StmtId, Branch> = flow.ancestors(call.stmt).into_iter().collect();
+    let dominated = flow
+        .calls_before(call.stmt)
+        .filter(|c| fields.contains_key(&c.action))
+        .any(|c| {
+            satisfies(c.stmt)
+                && flow
+                    .ancestors(c.stmt)
+                    .iter()
+                    .all(|(a, b)| enclosing.get(a) == Some(b))
+        });
+    if dominated {
+        return;
+    }
     let Some(path) = flow.path_avoiding(call.stmt, &satisfies) else {
         return;
     };
@@ -230,10 +247,15 @@ fn report(
         .filter(|c| required.contains(&c.action))
         .map(|c| c.stmt)
         .collect();
+    let around_sites: HashSet<StmtId> = sites
+        .iter()
+        .flat_map(|&s| flow.ancestors(s))
+        .map(|(a, _)| a)
+        .collect();
     let choices: Vec<(StmtId, Branch)> = path
         .choices
         .iter()
-        .filter(|&&(c, _)| sites.iter().any(|&s| flow.encloses(c, s)))
+        .filter(|(c, _)| around_sites.contains(c))
         .copied()
         .collect();
     let path_text = if choices.is_empty() {
