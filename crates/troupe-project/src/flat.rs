@@ -101,76 +101,50 @@ fn lower(block: &[Instr], ops: &mut Vec<Op>) {
                 ops.push(Op::Act {
                     stmt: *stmt,
                     outputs: outputs.clone(),
-                    call: call.clone(),
+                    call: (**call).clone(),
                 });
             }
-            Instr::DecideIf {
-                stmt,
-                guard,
-                tag,
-                notify,
-                then,
-                otherwise,
-            } => {
+            Instr::DecideIf(d) => {
                 let head = ops.len();
                 ops.push(Op::Decide {
-                    stmt: *stmt,
-                    guard: guard.clone(),
-                    tag: *tag,
-                    notify: notify.clone(),
+                    stmt: d.stmt,
+                    guard: d.guard.clone(),
+                    tag: d.tag,
+                    notify: d.notify.clone(),
                     on_false: 0,
                 });
-                lower_if(ops, head, then, otherwise);
+                lower_if(ops, head, &d.then, &d.otherwise);
             }
-            Instr::Branch {
-                stmt,
-                from,
-                tag,
-                then,
-                otherwise,
-            } => {
+            Instr::Branch(b) => {
                 let head = ops.len();
                 ops.push(Op::Await {
-                    stmt: *stmt,
-                    from: *from,
-                    tag: *tag,
+                    stmt: b.stmt,
+                    from: b.from,
+                    tag: b.tag,
                     on_false: 0,
                 });
-                lower_if(ops, head, then, otherwise);
+                lower_if(ops, head, &b.then, &b.otherwise);
             }
-            Instr::DecideWhile {
-                stmt,
-                guard,
-                tag,
-                notify,
-                body,
-                exit,
-            } => {
+            Instr::DecideWhile(d) => {
                 let head = ops.len();
                 ops.push(Op::Decide {
-                    stmt: *stmt,
-                    guard: guard.clone(),
-                    tag: *tag,
-                    notify: notify.clone(),
+                    stmt: d.stmt,
+                    guard: d.guard.clone(),
+                    tag: d.tag,
+                    notify: d.notify.clone(),
                     on_false: 0,
                 });
-                lower_while(ops, head, body, exit);
+                lower_while(ops, head, &d.body, &d.exit);
             }
-            Instr::Loop {
-                stmt,
-                from,
-                tag,
-                body,
-                exit,
-            } => {
+            Instr::Loop(l) => {
                 let head = ops.len();
                 ops.push(Op::Await {
-                    stmt: *stmt,
-                    from: *from,
-                    tag: *tag,
+                    stmt: l.stmt,
+                    from: l.from,
+                    tag: l.tag,
                     on_false: 0,
                 });
-                lower_while(ops, head, body, exit);
+                lower_while(ops, head, &l.body, &l.exit);
             }
         }
     }
@@ -232,63 +206,47 @@ fn tree_walk(
     out: &mut Vec<Step>,
 ) {
     for instr in body {
-        match instr {
-            Instr::DecideWhile {
-                stmt, body, exit, ..
-            }
-            | Instr::Loop {
-                stmt, body, exit, ..
-            } => loop {
+        // (statement, owner side?, is loop, ⊤ block, ⊥ block)
+        let construct = match instr {
+            Instr::DecideIf(d) => Some((d.stmt, true, false, &d.then, &d.otherwise)),
+            Instr::DecideWhile(d) => Some((d.stmt, true, true, &d.body, &d.exit)),
+            Instr::Branch(b) => Some((b.stmt, false, false, &b.then, &b.otherwise)),
+            Instr::Loop(l) => Some((l.stmt, false, true, &l.body, &l.exit)),
+            _ => None,
+        };
+        if *fuel == 0 {
+            return;
+        }
+        match construct {
+            Some((stmt, owner, is_loop, yes, no)) => loop {
                 if *fuel == 0 {
                     return;
                 }
                 *fuel -= 1;
-                let d = decide(*stmt);
-                out.push(if matches!(instr, Instr::DecideWhile { .. }) {
-                    Step::Decide(*stmt, d)
+                let d = decide(stmt);
+                out.push(if owner {
+                    Step::Decide(stmt, d)
                 } else {
-                    Step::Await(*stmt, d)
+                    Step::Await(stmt, d)
                 });
                 if d {
-                    tree_walk(body, decide, fuel, out);
+                    tree_walk(yes, decide, fuel, out);
+                    if !is_loop {
+                        break;
+                    }
                 } else {
-                    tree_walk(exit, decide, fuel, out);
+                    tree_walk(no, decide, fuel, out);
                     break;
                 }
             },
-            _ if *fuel == 0 => return,
-            Instr::Send { stmt, to, .. } => {
+            None => {
                 *fuel -= 1;
-                out.push(Step::Send(*stmt, *to));
-            }
-            Instr::Recv { stmt, from, .. } => {
-                *fuel -= 1;
-                out.push(Step::Recv(*stmt, *from));
-            }
-            Instr::Act { stmt, .. } => {
-                *fuel -= 1;
-                out.push(Step::Act(*stmt));
-            }
-            Instr::DecideIf {
-                stmt,
-                then,
-                otherwise,
-                ..
-            }
-            | Instr::Branch {
-                stmt,
-                then,
-                otherwise,
-                ..
-            } => {
-                *fuel -= 1;
-                let d = decide(*stmt);
-                out.push(if matches!(instr, Instr::DecideIf { .. }) {
-                    Step::Decide(*stmt, d)
-                } else {
-                    Step::Await(*stmt, d)
-                });
-                tree_walk(if d { then } else { otherwise }, decide, fuel, out);
+                match instr {
+                    Instr::Send { stmt, to, .. } => out.push(Step::Send(*stmt, *to)),
+                    Instr::Recv { stmt, from, .. } => out.push(Step::Recv(*stmt, *from)),
+                    Instr::Act { stmt, .. } => out.push(Step::Act(*stmt)),
+                    _ => {}
+                }
             }
         }
     }

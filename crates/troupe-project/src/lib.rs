@@ -19,7 +19,9 @@ pub mod testing;
 
 pub use canon::Names;
 pub use flat::{FlatProgram, Op};
-pub use local::{ConstructKind, ControlInfo, Instr, LocalProgram};
+pub use local::{
+    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalProgram, Loop,
+};
 pub use project::{MAX_NESTING, ProjectError, Projection, project};
 pub use render::{render_flat_text, render_text, to_json};
 pub use tag::ControlTag;

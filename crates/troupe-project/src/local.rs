@@ -7,7 +7,9 @@
 use crate::tag::ControlTag;
 use troupe_check::ir::{Call, Expr, LifelineId, Recv, StmtId, VarId};
 
-/// One instruction of a local program.
+/// One instruction of a local program. Kept small (40 bytes): the rare,
+/// large construct instructions are boxed, which halves the memory (and time)
+/// of projecting large workflows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Instr {
     /// Evaluate `items` and send them as one data message to `to`.
@@ -26,58 +28,72 @@ pub enum Instr {
     Act {
         stmt: StmtId,
         outputs: Vec<Option<VarId>>,
-        call: Call,
+        call: Box<Call>,
     },
-    /// At the owner of an `if`: evaluate `guard`, send `(decision, tag)` to each
-    /// lifeline of `notify` in order, then run the chosen branch.
-    DecideIf {
-        stmt: StmtId,
-        guard: Expr,
-        tag: ControlTag,
-        notify: Vec<LifelineId>,
-        then: Vec<Instr>,
-        otherwise: Vec<Instr>,
-    },
-    /// At the owner of a `while`: before every iteration and before the exit,
-    /// evaluate `guard` and send `(decision, tag)` to each lifeline of `notify`.
-    DecideWhile {
-        stmt: StmtId,
-        guard: Expr,
-        tag: ControlTag,
-        notify: Vec<LifelineId>,
-        body: Vec<Instr>,
-        exit: Vec<Instr>,
-    },
-    /// At a lifeline told about an `if`: receive the decision from `from`, run
-    /// this lifeline's part of the chosen branch.
-    Branch {
-        stmt: StmtId,
-        from: LifelineId,
-        tag: ControlTag,
-        then: Vec<Instr>,
-        otherwise: Vec<Instr>,
-    },
-    /// At a lifeline told about a `while`: receive a decision from `from`; on ⊤
-    /// run the body part and receive again, on ⊥ run the exit part.
-    Loop {
-        stmt: StmtId,
-        from: LifelineId,
-        tag: ControlTag,
-        body: Vec<Instr>,
-        exit: Vec<Instr>,
-    },
+    /// At the owner of an `if`.
+    DecideIf(Box<DecideIf>),
+    /// At the owner of a `while`.
+    DecideWhile(Box<DecideWhile>),
+    /// At a lifeline told about an `if`.
+    Branch(Box<Branch>),
+    /// At a lifeline told about a `while`.
+    Loop(Box<Loop>),
+}
+
+/// The owner of an `if` evaluates `guard`, sends `(decision, tag)` to each
+/// lifeline of `notify` in order, then runs its part of the chosen branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecideIf {
+    pub stmt: StmtId,
+    pub guard: Expr,
+    pub tag: ControlTag,
+    pub notify: Vec<LifelineId>,
+    pub then: Vec<Instr>,
+    pub otherwise: Vec<Instr>,
+}
+
+/// The owner of a `while`, before every iteration and before the exit,
+/// evaluates `guard` and sends `(decision, tag)` to each lifeline of `notify`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecideWhile {
+    pub stmt: StmtId,
+    pub guard: Expr,
+    pub tag: ControlTag,
+    pub notify: Vec<LifelineId>,
+    pub body: Vec<Instr>,
+    pub exit: Vec<Instr>,
+}
+
+/// A lifeline told about an `if` receives the decision from `from` and runs
+/// its part of the chosen branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Branch {
+    pub stmt: StmtId,
+    pub from: LifelineId,
+    pub tag: ControlTag,
+    pub then: Vec<Instr>,
+    pub otherwise: Vec<Instr>,
+}
+
+/// A lifeline told about a `while` receives a decision from `from`; on ⊤ it
+/// runs its part of the body and receives again, on ⊥ its part of the exit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loop {
+    pub stmt: StmtId,
+    pub from: LifelineId,
+    pub tag: ControlTag,
+    pub body: Vec<Instr>,
+    pub exit: Vec<Instr>,
 }
 
 impl Instr {
     pub fn stmt(&self) -> StmtId {
         match self {
-            Instr::Send { stmt, .. }
-            | Instr::Recv { stmt, .. }
-            | Instr::Act { stmt, .. }
-            | Instr::DecideIf { stmt, .. }
-            | Instr::DecideWhile { stmt, .. }
-            | Instr::Branch { stmt, .. }
-            | Instr::Loop { stmt, .. } => *stmt,
+            Instr::Send { stmt, .. } | Instr::Recv { stmt, .. } | Instr::Act { stmt, .. } => *stmt,
+            Instr::DecideIf(d) => d.stmt,
+            Instr::DecideWhile(d) => d.stmt,
+            Instr::Branch(b) => b.stmt,
+            Instr::Loop(l) => l.stmt,
         }
     }
 }
@@ -102,19 +118,12 @@ pub(crate) fn block_size(block: &[Instr]) -> usize {
         .iter()
         .map(|i| match i {
             Instr::Send { .. } | Instr::Recv { .. } | Instr::Act { .. } => 1,
-            Instr::DecideIf {
-                notify,
-                then,
-                otherwise,
-                ..
-            } => 1 + notify.len() + block_size(then) + block_size(otherwise),
-            Instr::DecideWhile {
-                notify, body, exit, ..
-            } => 1 + notify.len() + block_size(body) + block_size(exit),
-            Instr::Branch {
-                then, otherwise, ..
-            } => 1 + block_size(then) + block_size(otherwise),
-            Instr::Loop { body, exit, .. } => 1 + block_size(body) + block_size(exit),
+            Instr::DecideIf(d) => {
+                1 + d.notify.len() + block_size(&d.then) + block_size(&d.otherwise)
+            }
+            Instr::DecideWhile(d) => 1 + d.notify.len() + block_size(&d.body) + block_size(&d.exit),
+            Instr::Branch(b) => 1 + block_size(&b.then) + block_size(&b.otherwise),
+            Instr::Loop(l) => 1 + block_size(&l.body) + block_size(&l.exit),
         })
         .sum()
 }

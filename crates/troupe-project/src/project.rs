@@ -9,7 +9,9 @@
 //! is O(|L| log |L| · |P|) in the worst case and O(|P|) for typical workflows.
 
 use crate::canon::Names;
-use crate::local::{ConstructKind, ControlInfo, Instr, LocalProgram};
+use crate::local::{
+    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalProgram, Loop,
+};
 use crate::tag::{ControlTag, Fnv64};
 use std::collections::HashSet;
 use troupe_check::ir::{Block, LifelineId, Program, Stmt, StmtKind, Workflow};
@@ -242,7 +244,7 @@ impl Projector<'_> {
                     Instr::Act {
                         stmt: stmt.id,
                         outputs: outputs.clone(),
-                        call: call.clone(),
+                        call: Box::new(call.clone()),
                     },
                 );
                 Ok(head)
@@ -299,22 +301,22 @@ impl Projector<'_> {
                     self.slot_b[o].take().unwrap_or_default(),
                 );
                 let decide = match kind {
-                    ConstructKind::If => Instr::DecideIf {
+                    ConstructKind::If => Instr::DecideIf(Box::new(DecideIf {
                         stmt: stmt.id,
                         guard: guard.clone(),
                         tag,
                         notify: notify.clone(),
                         then: oa,
                         otherwise: ob,
-                    },
-                    ConstructKind::While => Instr::DecideWhile {
+                    })),
+                    ConstructKind::While => Instr::DecideWhile(Box::new(DecideWhile {
                         stmt: stmt.id,
                         guard: guard.clone(),
                         tag,
                         notify: notify.clone(),
                         body: oa,
                         exit: ob,
-                    },
+                    })),
                 };
                 self.emit(*owner, decide);
                 for &r in &notify {
@@ -324,20 +326,20 @@ impl Projector<'_> {
                         self.slot_b[i].take().unwrap_or_default(),
                     );
                     let follow = match kind {
-                        ConstructKind::If => Instr::Branch {
+                        ConstructKind::If => Instr::Branch(Box::new(Branch {
                             stmt: stmt.id,
                             from: *owner,
                             tag,
                             then: ra,
                             otherwise: rb,
-                        },
-                        ConstructKind::While => Instr::Loop {
+                        })),
+                        ConstructKind::While => Instr::Loop(Box::new(Loop {
                             stmt: stmt.id,
                             from: *owner,
                             tag,
                             body: ra,
                             exit: rb,
-                        },
+                        })),
                     };
                     self.emit(r, follow);
                 }

@@ -112,14 +112,15 @@ impl TextRenderer<'_, '_> {
                     Some(*stmt),
                 );
             }
-            Instr::DecideIf {
-                stmt,
-                guard,
-                tag,
-                notify,
-                then,
-                otherwise,
-            } => {
+            Instr::DecideIf(x) => {
+                let crate::local::DecideIf {
+                    stmt,
+                    guard,
+                    tag,
+                    notify,
+                    then,
+                    otherwise,
+                } = &**x;
                 self.line(indent, &format!("if {} {{", n.expr(guard)), Some(*stmt));
                 self.control_send(indent + 1, "⊤", *tag, notify);
                 self.block(then, indent + 1);
@@ -130,14 +131,15 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::DecideWhile {
-                stmt,
-                guard,
-                tag,
-                notify,
-                body,
-                exit,
-            } => {
+            Instr::DecideWhile(x) => {
+                let crate::local::DecideWhile {
+                    stmt,
+                    guard,
+                    tag,
+                    notify,
+                    body,
+                    exit,
+                } = &**x;
                 self.line(indent, &format!("while {} {{", n.expr(guard)), Some(*stmt));
                 self.control_send(indent + 1, "⊤", *tag, notify);
                 self.block(body, indent + 1);
@@ -148,13 +150,14 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::Branch {
-                stmt,
-                from,
-                tag,
-                then,
-                otherwise,
-            } => {
+            Instr::Branch(x) => {
+                let crate::local::Branch {
+                    stmt,
+                    from,
+                    tag,
+                    then,
+                    otherwise,
+                } = &**x;
                 let code = format!("if recv {tag} <- {} {{", n.lifeline(*from));
                 self.line(indent, &code, Some(*stmt));
                 self.block(then, indent + 1);
@@ -164,13 +167,14 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
-            Instr::Loop {
-                stmt,
-                from,
-                tag,
-                body,
-                exit,
-            } => {
+            Instr::Loop(x) => {
+                let crate::local::Loop {
+                    stmt,
+                    from,
+                    tag,
+                    body,
+                    exit,
+                } = &**x;
                 let code = format!("while recv {tag} <- {} {{", n.lifeline(*from));
                 self.line(indent, &code, Some(*stmt));
                 self.block(body, indent + 1);
@@ -315,47 +319,59 @@ fn instr_json(n: &Names<'_>, instr: &Instr) -> Json {
                 "call": call_text,
             })
         }
-        Instr::DecideIf {
-            stmt,
-            guard,
-            tag,
-            notify,
-            then,
-            otherwise,
-        } => json!({
-            "op": "decide_if", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
-            "notify": list(notify), "then": block_json(n, then), "else": block_json(n, otherwise),
-        }),
-        Instr::DecideWhile {
-            stmt,
-            guard,
-            tag,
-            notify,
-            body,
-            exit,
-        } => json!({
-            "op": "decide_while", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
-            "notify": list(notify), "body": block_json(n, body), "exit": block_json(n, exit),
-        }),
-        Instr::Branch {
-            stmt,
-            from,
-            tag,
-            then,
-            otherwise,
-        } => json!({
-            "op": "branch", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
-            "then": block_json(n, then), "else": block_json(n, otherwise),
-        }),
-        Instr::Loop {
-            stmt,
-            from,
-            tag,
-            body,
-            exit,
-        } => json!({
-            "op": "loop", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
-            "body": block_json(n, body), "exit": block_json(n, exit),
-        }),
+        Instr::DecideIf(x) => {
+            let crate::local::DecideIf {
+                stmt,
+                guard,
+                tag,
+                notify,
+                then,
+                otherwise,
+            } = &**x;
+            json!({
+                "op": "decide_if", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
+                "notify": list(notify), "then": block_json(n, then), "else": block_json(n, otherwise),
+            })
+        }
+        Instr::DecideWhile(x) => {
+            let crate::local::DecideWhile {
+                stmt,
+                guard,
+                tag,
+                notify,
+                body,
+                exit,
+            } = &**x;
+            json!({
+                "op": "decide_while", "stmt": stmt.0, "guard": n.expr(guard), "tag": tag,
+                "notify": list(notify), "body": block_json(n, body), "exit": block_json(n, exit),
+            })
+        }
+        Instr::Branch(x) => {
+            let crate::local::Branch {
+                stmt,
+                from,
+                tag,
+                then,
+                otherwise,
+            } = &**x;
+            json!({
+                "op": "branch", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
+                "then": block_json(n, then), "else": block_json(n, otherwise),
+            })
+        }
+        Instr::Loop(x) => {
+            let crate::local::Loop {
+                stmt,
+                from,
+                tag,
+                body,
+                exit,
+            } = &**x;
+            json!({
+                "op": "loop", "stmt": stmt.0, "from": n.lifeline(*from), "tag": tag,
+                "body": block_json(n, body), "exit": block_json(n, exit),
+            })
+        }
     }
 }

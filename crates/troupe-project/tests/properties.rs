@@ -21,30 +21,14 @@ fn config() -> ProptestConfig {
 fn constructs_in(body: &[Instr], out: &mut Vec<StmtId>) {
     for i in body {
         match i {
-            Instr::DecideIf {
-                stmt,
-                then: a,
-                otherwise: b,
-                ..
-            }
-            | Instr::DecideWhile {
-                stmt,
-                body: a,
-                exit: b,
-                ..
-            }
-            | Instr::Branch {
-                stmt,
-                then: a,
-                otherwise: b,
-                ..
-            }
-            | Instr::Loop {
-                stmt,
-                body: a,
-                exit: b,
-                ..
-            } => {
+            Instr::DecideIf(_) | Instr::DecideWhile(_) | Instr::Branch(_) | Instr::Loop(_) => {
+                let (stmt, a, b) = match i {
+                    Instr::DecideIf(x) => (&x.stmt, &x.then, &x.otherwise),
+                    Instr::DecideWhile(x) => (&x.stmt, &x.body, &x.exit),
+                    Instr::Branch(x) => (&x.stmt, &x.then, &x.otherwise),
+                    Instr::Loop(x) => (&x.stmt, &x.body, &x.exit),
+                    _ => unreachable!(),
+                };
                 out.push(*stmt);
                 constructs_in(a, out);
                 constructs_in(b, out);
