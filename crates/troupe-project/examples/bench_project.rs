@@ -22,14 +22,15 @@ fn main() {
             continue;
         }
         let t = Instant::now();
-        let flat = p.flatten();
+        let size = p.size();
+        let flat = p.into_flat();
         let flattened = t.elapsed();
         let ops: usize = flat.iter().map(|f| f.ops.len()).sum();
         println!(
             "{stmts:>8} statements, 50 lifelines: generate {generated:>10.2?}, project {projected:>10.2?} \
-             ({:.0} ns/stmt, size {}), flatten {flattened:>10.2?} ({ops} ops)",
+             ({:.0} ns/stmt, size {}), into_flat {flattened:>10.2?} ({ops} ops)",
             projected.as_nanos() as f64 / stmts as f64,
-            p.size(),
+            size,
         );
     }
 }

@@ -59,13 +59,116 @@ pub struct FlatProgram {
 impl FlatProgram {
     /// Lowers a tree-form program. Linear in its size.
     pub fn from_local(program: &LocalProgram) -> FlatProgram {
-        let mut ops = Vec::new();
+        // The static size bounds the number of ops (minus jumps) well enough
+        // to avoid regrowing a vector of large ops.
+        let mut ops = Vec::with_capacity(program.size());
         lower(&program.body, &mut ops);
         FlatProgram {
             lifeline: program.lifeline,
             ops,
         }
     }
+
+    /// Lowers a tree-form program it consumes: expressions are moved, not
+    /// cloned, so this is the cheap way when the tree is no longer needed.
+    pub fn from_local_owned(program: LocalProgram) -> FlatProgram {
+        let mut ops = Vec::with_capacity(program.size());
+        lower_owned(program.body, &mut ops);
+        FlatProgram {
+            lifeline: program.lifeline,
+            ops,
+        }
+    }
+}
+
+fn lower_owned(block: Vec<Instr>, ops: &mut Vec<Op>) {
+    for instr in block {
+        match instr {
+            Instr::Send { stmt, to, items } => ops.push(Op::Send { stmt, to, items }),
+            Instr::Recv { stmt, from, binds } => ops.push(Op::Recv { stmt, from, binds }),
+            Instr::Act {
+                stmt,
+                outputs,
+                call,
+            } => ops.push(Op::Act {
+                stmt,
+                outputs,
+                call: *call,
+            }),
+            Instr::DecideIf(d) => {
+                let d = *d;
+                let head = ops.len();
+                ops.push(Op::Decide {
+                    stmt: d.stmt,
+                    guard: d.guard,
+                    tag: d.tag,
+                    notify: d.notify,
+                    on_false: 0,
+                });
+                lower_if_owned(ops, head, d.then, d.otherwise);
+            }
+            Instr::Branch(b) => {
+                let b = *b;
+                let head = ops.len();
+                ops.push(Op::Await {
+                    stmt: b.stmt,
+                    from: b.from,
+                    tag: b.tag,
+                    on_false: 0,
+                });
+                lower_if_owned(ops, head, b.then, b.otherwise);
+            }
+            Instr::DecideWhile(d) => {
+                let d = *d;
+                let head = ops.len();
+                ops.push(Op::Decide {
+                    stmt: d.stmt,
+                    guard: d.guard,
+                    tag: d.tag,
+                    notify: d.notify,
+                    on_false: 0,
+                });
+                lower_while_owned(ops, head, d.body, d.exit);
+            }
+            Instr::Loop(l) => {
+                let l = *l;
+                let head = ops.len();
+                ops.push(Op::Await {
+                    stmt: l.stmt,
+                    from: l.from,
+                    tag: l.tag,
+                    on_false: 0,
+                });
+                lower_while_owned(ops, head, l.body, l.exit);
+            }
+        }
+    }
+}
+
+fn lower_if_owned(ops: &mut Vec<Op>, head: usize, then: Vec<Instr>, otherwise: Vec<Instr>) {
+    lower_owned(then, ops);
+    if otherwise.is_empty() {
+        let end = pos(ops);
+        patch(ops, head, end);
+    } else {
+        let jump = ops.len();
+        ops.push(Op::Jump { target: 0 });
+        let else_start = pos(ops);
+        patch(ops, head, else_start);
+        lower_owned(otherwise, ops);
+        let end = pos(ops);
+        patch(ops, jump, end);
+    }
+}
+
+fn lower_while_owned(ops: &mut Vec<Op>, head: usize, body: Vec<Instr>, exit: Vec<Instr>) {
+    lower_owned(body, ops);
+    ops.push(Op::Jump {
+        target: u32::try_from(head).unwrap_or(u32::MAX),
+    });
+    let exit_start = pos(ops);
+    patch(ops, head, exit_start);
+    lower_owned(exit, ops);
 }
 
 fn pos(ops: &[Op]) -> u32 {

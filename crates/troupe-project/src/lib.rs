@@ -31,4 +31,12 @@ impl Projection {
     pub fn flatten(&self) -> Vec<FlatProgram> {
         self.programs.iter().map(FlatProgram::from_local).collect()
     }
+
+    /// Like [`Projection::flatten`], consuming the tree form (no cloning).
+    pub fn into_flat(self) -> Vec<FlatProgram> {
+        self.programs
+            .into_iter()
+            .map(FlatProgram::from_local_owned)
+            .collect()
+    }
 }

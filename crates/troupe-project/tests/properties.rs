@@ -83,6 +83,9 @@ fn check(program: &Program) -> Result<(), TestCaseError> {
         }
     }
 
+    // Moving into flat form gives the same as cloning into it.
+    prop_assert_eq!(p.clone().into_flat(), flat);
+
     // Deterministic: projecting again gives the same result.
     prop_assert_eq!(project(program, w).unwrap(), p);
     Ok(())
