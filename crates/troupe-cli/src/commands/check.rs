@@ -48,7 +48,15 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
                 continue;
             }
         };
-        let (_, diagnostics) = troupe_check::check_text(&text);
+        let (program, mut diagnostics) = troupe_check::check_text(&text);
+        // A well-typed file is then verified against the contracts of the
+        // tools it calls (`contracts:` sidecars of its `mcp` servers).
+        if let Some(program) = &program {
+            let base = path.parent().unwrap_or(std::path::Path::new("."));
+            diagnostics.extend(troupe_contracts::verify_workflows_in_source(
+                program, &text, base,
+            ));
+        }
         errors += diagnostics.iter().filter(|d| d.is_error()).count();
         warnings += diagnostics.iter().filter(|d| !d.is_error()).count();
         if diagnostics.iter().any(|d| d.is_error()) && status == ExitStatus::Success {

@@ -253,6 +253,9 @@ pub fn run(args: &RunArgs, store_path: &Path) -> Result<ExitStatus> {
             .context("the file declares no workflow")?,
     };
     let (fingerprint, canonical) = troupe_store::fingerprint(&program, wf);
+    if !crate::commands::run::contracts_allow(&args.file, &source, crate::ColorChoice::Auto) {
+        return Ok(ExitStatus::Failure);
+    }
 
     // Unfinished runs of this workflow whose process is gone are resumed first.
     if !args.new {

@@ -154,6 +154,9 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
             return Ok(ExitStatus::Failure);
         }
     };
+    if !contracts_allow(&args.file, &text, color) {
+        return Ok(ExitStatus::Failure);
+    }
     let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
     let mut builder = builder
         .llm(router)
@@ -245,6 +248,35 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Verifies a well-typed file against the contracts of the tools it calls;
+/// renders the findings, and refuses to run on an error (a transaction
+/// without a person's confirmation, a requirement that does not hold).
+pub fn contracts_allow(file: &std::path::Path, text: &str, color: ColorChoice) -> bool {
+    let Some(program) = troupe_check::check_text(text).0 else {
+        return true;
+    };
+    let base = file.parent().unwrap_or(std::path::Path::new("."));
+    let findings = troupe_contracts::verify_workflows_in_source(&program, text, base);
+    let errors: Vec<_> = findings.into_iter().filter(|d| d.is_error()).collect();
+    if errors.is_empty() {
+        return true;
+    }
+    let shown = file.display().to_string();
+    let mut buf = Vec::new();
+    render::render_text(
+        &FileReport {
+            path: &shown,
+            text,
+            diagnostics: &errors,
+        },
+        color.enabled_for_stderr(),
+        &mut buf,
+    );
+    eprint!("{}", String::from_utf8_lossy(&buf));
+    eprintln!("error: {shown} breaks the contracts of the tools it calls; nothing was run");
+    false
 }
 
 /// The LLM router from `troupe.toml` (if any) and the command line.
