@@ -253,3 +253,53 @@ async fn a_missing_server_is_a_clear_error_not_a_hang() {
     assert_eq!(err.kind(), "connect", "{err}");
     assert!(err.to_string().contains("broken"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_to_server_everything() {
+    // A free port on the loopback interface, then the server on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new(everything_server())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let server = Arc::new(troupe_check::ir::McpServer {
+        name: "remote".into(),
+        transport: troupe_check::ir::McpTransport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        },
+        contracts: None,
+        span: Default::default(),
+    });
+    let host = McpToolHost::new();
+    let v = host
+        .call_tool(call(&server, "echo", json!({"message": "over http"})))
+        .await
+        .unwrap();
+    assert_eq!(v[0].to_json(&Default::default()), json!("Echo: over http"));
+    let err = host
+        .call_tool(call(&server, "echo", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "missing_slots");
+    host.close_all().await;
+    let _ = child.kill().await;
+}
