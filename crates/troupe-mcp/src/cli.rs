@@ -4,18 +4,21 @@
 //! troupe mcp import "uvx mcp-server-time" -o time.troupe
 //! troupe mcp import http://127.0.0.1:8931/mcp --name search
 //! troupe mcp import --from-json ../shared/data/mcp-tools/time.json
+//! troupe mcp serve examples/counter.troupe examples/local_approval.troupe
+//! troupe mcp serve flows/*.troupe --store runs.db --http 127.0.0.1:8940
 //! ```
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::McpError;
+use crate::serve::{ServeError, ServeOptions, Server};
 use crate::import::{
     ImportOptions, default_server_name, import_from_json, import_from_server, parse_server_spec,
     snake_identifier,
 };
 
-/// MCP servers: import their tools as typed declarations.
+/// MCP: import a server's tools as typed declarations, or serve workflows as an MCP server.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum McpCommand {
     /// Connect to an MCP server and write typed `tool` declarations for its tools.
@@ -38,6 +41,36 @@ pub enum McpCommand {
         #[arg(long)]
         from_json: bool,
     },
+    /// Serve workflows as an MCP server (stdio, or Streamable HTTP with --http).
+    ///
+    /// Each workflow of FILE... is a tool that starts a durable run in the
+    /// store and returns its results, or its run id and status when it waits
+    /// on people or takes longer than --deadline-ms. Pending human tasks are
+    /// answered with the tool `answer_task` (listed by `list_tasks`); runs
+    /// are resources: troupe://runs, troupe://runs/{id}, troupe://runs/{id}/trace,
+    /// troupe://runs/{id}/chart (Mermaid).
+    #[command(verbatim_doc_comment)]
+    Serve {
+        /// The .troupe files whose workflows become tools.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The store (an SQLite file; created if missing).
+        #[arg(long, value_name = "DB", default_value = crate::serve::DEFAULT_STORE)]
+        store: PathBuf,
+        /// Serve Streamable HTTP at this loopback address (endpoint http://ADDR/mcp)
+        /// instead of stdio, e.g. 127.0.0.1:8940.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// The default model (default: mock).
+        #[arg(long, value_name = "SPEC")]
+        llm: Option<String>,
+        /// A model for one action or lifeline: KEY=SPEC (repeatable).
+        #[arg(long = "llm-for", value_name = "KEY=SPEC")]
+        llm_for: Vec<String>,
+        /// How long a tool call waits for its run before it answers with the run id.
+        #[arg(long, value_name = "MS", default_value_t = 2000)]
+        deadline_ms: u64,
+    },
 }
 
 /// Runs a subcommand on its own single-threaded runtime (call it outside any
@@ -59,6 +92,27 @@ pub fn run(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpError> {
 /// Runs a subcommand. Returns the exit status (0 success).
 pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpError> {
     match cmd {
+        McpCommand::Serve {
+            files,
+            store,
+            http,
+            llm,
+            llm_for,
+            deadline_ms,
+        } => {
+            let options = ServeOptions {
+                files,
+                store,
+                llm,
+                llm_for,
+                deadline: std::time::Duration::from_millis(deadline_ms),
+            };
+            serve(options, http).await.map_err(|e| McpError::Input {
+                what: "troupe mcp serve".into(),
+                message: e.to_string(),
+            })?;
+            Ok(0)
+        }
         McpCommand::Import {
             server,
             name,
@@ -104,6 +158,29 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
                     .map_err(|e| io("standard output", e))?,
             }
             Ok(0)
+        }
+    }
+}
+
+/// `troupe mcp serve`: serves until the client disconnects (stdio) or the
+/// process ends (HTTP). Messages go to standard error: standard output is
+/// the protocol's.
+async fn serve(options: ServeOptions, http: Option<std::net::SocketAddr>) -> Result<(), ServeError> {
+    let server = Server::new(&options)?;
+    let names = server.workflow_names().join(", ");
+    match http {
+        Some(addr) => {
+            let serving = server.bind_http(addr).await?;
+            eprintln!(
+                "serving {names} at http://{}/mcp (store {})",
+                serving.addr,
+                options.store.display()
+            );
+            serving.run().await
+        }
+        None => {
+            eprintln!("serving {names} over stdio (store {})", options.store.display());
+            server.serve_stdio().await
         }
     }
 }

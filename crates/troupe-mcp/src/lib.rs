@@ -8,6 +8,8 @@
 //!   declared outputs.
 //! - [`import`] writes typed `tool` declarations for a server's tools, from a
 //!   live server or a captured `tools/list` answer.
+//! - [`serve`] is the other direction: workflows as an MCP server (tools that
+//!   start durable runs, a tool to answer human tasks, runs as resources).
 //! - [`cli`] is the `troupe mcp …` subcommand.
 //!
 //! Protocol revision 2025-11-25.
@@ -20,6 +22,7 @@ pub mod http;
 pub mod import;
 pub mod results;
 pub mod schema;
+pub mod serve;
 
 pub use error::McpError;
 pub use host::{IDEMPOTENCY_META_KEY, McpToolHost};

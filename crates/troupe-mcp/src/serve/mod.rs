@@ -1,0 +1,565 @@
+//! `troupe mcp serve FILE...`: workflows as an MCP server (rmcp, protocol
+//! revision 2025-11-25), over stdio or Streamable HTTP on a loopback address.
+//!
+//! **Tools.** Each workflow of the given files is a tool: its name is the
+//! workflow's name, its description the file's leading `//` comment, its
+//! input schema one required property per workflow input (the JSON Schema of
+//! the input's type). A call starts a *durable* run in the store (as `troupe
+//! run FILE --store DB` does) and answers with the run's results
+//! (`structuredContent` = the results object, the text content = the same
+//! JSON, `_meta["troupe/run"]` = the run id). If the run waits on people (a
+//! human task is pending) or is still going after the deadline (2 s by
+//! default), the call answers `{"run": "run-3", "status": "waiting" |
+//! "running", "tasks": [...]}` and the run goes on in the server process.
+//!
+//! Human tasks are answered with one fixed tool, [`ANSWER_TOOL`]
+//! (`{"task": "task-4", "answer": true}`; validated as `troupe answer`
+//! validates: a confirm takes a boolean, a select one of its options), and
+//! listed with [`LIST_TASKS_TOOL`] (and the resource `troupe://tasks`). The
+//! tool list is therefore fixed for the life of the server: no
+//! `notifications/tools/list_changed` is needed, and clients that cache the
+//! tool list (most do) see every task. After an answer, the tool waits (up
+//! to the deadline) for the run to end or to wait again and reports where it
+//! stands.
+//!
+//! **Resources.** See [`resources`]: `troupe://runs`, `troupe://tasks`,
+//! `troupe://runs/{id}` (status and results), `…/trace` (JSON) and
+//! `…/chart` (Mermaid); the three per-run forms are also resource templates.
+
+pub mod resources;
+pub mod runs;
+pub mod workflows;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Map, Value as J, json};
+use troupe_llm::{LlmBackend, LlmConfig, Router, parse_override};
+use troupe_store::{Durability, Store, StoreError};
+
+use resources::{JSON_MIME, MERMAID_MIME, RUNS_URI, TASKS_URI};
+use runs::{Progress, Runs};
+use workflows::WorkflowEntry;
+
+/// The tool that answers a pending human task.
+pub const ANSWER_TOOL: &str = "answer_task";
+/// The tool that lists the pending human tasks.
+pub const LIST_TASKS_TOOL: &str = "list_tasks";
+/// The store used when none is named.
+pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+/// How long a tool call waits for a run before it answers with the run id.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
+/// The model used when none is named.
+pub const DEFAULT_LLM: &str = "mock";
+
+/// What can go wrong serving workflows.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A file does not check, declares no workflow, or names collide.
+    #[error("{0}")]
+    Workflows(String),
+    /// Reading a file, binding an address.
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The model configuration (`--llm`, `--llm-for`, `troupe.toml`).
+    #[error("model configuration: {0}")]
+    Llm(String),
+    /// A tool's arguments are not acceptable.
+    #[error("{0}")]
+    Input(String),
+    /// The MCP transport failed.
+    #[error("MCP transport: {0}")]
+    Transport(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The `.troupe` files whose workflows become tools.
+    pub files: Vec<PathBuf>,
+    /// The store (an SQLite file; created with its directory if missing).
+    pub store: PathBuf,
+    /// The default model spec (`mock` when `None`).
+    pub llm: Option<String>,
+    /// `KEY=SPEC` overrides, as `troupe run --llm-for`.
+    pub llm_for: Vec<String>,
+    /// How long a tool call waits for its run.
+    pub deadline: Duration,
+}
+
+impl ServeOptions {
+    pub fn new(files: Vec<PathBuf>) -> ServeOptions {
+        ServeOptions {
+            files,
+            store: PathBuf::from(DEFAULT_STORE),
+            llm: None,
+            llm_for: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
+        }
+    }
+}
+
+struct Inner {
+    workflows: Vec<WorkflowEntry>,
+    runs: Runs,
+    deadline: Duration,
+    tools: Vec<Tool>,
+}
+
+/// The MCP server over a set of workflows and a store. Cheap to clone (one
+/// clone per Streamable HTTP session shares the runs).
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("workflows", &self.inner.workflows)
+            .finish()
+    }
+}
+
+fn llm_router(options: &ServeOptions) -> Result<Arc<dyn LlmBackend>, ServeError> {
+    let dir = std::env::current_dir().map_err(|e| ServeError::Io {
+        path: "(current directory)".into(),
+        message: e.to_string(),
+    })?;
+    let config = LlmConfig::discover(dir).map_err(|e| ServeError::Llm(e.to_string()))?;
+    let overrides = options
+        .llm_for
+        .iter()
+        .map(|s| parse_override(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ServeError::Llm(e.to_string()))?;
+    let default = options.llm.as_deref().unwrap_or(DEFAULT_LLM);
+    let router = Router::from_config(&config, &overrides, Some(default))
+        .map_err(|e| ServeError::Llm(e.to_string()))?;
+    Ok(Arc::new(router))
+}
+
+fn schema(value: J) -> Arc<Map<String, J>> {
+    match value {
+        J::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn own_tools() -> Vec<Tool> {
+    let answer = Tool::new(
+        ANSWER_TOOL,
+        "Answers a pending human task of a run (see list_tasks, or the `tasks` of a waiting run). \
+         A confirm task takes true or false, a select task one of its options, an input or edit \
+         task its text (or a JSON value of the asked type). The first answer wins.",
+        schema(json!({
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "description": "The task id, e.g. task-4."},
+                "answer": {"description": "The answer: a boolean, an option, a text or a JSON value."},
+                "by": {"type": "string", "description": "Who answers (recorded); default `mcp`."}
+            },
+            "required": ["task", "answer"]
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false),
+    );
+    let list = Tool::new(
+        LIST_TASKS_TOOL,
+        "Lists the pending human tasks (of one run, or of all runs in the store).",
+        schema(json!({
+            "type": "object",
+            "properties": {
+                "run": {"type": "string", "description": "Only the tasks of this run, e.g. run-3."}
+            }
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    );
+    vec![answer, list]
+}
+
+impl Server {
+    /// Loads the workflows, opens (or creates) the store and builds the model router.
+    pub fn new(options: &ServeOptions) -> Result<Server, ServeError> {
+        let workflows = workflows::load(&options.files)?;
+        if let Some(dir) = options.store.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| ServeError::Io {
+                path: dir.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        let store = Store::open(&options.store, Durability::Full)?;
+        let llm = llm_router(options)?;
+        let llm_name = options.llm.clone().unwrap_or_else(|| DEFAULT_LLM.into());
+        let mut tools: Vec<Tool> = workflows
+            .iter()
+            .map(|w| {
+                Tool::new(
+                    w.name.clone(),
+                    w.description.clone(),
+                    Arc::new(w.input_schema.clone()),
+                )
+            })
+            .collect();
+        tools.extend(own_tools());
+        Ok(Server {
+            inner: Arc::new(Inner {
+                workflows,
+                runs: Runs::new(store, llm, llm_name),
+                deadline: options.deadline,
+                tools,
+            }),
+        })
+    }
+
+    /// The names of the served workflows.
+    pub fn workflow_names(&self) -> Vec<String> {
+        self.inner.workflows.iter().map(|w| w.name.clone()).collect()
+    }
+
+    /// Serves one client over a byte stream pair (stdio, a pipe) until it disconnects.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), ServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .serve((read, write))
+            .await
+            .map_err(|e| ServeError::Transport(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| ServeError::Transport(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Serves one client over standard input and output.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        let (read, write) = rmcp::transport::stdio();
+        self.serve_io(read, write).await
+    }
+
+    /// Binds Streamable HTTP at `addr` (a loopback address; port 0 picks
+    /// one); the endpoint is `http://ADDR/mcp`. Await [`HttpServing::run`].
+    pub async fn bind_http(self, addr: SocketAddr) -> Result<HttpServing, ServeError> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        if !addr.ip().is_loopback() {
+            return Err(ServeError::Input(format!(
+                "{addr} is not a loopback address: the server has no authentication, so it \
+                 listens on 127.0.0.1 or [::1] only"
+            )));
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| ServeError::Io {
+                path: addr.to_string(),
+                message: e.to_string(),
+            })?;
+        let local = listener.local_addr().map_err(|e| ServeError::Io {
+            path: addr.to_string(),
+            message: e.to_string(),
+        })?;
+        let server = self;
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let app = axum::Router::new().route_service("/mcp", service);
+        Ok(HttpServing {
+            addr: local,
+            listener,
+            app,
+        })
+    }
+
+    fn entry(&self, name: &str) -> Option<&WorkflowEntry> {
+        self.inner.workflows.iter().find(|w| w.name == name)
+    }
+
+    async fn call_workflow(&self, entry: &WorkflowEntry, args: &Map<String, J>) -> CallToolResult {
+        let runs = &self.inner.runs;
+        let run = match runs.start(entry, args) {
+            Ok(run) => run,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let name = Store::run_name(run);
+        match runs.wait(run, self.inner.deadline).await {
+            Progress::Ended(Ok(results)) => {
+                let mut result = CallToolResult::structured(J::Object(results));
+                let mut meta = Map::new();
+                meta.insert("troupe/run".into(), json!(name));
+                result.meta = Some(MetaObject(meta));
+                result
+            }
+            Progress::Ended(Err(error)) => CallToolResult::structured_error(json!({
+                "run": name, "workflow": entry.name, "status": "failed", "error": error
+            })),
+            p => self.status_result(run, &p),
+        }
+    }
+
+    /// `{"run", "status", "tasks", ...}` of a run that did not end in time.
+    fn status_result(&self, run: i64, progress: &Progress) -> CallToolResult {
+        match self.inner.runs.status_doc(run) {
+            Ok(mut doc) => {
+                if let (Progress::Waiting, Some(obj)) = (progress, doc.as_object_mut()) {
+                    // The status is written after the task, without waiting.
+                    obj.insert("status".into(), json!("waiting"));
+                }
+                CallToolResult::structured(doc)
+            }
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+
+    async fn call_answer(&self, args: &Map<String, J>) -> CallToolResult {
+        let Some(task) = args.get("task").and_then(J::as_str) else {
+            return tool_error("`task` (a task id such as task-4) is required");
+        };
+        let Some(answer) = args.get("answer") else {
+            return tool_error("`answer` is required");
+        };
+        let by = args.get("by").and_then(J::as_str).unwrap_or("mcp");
+        let runs = &self.inner.runs;
+        let row = match runs.answer(task, answer, by) {
+            Ok(row) => row,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let Some(run) = Store::parse_run_id(&row.run) else {
+            return tool_error(&format!("{} names no run", row.id));
+        };
+        let progress = runs.wait(run, self.inner.deadline).await;
+        let mut result = self.status_result(run, &progress);
+        if let (Progress::Ended(Ok(results)), Some(J::Object(doc))) =
+            (&progress, result.structured_content.as_mut())
+        {
+            doc.insert("status".into(), json!("done"));
+            doc.insert("results".into(), J::Object(results.clone()));
+        }
+        if let Some(J::Object(doc)) = result.structured_content.as_mut() {
+            doc.insert("answered".into(), json!(row.id));
+            let text = J::Object(doc.clone()).to_string();
+            result.content = vec![rmcp::model::ContentBlock::text(text)];
+        }
+        result
+    }
+
+    fn call_list_tasks(&self, args: &Map<String, J>) -> CallToolResult {
+        let run = match args.get("run") {
+            None | Some(J::Null) => None,
+            Some(J::String(s)) => match Store::parse_run_id(s) {
+                Some(id) => Some(id),
+                None => return tool_error(&format!("`{s}` is not a run id (e.g. run-3)")),
+            },
+            Some(other) => return tool_error(&format!("`run` must be a string, not {other}")),
+        };
+        match self.inner.runs.pending_tasks(run) {
+            Ok(tasks) => CallToolResult::structured(json!({
+                "tasks": tasks.iter().map(runs::task_json).collect::<Vec<_>>()
+            })),
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+}
+
+fn tool_error(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.to_owned())])
+}
+
+/// A bound Streamable HTTP endpoint.
+pub struct HttpServing {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+}
+
+impl std::fmt::Debug for HttpServing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServing").field("addr", &self.addr).finish()
+    }
+}
+
+impl HttpServing {
+    /// Serves until the process ends (or the future is dropped).
+    pub async fn run(self) -> Result<(), ServeError> {
+        axum::serve(self.listener, self.app)
+            .await
+            .map_err(|e| ServeError::Io {
+                path: self.addr.to_string(),
+                message: e.to_string(),
+            })
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let names = self.workflow_names().join(", ");
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        .with_server_info(Implementation::new("troupe", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "troupe workflows as tools ({names}). A call starts a durable run and returns its \
+             results, or its run id and status when it waits on people or takes long; answer \
+             pending human tasks with `{ANSWER_TOOL}` (list them with `{LIST_TASKS_TOOL}`); \
+             read runs as resources under {RUNS_URI}."
+        ))
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            ANSWER_TOOL => self.call_answer(&args).await,
+            LIST_TASKS_TOOL => self.call_list_tasks(&args),
+            name => match self.entry(name) {
+                Some(entry) => {
+                    let entry = entry.clone();
+                    self.call_workflow(&entry, &args).await
+                }
+                None => {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "no tool `{name}`; the tools are {}",
+                            self.inner
+                                .tools
+                                .iter()
+                                .map(|t| t.name.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        None,
+                    ));
+                }
+            },
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let mut list = vec![
+            Resource::new(RUNS_URI, "runs")
+                .with_description("The runs in the store")
+                .with_mime_type(JSON_MIME),
+            Resource::new(TASKS_URI, "tasks")
+                .with_description("The pending human tasks")
+                .with_mime_type(JSON_MIME),
+        ];
+        let runs = self
+            .inner
+            .runs
+            .store()
+            .runs(None)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        for r in runs {
+            list.push(
+                Resource::new(format!("{RUNS_URI}/{}", r.id), r.name.clone())
+                    .with_description(format!("{} of `{}`: {}", r.name, r.workflow, r.status))
+                    .with_mime_type(JSON_MIME),
+            );
+        }
+        Ok(ListResourcesResult::with_all_items(list))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(format!("{RUNS_URI}/{{id}}"), "run")
+                .with_description("A run: status, results or error, pending tasks")
+                .with_mime_type(JSON_MIME),
+            ResourceTemplate::new(format!("{RUNS_URI}/{{id}}/trace"), "run trace")
+                .with_description("The recorded events of a run")
+                .with_mime_type(JSON_MIME),
+            ResourceTemplate::new(format!("{RUNS_URI}/{{id}}/chart"), "run chart")
+                .with_description("The sequence chart of a run so far (Mermaid)")
+                .with_mime_type(MERMAID_MIME),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let Some(r) = resources::parse_uri(&uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource `{uri}`; see {RUNS_URI}"),
+                None,
+            ));
+        };
+        match resources::read(&self.inner.runs, r) {
+            Ok((text, mime)) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type(mime),
+            ])
+            .into()),
+            Err(ServeError::Store(StoreError::UnknownRun(_))) => Err(
+                ErrorData::resource_not_found(format!("no run for `{uri}`"), None),
+            ),
+            Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
+        }
+    }
+}

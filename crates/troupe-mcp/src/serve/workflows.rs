@@ -1,0 +1,179 @@
+//! The workflows a server exposes: files read and checked once at start, one
+//! tool per workflow (name, description from the file's leading `//`
+//! comment, input schema from the declared inputs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value as J, json};
+use troupe_check::ir::Program;
+use troupe_llm::MockBackend;
+use troupe_runtime::{Engine, EngineBuilder};
+
+use super::ServeError;
+
+/// Tool names the server uses for itself; a workflow may not take them.
+pub const RESERVED_TOOLS: &[&str] = &[super::ANSWER_TOOL, super::LIST_TASKS_TOOL];
+
+/// One workflow of one file, ready to start runs of.
+#[derive(Clone)]
+pub struct WorkflowEntry {
+    /// The workflow's name: the tool's name.
+    pub name: String,
+    /// The file as given on the command line.
+    pub file: PathBuf,
+    /// The file's text (recorded with each run).
+    pub source: String,
+    pub program: Arc<Program>,
+    /// The tool's description.
+    pub description: String,
+    /// The tool's input schema (an object with one required property per input).
+    pub input_schema: Map<String, J>,
+    /// An engine of the workflow without backends, to parse inputs with.
+    pub probe: Engine,
+}
+
+impl std::fmt::Debug for WorkflowEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkflowEntry")
+            .field("name", &self.name)
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
+/// The leading `//` comment of a file (before any other line), as one text;
+/// blank lines inside it separate paragraphs.
+pub fn leading_comment(source: &str) -> Option<String> {
+    let mut lines = Vec::new();
+    for line in source.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("//") {
+            lines.push(rest.strip_prefix(' ').unwrap_or(rest).trim_end().to_owned());
+        } else if t.is_empty() && lines.is_empty() {
+            continue;
+        } else {
+            break;
+        }
+    }
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The input schema of a workflow: `json_schema` of each input's type, all
+/// required. Definitions of recursive records (`$defs`) are moved to the root,
+/// where their `$ref`s point.
+pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<String, J> {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    let mut defs = Map::new();
+    for v in &wf.inputs {
+        let var = wf.var(*v);
+        let mut schema = troupe_llm::schema::json_schema(&var.ty, &program.types);
+        if let Some(obj) = schema.as_object_mut()
+            && let Some(J::Object(d)) = obj.remove("$defs")
+        {
+            defs.extend(d);
+        }
+        properties.insert(var.name.clone(), schema);
+        required.push(J::String(var.name.clone()));
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), J::Object(properties));
+    schema.insert("required".into(), J::Array(required));
+    schema.insert("additionalProperties".into(), J::Bool(false));
+    if !defs.is_empty() {
+        schema.insert("$defs".into(), J::Object(defs));
+    }
+    schema
+}
+
+/// Reads and checks the files; every workflow becomes an entry. Fails on a
+/// file that cannot be read or does not check, and on duplicate names.
+pub fn load(files: &[PathBuf]) -> Result<Vec<WorkflowEntry>, ServeError> {
+    let mut entries: Vec<WorkflowEntry> = Vec::new();
+    for file in files {
+        for entry in load_file(file)? {
+            if RESERVED_TOOLS.contains(&entry.name.as_str()) {
+                return Err(ServeError::Workflows(format!(
+                    "{}: the workflow name `{}` is reserved for the server's own tool",
+                    file.display(),
+                    entry.name
+                )));
+            }
+            if let Some(other) = entries.iter().find(|e| e.name == entry.name) {
+                return Err(ServeError::Workflows(format!(
+                    "two workflows are named `{}` ({} and {}); a tool name must be unique",
+                    entry.name,
+                    other.file.display(),
+                    file.display()
+                )));
+            }
+            entries.push(entry);
+        }
+    }
+    if entries.is_empty() {
+        return Err(ServeError::Workflows(
+            "no workflow to serve: give at least one .troupe file that declares a workflow".into(),
+        ));
+    }
+    Ok(entries)
+}
+
+fn load_file(file: &Path) -> Result<Vec<WorkflowEntry>, ServeError> {
+    let source = std::fs::read_to_string(file).map_err(|e| ServeError::Io {
+        path: file.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let (program, diagnostics) = troupe_check::check_text(&source);
+    let Some(program) = program else {
+        return Err(ServeError::Workflows(format!(
+            "{} does not check ({} problem(s)); see `troupe check {}`",
+            file.display(),
+            diagnostics.len(),
+            file.display()
+        )));
+    };
+    let program = Arc::new(program);
+    let comment = leading_comment(&source);
+    let mut out = Vec::new();
+    for wf in &program.workflows {
+        let probe = EngineBuilder::from_program((*program).clone())
+            .workflow(&wf.name)
+            .mock_unbound_externs(Arc::new(MockBackend::new()))
+            .build()
+            .map_err(|e| ServeError::Workflows(format!("{}: {e}", file.display())))?;
+        let description = match &comment {
+            Some(c) => c.clone(),
+            None => format!(
+                "Runs the workflow `{}` of {} as a durable run.",
+                wf.name,
+                file.display()
+            ),
+        };
+        out.push(WorkflowEntry {
+            name: wf.name.clone(),
+            file: file.to_owned(),
+            source: source.clone(),
+            input_schema: input_schema(&program, wf),
+            program: program.clone(),
+            description,
+            probe,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_comment_stops_at_code() {
+        let src = "\n// One\n// two\n//\n// three\n\nworkflow x() {}\n// not this";
+        assert_eq!(leading_comment(src).as_deref(), Some("One\ntwo\n\nthree"));
+        assert_eq!(leading_comment("workflow x() {}"), None);
+        assert_eq!(leading_comment(""), None);
+    }
+}
