@@ -3,6 +3,7 @@
 # Idempotent: a second run with everything in place does nothing but print.
 #
 #   PyPI mcp-server-time                        -> $DIR/venv/bin/mcp-server-time
+#   PyPI mcp (the official Python SDK)          -> $DIR/venv (client of `troupe mcp serve` tests)
 #   npm  @modelcontextprotocol/server-everything -> $DIR/npm/node_modules/.bin/mcp-server-everything
 #
 # DIR is $TROUPE_MCP_SERVERS, or ~/.cache/troupe/mcp-servers by default; the
@@ -11,6 +12,7 @@
 set -euo pipefail
 
 TIME_VERSION="2026.10.19"
+MCP_VERSION="2.3.0"
 EVERYTHING_VERSION="2026.8.31"
 DIR="${TROUPE_MCP_SERVERS:-$HOME/.cache/troupe/mcp-servers}"
 mkdir -p "$DIR"
@@ -21,6 +23,11 @@ if [ ! -x "$DIR/venv/bin/python" ]; then
 fi
 if ! "$DIR/venv/bin/python" -m pip show mcp-server-time 2>/dev/null | grep -qx "Version: $TIME_VERSION"; then
   "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "mcp-server-time==$TIME_VERSION"
+fi
+
+# The Python SDK itself, pinned (crates/troupe-mcp/tests/python/ is its client code).
+if ! "$DIR/venv/bin/python" -m pip show mcp 2>/dev/null | grep -qx "Version: $MCP_VERSION"; then
+  "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "mcp==$MCP_VERSION"
 fi
 
 # server-everything, in a private npm prefix.
@@ -36,4 +43,5 @@ fi
 
 echo "TROUPE_MCP_SERVERS=$DIR"
 echo "mcp-server-time: $DIR/venv/bin/mcp-server-time"
+echo "python mcp SDK: $DIR/venv/bin/python ($MCP_VERSION)"
 echo "server-everything: $DIR/npm/node_modules/.bin/mcp-server-everything"

@@ -12,11 +12,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::McpError;
-use crate::serve::{ServeError, ServeOptions, Server};
 use crate::import::{
     ImportOptions, default_server_name, import_from_json, import_from_server, parse_server_spec,
     snake_identifier,
 };
+use crate::serve::{ServeError, ServeOptions, Server};
 
 /// MCP: import a server's tools as typed declarations, or serve workflows as an MCP server.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -165,7 +165,10 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
 /// `troupe mcp serve`: serves until the client disconnects (stdio) or the
 /// process ends (HTTP). Messages go to standard error: standard output is
 /// the protocol's.
-async fn serve(options: ServeOptions, http: Option<std::net::SocketAddr>) -> Result<(), ServeError> {
+async fn serve(
+    options: ServeOptions,
+    http: Option<std::net::SocketAddr>,
+) -> Result<(), ServeError> {
     let server = Server::new(&options)?;
     let names = server.workflow_names().join(", ");
     match http {
@@ -179,7 +182,10 @@ async fn serve(options: ServeOptions, http: Option<std::net::SocketAddr>) -> Res
             serving.run().await
         }
         None => {
-            eprintln!("serving {names} over stdio (store {})", options.store.display());
+            eprintln!(
+                "serving {names} over stdio (store {})",
+                options.store.display()
+            );
             server.serve_stdio().await
         }
     }

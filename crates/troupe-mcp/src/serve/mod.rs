@@ -242,7 +242,11 @@ impl Server {
 
     /// The names of the served workflows.
     pub fn workflow_names(&self) -> Vec<String> {
-        self.inner.workflows.iter().map(|w| w.name.clone()).collect()
+        self.inner
+            .workflows
+            .iter()
+            .map(|w| w.name.clone())
+            .collect()
     }
 
     /// Serves one client over a byte stream pair (stdio, a pipe) until it disconnects.
@@ -408,7 +412,9 @@ pub struct HttpServing {
 
 impl std::fmt::Debug for HttpServing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpServing").field("addr", &self.addr).finish()
+        f.debug_struct("HttpServing")
+            .field("addr", &self.addr)
+            .finish()
     }
 }
 

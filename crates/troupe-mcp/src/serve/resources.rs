@@ -46,7 +46,12 @@ pub fn parse_uri(uri: &str) -> Option<ResourceRef> {
         Some((id, tail)) => (id, Some(tail)),
         None => (rest, None),
     };
-    if id.is_empty() || !id.trim_start_matches("run-").bytes().all(|b| b.is_ascii_digit()) {
+    if id.is_empty()
+        || !id
+            .trim_start_matches("run-")
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let id = Store::parse_run_id(id)?;
