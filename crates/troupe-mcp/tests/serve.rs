@@ -420,3 +420,60 @@ fn the_serve_subcommand_parses() {
         "FILE is required"
     );
 }
+
+/// A server stops while a run waits on a person; another server on the same
+/// store takes the answer and finishes the run from its journal.
+#[test]
+fn an_answer_resumes_a_run_whose_server_stopped() {
+    let store = temp_store("resume");
+    let options = ServeOptions {
+        store: store.clone(),
+        deadline: Duration::from_secs(10),
+        ..ServeOptions::new(vec![examples().join("local_approval.troupe")])
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    };
+    let first = runtime();
+    let task = first.block_on(async {
+        let client = connect(Server::new(&options).expect("server")).await;
+        let r = call(&client, "local_approval", json!({"request": "a lamp"})).await;
+        let doc = r.structured_content.expect("structured");
+        assert_eq!(doc["status"], "waiting", "{doc}");
+        let _ = client.cancel().await;
+        doc["tasks"][0]["task"].as_str().expect("task").to_owned()
+    });
+    // The first server's process is gone: its run task with it, and the
+    // store sees a run whose owner does not exist.
+    first.shutdown_timeout(Duration::from_secs(2));
+    let db = rusqlite::Connection::open(&store).expect("open the store");
+    db.busy_timeout(Duration::from_secs(5))
+        .expect("busy timeout");
+    db.execute("UPDATE runs SET owner_pid = 2147483646 WHERE id = 1", [])
+        .expect("update");
+    drop(db);
+
+    let second = runtime();
+    second.block_on(async {
+        let client = connect(Server::new(&options).expect("server")).await;
+        let (text, _) = read(&client, "troupe://runs/1").await;
+        let run: J = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(run["status"], "stalled", "{run}");
+        let answered = call(
+            &client,
+            "answer_task",
+            json!({"task": task, "answer": false}),
+        )
+        .await;
+        let doc = answered.structured_content.expect("structured");
+        assert_eq!(doc["status"], "done", "{doc}");
+        assert_eq!(doc["results"], json!({"approved": false}));
+        let _ = client.cancel().await;
+    });
+    second.shutdown_timeout(Duration::from_secs(2));
+    let _ = std::fs::remove_dir_all(store.parent().expect("dir"));
+}

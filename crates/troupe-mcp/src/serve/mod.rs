@@ -22,9 +22,14 @@
 //! to the deadline) for the run to end or to wait again and reports where it
 //! stands.
 //!
+//! A task of a run whose process is gone (a server that stopped: the run is
+//! `stalled`) can still be answered; the answer resumes the run in this
+//! server, with its recorded source, inputs and steps.
+//!
 //! **Resources.** See [`resources`]: `troupe://runs`, `troupe://tasks`,
 //! `troupe://runs/{id}` (status and results), `…/trace` (JSON) and
 //! `…/chart` (Mermaid); the three per-run forms are also resource templates.
+//! Starting a run sends `notifications/resources/list_changed` to the caller.
 
 pub mod resources;
 pub mod runs;
@@ -312,14 +317,21 @@ impl Server {
         self.inner.workflows.iter().find(|w| w.name == name)
     }
 
-    async fn call_workflow(&self, entry: &WorkflowEntry, args: &Map<String, J>) -> CallToolResult {
+    async fn call_workflow(
+        &self,
+        entry: &WorkflowEntry,
+        args: &Map<String, J>,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> CallToolResult {
         let runs = &self.inner.runs;
         let run = match runs.start(entry, args) {
             Ok(run) => run,
             Err(e) => return tool_error(&e.to_string()),
         };
+        // The run is a new resource; a client that is gone does not matter.
+        let _ = peer.notify_resource_list_changed().await;
         let name = Store::run_name(run);
-        match runs.wait(run, self.inner.deadline).await {
+        match runs.wait(run, self.inner.deadline, 0).await {
             Progress::Ended(Ok(results)) => {
                 let mut result = CallToolResult::structured(J::Object(results));
                 let mut meta = Map::new();
@@ -357,6 +369,13 @@ impl Server {
         };
         let by = args.get("by").and_then(J::as_str).unwrap_or("mcp");
         let runs = &self.inner.runs;
+        // Tasks the run waited on before this answer do not count as new waits.
+        let waits_before = runs
+            .store()
+            .task(task)
+            .ok()
+            .and_then(|t| Store::parse_run_id(&t.run))
+            .map_or(0, |r| runs.waits(r));
         let row = match runs.answer(task, answer, by) {
             Ok(row) => row,
             Err(e) => return tool_error(&e.to_string()),
@@ -364,7 +383,14 @@ impl Server {
         let Some(run) = Store::parse_run_id(&row.run) else {
             return tool_error(&format!("{} names no run", row.id));
         };
-        let progress = runs.wait(run, self.inner.deadline).await;
+        // A run whose process is gone (a server that stopped) goes on here.
+        if let Err(e) = runs.resume_stalled(run) {
+            return tool_error(&format!(
+                "{} is answered, but {} could not be resumed: {e}",
+                row.id, row.run
+            ));
+        }
+        let progress = runs.wait(run, self.inner.deadline, waits_before).await;
         let mut result = self.status_result(run, &progress);
         if let (Progress::Ended(Ok(results)), Some(J::Object(doc))) =
             (&progress, result.structured_content.as_mut())
@@ -437,6 +463,7 @@ impl ServerHandler for Server {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .build(),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -468,7 +495,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
@@ -477,7 +504,7 @@ impl ServerHandler for Server {
             name => match self.entry(name) {
                 Some(entry) => {
                     let entry = entry.clone();
-                    self.call_workflow(&entry, &args).await
+                    self.call_workflow(&entry, &args, &context.peer).await
                 }
                 None => {
                     return Err(ErrorData::invalid_params(

@@ -104,6 +104,57 @@ impl Runs {
             lifelines: wf.lifelines.len(),
             llm: self.llm_name.clone(),
         })?;
+        let name = wf.name.clone();
+        self.launch(run, program, &name, inputs, 0)?;
+        Ok(run)
+    }
+
+    /// Resumes `run` in this process if it is unfinished and its process is
+    /// gone (`stalled`), with its recorded source, inputs and seed; recorded
+    /// steps are not redone. Returns whether it was resumed.
+    pub fn resume_stalled(&self, run: i64) -> Result<bool, ServeError> {
+        if self.is_live(run) {
+            return Ok(false);
+        }
+        let detail = self.store.run(run)?;
+        if detail.summary.status != "stalled" {
+            return Ok(false);
+        }
+        let (program, _) = troupe_check::check_text(&detail.source);
+        let Some(program) = program else {
+            return Err(ServeError::Internal(format!(
+                "the recorded source of {} no longer checks",
+                detail.summary.name
+            )));
+        };
+        self.launch(
+            run,
+            Arc::new(program),
+            &detail.summary.workflow,
+            detail.input_values.clone(),
+            detail.seed,
+        )?;
+        Ok(true)
+    }
+
+    fn is_live(&self, run: i64) -> bool {
+        self.live
+            .lock()
+            .map(|m| m.contains_key(&run))
+            .unwrap_or(false)
+    }
+
+    /// Drives a recorded run on a task of the current runtime: the engine
+    /// with the server's model, a `StoreInbox` and an MCP tool host; the
+    /// run's journal (which replays what the run recorded already).
+    fn launch(
+        &self,
+        run: i64,
+        program: Arc<troupe_check::ir::Program>,
+        workflow: &str,
+        inputs: Vec<troupe_check::Value>,
+        seed: u64,
+    ) -> Result<(), ServeError> {
         let (waits_tx, waits_rx) = watch::channel(0u64);
         let waits_tx = Arc::new(waits_tx);
         let on_wait = {
@@ -115,7 +166,7 @@ impl Runs {
         let inbox = StoreInbox::new(self.store.clone(), run).on_wait(on_wait);
         let tools = Arc::new(McpToolHost::for_program(&program));
         let engine = EngineBuilder::from_program((*program).clone())
-            .workflow(&wf.name)
+            .workflow(workflow)
             .llm(self.llm.clone())
             .mock_unbound_externs(Arc::new(MockBackend::new()))
             .humans(Arc::new(inbox))
@@ -141,7 +192,7 @@ impl Runs {
         let store = self.store.clone();
         let options = RunOptions {
             run_id: Store::run_name(run),
-            seed: 0,
+            seed,
             trace: false,
             journal: Some(journal),
             ..RunOptions::default()
@@ -166,7 +217,7 @@ impl Runs {
             drop(waits_tx);
             let _ = end_tx.send(Some(end));
         });
-        Ok(run)
+        Ok(())
     }
 
     /// Records a run that could not start as failed; returns the error.
@@ -175,9 +226,19 @@ impl Runs {
         ServeError::Internal(message)
     }
 
+    /// How many human tasks `run` (a run of this process) has waited on so
+    /// far (0 for a run of another process).
+    pub fn waits(&self, run: i64) -> u64 {
+        match self.live.lock() {
+            Ok(map) => map.get(&run).map(|l| *l.waits.borrow()).unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+
     /// Waits up to `deadline` for `run` (a run of this process) to end or to
-    /// start waiting on a new human task.
-    pub async fn wait(&self, run: i64, deadline: Duration) -> Progress {
+    /// wait on a human task beyond the first `waits_before` ones (see
+    /// [`Runs::waits`]).
+    pub async fn wait(&self, run: i64, deadline: Duration, waits_before: u64) -> Progress {
         let live = match self.live.lock() {
             Ok(map) => map.get(&run).cloned(),
             Err(_) => None,
@@ -185,33 +246,25 @@ impl Runs {
         let Some(LiveRun { mut end, mut waits }) = live else {
             return Progress::Running;
         };
-        if let Some(e) = end.borrow_and_update().clone() {
-            return Progress::Ended(e);
-        }
-        waits.borrow_and_update();
         let ended = async {
-            loop {
-                if end.changed().await.is_err() {
-                    return None;
-                }
-                if let Some(e) = end.borrow_and_update().clone() {
-                    return Some(e);
-                }
+            match end.wait_for(Option::is_some).await {
+                Ok(e) => e.clone(),
+                Err(_) => None,
+            }
+        };
+        let waiting = async {
+            // The sender goes away when the run ends: then only `ended` matters.
+            if waits.wait_for(|n| *n > waits_before).await.is_err() {
+                std::future::pending::<()>().await;
             }
         };
         tokio::select! {
+            biased;
             e = ended => match e {
                 Some(e) => Progress::Ended(e),
                 None => Progress::Running,
             },
-            Ok(()) = waits.changed() => {
-                // The task is recorded before the run waits; an end that
-                // raced the notification wins.
-                match end.borrow().clone() {
-                    Some(e) => Progress::Ended(e),
-                    None => Progress::Waiting,
-                }
-            }
+            () = waiting => Progress::Waiting,
             () = tokio::time::sleep(deadline) => Progress::Running,
         }
     }
