@@ -36,7 +36,7 @@ fn lit(p: &Path) -> String {
 /// ledger file, a call log, and extra server arguments.
 fn example_with(dir: &Path, extra: &[&str]) -> String {
     let text = example();
-    let original = "mcp booking { command: \"target/debug/train-booking-server\" }";
+    let original = "  command: \"target/debug/train-booking-server\"\n";
     assert!(
         text.contains(original),
         "the example's server declaration changed"
@@ -51,7 +51,7 @@ fn example_with(dir: &Path, extra: &[&str]) -> String {
     text.replace(
         original,
         &format!(
-            "mcp booking {{ command: {} args: [{}] }}",
+            "  command: {}\n  args: [{}]\n",
             lit(Path::new(SERVER)),
             args.join(", ")
         ),

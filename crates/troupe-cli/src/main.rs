@@ -77,6 +77,13 @@ enum Command {
     /// Access needs a token (printed at start unless given with --token);
     /// binds to 127.0.0.1:7878 unless told otherwise.
     Serve(troupe_web::ServeArgs),
+    /// MCP servers: import their tools as typed `tool` declarations.
+    ///
+    /// Examples:
+    ///   troupe mcp import "uvx mcp-server-time" --name time -o time.troupe
+    ///   troupe mcp import ../shared/data/mcp-tools/filesystem.json --from-json
+    #[command(subcommand, verbatim_doc_comment)]
+    Mcp(troupe_mcp::cli::McpCommand),
     /// List the runs of a store.
     Runs(commands::durable::RunsArgs),
     /// Show one run: its status, inputs, recorded steps and result.
@@ -160,6 +167,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::durable::runs(&args),
+        Command::Mcp(cmd) => commands::mcp::run(cmd),
         Command::Serve(args) => troupe_web::run(args)
             .map(|_| ExitStatus::Success)
             .map_err(anyhow::Error::from),

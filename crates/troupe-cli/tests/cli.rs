@@ -57,7 +57,11 @@ fn examples_check_clean() {
         stdout(&out),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no problems"));
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("no problems") || summary.contains(" 0 errors"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -463,5 +467,57 @@ fn msc_draws_workflows_and_recorded_runs() {
         run_chart.contains("Ping") && run_chart.contains("->>"),
         "{run_chart}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn contract_verification_refuses_a_booking_without_confirmation() {
+    let dir = std::env::temp_dir().join(format!("troupe-cli-contracts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        workspace().join("examples/train_booking.contracts.json"),
+        dir.join("train_booking.contracts.json"),
+    )
+    .unwrap();
+    let example =
+        std::fs::read_to_string(workspace().join("examples/train_booking.troupe")).unwrap();
+    assert!(example.contains("if confirmed @ Agent {"));
+    let unconfirmed = example.replace("if confirmed @ Agent {", "if true @ Agent {");
+    let file = dir.join("unconfirmed.troupe");
+    std::fs::write(&file, unconfirmed).unwrap();
+    let out = troupe(&["check", "--json", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"E0601"), "{codes:?}");
+    let out = troupe(&[
+        "run",
+        file.to_str().unwrap(),
+        "-i",
+        "user_id=u1",
+        "-i",
+        "origin=Paris",
+        "-i",
+        "destination=Lyon",
+        "-i",
+        "date=2026-12-24",
+        "-i",
+        "class=economy",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("breaks the contracts"),
+        "{}",
+        stderr(&out)
+    );
+    // The example itself passes the verification (no error).
+    let out = troupe(&["check", "examples/train_booking.troupe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }

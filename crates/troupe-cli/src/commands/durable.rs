@@ -74,8 +74,14 @@ fn engine_for(
         )
     })?;
     let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
+    let tools = troupe_mcp::McpToolHost::for_program(
+        &troupe_check::check_text(source)
+            .0
+            .context("checked above")?,
+    );
     let mut builder = builder
         .llm(router)
+        .tools(Arc::new(tools))
         .mock_unbound_externs(Arc::new(MockBackend::new()))
         .humans(Arc::new(inbox));
     if let Some(name) = workflow {

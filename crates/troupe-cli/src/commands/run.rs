@@ -158,8 +158,12 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
+    let tools = troupe_mcp::McpToolHost::for_program(
+        &troupe_check::check_text(&text).0.context("checked above")?,
+    );
     let mut builder = builder
         .llm(router)
+        .tools(Arc::new(tools))
         .mock_unbound_externs(Arc::new(MockBackend::new()));
     if let Some(name) = &args.workflow {
         builder = builder.workflow(name);
