@@ -1159,7 +1159,7 @@ impl RunState {
         };
         let seed = self.options.seed;
         let run = self.options.run_id.clone();
-        let idempotency_key = format!("{run}/{step}");
+        let idempotency_key = || format!("{}/{step}", self.options.run_id);
         let llm_request =
             |system: Option<String>, prompt: String, model, temperature, retries| LlmRequest {
                 key: key.clone(),
@@ -1218,14 +1218,14 @@ impl RunState {
                     arguments,
                     outputs,
                     types: engine.types.clone(),
-                    idempotency_key,
+                    idempotency_key: idempotency_key(),
                 };
                 Box::new(move || host.call(call))
             }
             (Performer::Effect(f), _) => {
                 let call = EffectCall {
                     args: args.to_vec(),
-                    idempotency_key,
+                    idempotency_key: idempotency_key(),
                 };
                 Box::new(move || f(call))
             }

@@ -363,24 +363,6 @@ fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    // Warm-up: the same load once, unmeasured (allocator and timer wheel
-    // growth, first-touch page faults), as a benchmark harness would.
-    rt.block_on(async {
-        let mut set = tokio::task::JoinSet::new();
-        for i in 0..runs {
-            let engine = engine.clone();
-            set.spawn(async move {
-                let options = RunOptions {
-                    run_id: format!("w{i}"),
-                    seed: i as u64,
-                    trace: false,
-                    ..RunOptions::default()
-                };
-                engine.run(vec![Value::text("topic")], options).await
-            });
-        }
-        while set.join_next().await.is_some() {}
-    });
     let (rss_before, _) = memory_kib();
     let t = Instant::now();
     // Spawn from a worker thread, as a server accepting runs would.
