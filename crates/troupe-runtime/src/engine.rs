@@ -132,6 +132,11 @@ impl EngineBuilder {
         }
     }
 
+    /// The program being built into an engine.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
     /// Which workflow to run, when the file has several.
     pub fn workflow(mut self, name: &str) -> Self {
         self.workflow = Some(name.to_owned());

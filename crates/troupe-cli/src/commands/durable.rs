@@ -2,7 +2,7 @@
 //! `resume`, `resolve`, `verify`.
 
 use crate::ExitStatus;
-use crate::commands::run::{RunArgs, llm_router};
+use crate::commands::run::RunArgs;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -73,30 +73,7 @@ fn engine_for(
             d.len()
         )
     })?;
-    let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
-    let tools = troupe_mcp::McpToolHost::for_program(
-        &troupe_check::check_text(source)
-            .0
-            .context("checked above")?,
-    );
-    let mut builder = builder
-        .llm(router)
-        .tools(Arc::new(tools))
-        .mock_unbound_externs(Arc::new(MockBackend::new()))
-        .humans(Arc::new(inbox));
-    if let Some(name) = workflow {
-        builder = builder.workflow(name);
-    }
-    if let Some(t) = args.timeout {
-        builder = builder.default_timeout(t);
-    }
-    let mocked = builder.unbound_externs();
-    if !mocked.is_empty() {
-        eprintln!(
-            "note: no host code is registered for {}; using mock values",
-            mocked.join(", ")
-        );
-    }
+    let builder = crate::commands::run::configure(builder, workflow, args)?.humans(Arc::new(inbox));
     Ok(builder.build()?)
 }
 

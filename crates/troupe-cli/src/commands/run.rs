@@ -157,27 +157,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     if !contracts_allow(&args.file, &text, color) {
         return Ok(ExitStatus::Failure);
     }
-    let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
-    let tools = troupe_mcp::McpToolHost::for_program(
-        &troupe_check::check_text(&text).0.context("checked above")?,
-    );
-    let mut builder = builder
-        .llm(router)
-        .tools(Arc::new(tools))
-        .mock_unbound_externs(Arc::new(MockBackend::new()));
-    if let Some(name) = &args.workflow {
-        builder = builder.workflow(name);
-    }
-    if let Some(t) = args.timeout {
-        builder = builder.default_timeout(t);
-    }
-    let mocked = builder.unbound_externs();
-    if !mocked.is_empty() {
-        eprintln!(
-            "note: no host code is registered for {}; using mock values",
-            mocked.join(", ")
-        );
-    }
+    let mut builder = configure(builder, args.workflow.as_deref(), args)?;
     builder = builder.humans(human_inbox(args.answers.as_deref())?);
     let engine = builder.build()?;
     let json = args
@@ -252,6 +232,35 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The CLI's backends for a run: the LLM router, MCP tools, mock values for
+/// `extern`s without host code (said on stderr), the workflow and deadline.
+pub fn configure(
+    builder: EngineBuilder,
+    workflow: Option<&str>,
+    args: &RunArgs,
+) -> Result<EngineBuilder> {
+    let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
+    let tools = troupe_mcp::McpToolHost::for_program(builder.program());
+    let mut builder = builder
+        .llm(router)
+        .tools(Arc::new(tools))
+        .mock_unbound_externs(Arc::new(MockBackend::new()));
+    if let Some(name) = workflow {
+        builder = builder.workflow(name);
+    }
+    if let Some(t) = args.timeout {
+        builder = builder.default_timeout(t);
+    }
+    let mocked = builder.unbound_externs();
+    if !mocked.is_empty() {
+        eprintln!(
+            "note: no host code is registered for {}; using mock values",
+            mocked.join(", ")
+        );
+    }
+    Ok(builder)
 }
 
 /// Verifies a well-typed file against the contracts of the tools it calls;
