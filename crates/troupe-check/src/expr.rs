@@ -356,7 +356,6 @@ impl Checker<'_> {
         rhs: &ast::Expr,
         scope: &Scope<'_>,
     ) -> (IK, Type) {
-        let op = lower_op(op);
         // Check the side that is surely a variable first, so that a bare enum
         // value on the other side resolves against its type.
         let lhs_is_bare_enum = matches!(&lhs.kind, AK::Name(id) if !self.is_var(id, scope) && self.enum_values.contains_key(&id.name));
@@ -435,22 +434,4 @@ impl Checker<'_> {
 
 fn is_text(t: &Type) -> bool {
     matches!(t, Type::Text | Type::Error)
-}
-
-fn lower_op(op: ast::BinaryOp) -> BinaryOp {
-    match op {
-        ast::BinaryOp::Or => BinaryOp::Or,
-        ast::BinaryOp::And => BinaryOp::And,
-        ast::BinaryOp::Eq => BinaryOp::Eq,
-        ast::BinaryOp::Ne => BinaryOp::Ne,
-        ast::BinaryOp::Lt => BinaryOp::Lt,
-        ast::BinaryOp::Le => BinaryOp::Le,
-        ast::BinaryOp::Gt => BinaryOp::Gt,
-        ast::BinaryOp::Ge => BinaryOp::Ge,
-        ast::BinaryOp::Add => BinaryOp::Add,
-        ast::BinaryOp::Sub => BinaryOp::Sub,
-        ast::BinaryOp::Mul => BinaryOp::Mul,
-        ast::BinaryOp::Div => BinaryOp::Div,
-        ast::BinaryOp::Rem => BinaryOp::Rem,
-    }
 }
