@@ -521,3 +521,91 @@ fn contract_verification_refuses_a_booking_without_confirmation() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_changed_workflow_is_not_resumed_but_an_unchanged_one_is() {
+    let dir = std::env::temp_dir().join(format!("troupe-cli-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("approval.troupe");
+    let original =
+        std::fs::read_to_string(workspace().join("examples/local_approval.troupe")).unwrap();
+    std::fs::write(&file, &original).unwrap();
+    let db = dir.join("t.db");
+    let (file_s, db_s) = (file.to_str().unwrap(), db.to_str().unwrap());
+    // Start a run in the background; it waits on its task. Then kill it.
+    let out = troupe(&[
+        "run",
+        file_s,
+        "-i",
+        "request=boat",
+        "--store",
+        db_s,
+        "--detach",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pid: u32 = stderr(&out)
+        .split("(pid ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .expect("a pid");
+    for _ in 0..100 {
+        let tasks: serde_json::Value =
+            serde_json::from_slice(&troupe(&["tasks", "--store", db_s, "--json"]).stdout)
+                .unwrap_or_default();
+        if tasks.as_array().is_some_and(|t| !t.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let runs: serde_json::Value =
+        serde_json::from_slice(&troupe(&["runs", "--store", db_s, "--json"]).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "stalled");
+    // Another version of the file: refused, with what changed.
+    std::fs::write(
+        &file,
+        original.replace(
+            "return approved @ Requester",
+            "act Requester: again = approved\n  return again @ Requester",
+        ),
+    )
+    .unwrap();
+    let out = troupe(&["run", file_s, "-i", "request=boat", "--store", db_s]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("was started from another version"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("act Requester: again = approved"),
+        "{}",
+        stderr(&out)
+    );
+    // The same version: resumed, and the pending task is answered once.
+    std::fs::write(&file, &original).unwrap();
+    let answers = dir.join("answers.json");
+    std::fs::write(&answers, r#"{"approve": true}"#).unwrap();
+    let out = troupe(&[
+        "run",
+        file_s,
+        "--store",
+        db_s,
+        "--answers",
+        answers.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("resuming run-1"), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "approved = true\n");
+    let tasks: serde_json::Value =
+        serde_json::from_slice(&troupe(&["tasks", "--all", "--store", db_s, "--json"]).stdout)
+            .unwrap();
+    assert_eq!(tasks.as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -94,9 +94,19 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
     })
 }
 
-/// Whether a process with this id exists (Linux: /proc).
+/// Whether a process with this id is running (Linux: /proc). A zombie — a
+/// process that died but was not reaped yet — counts as gone.
 fn process_alive(pid: i64) -> bool {
-    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
 }
 
 const TASK_COLUMNS: &str = "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at";

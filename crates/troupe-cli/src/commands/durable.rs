@@ -249,39 +249,45 @@ pub fn run(args: &RunArgs, store_path: &Path) -> Result<ExitStatus> {
             .collect();
         if !stalled.is_empty() {
             let mut status = ExitStatus::Success;
-            for r in stalled {
-                let detail = store.run(r.id)?;
-                if detail.fingerprint != fingerprint {
-                    eprintln!(
-                        "error: {} was started from another version of {file}; {}.\n  hint: `troupe resume {}` continues it with the recorded source, \
-                         or `troupe run {file} --store {} --new` starts a new run",
-                        r.name,
-                        troupe_store::explain_change(&detail.canonical, &canonical),
-                        r.name,
-                        store_path.display()
-                    );
-                    status = ExitStatus::Failure;
-                    continue;
-                }
+            let details = stalled
+                .iter()
+                .map(|r| store.run(r.id))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Say first which runs cannot be resumed, then resume the others.
+            let (same, changed): (Vec<_>, Vec<_>) = details
+                .into_iter()
+                .partition(|d| d.fingerprint == fingerprint);
+            for detail in changed {
+                let name = &detail.summary.name;
+                eprintln!(
+                    "error: {name} was started from another version of {file}; {}.\n  hint: `troupe resume {name}` continues it with the recorded source, \
+                     or `troupe run {file} --store {} --new` starts a new run",
+                    troupe_store::explain_change(&detail.canonical, &canonical),
+                    store_path.display()
+                );
+                status = ExitStatus::Failure;
+            }
+            for detail in same {
+                let run = detail.summary.id;
                 eprintln!(
                     "resuming {} (its process is gone); pass --new to start another run",
-                    r.name
+                    detail.summary.name
                 );
                 let engine = engine_for(
                     &detail.source,
                     &file,
                     Some(&wf.name),
                     args,
-                    inbox(&store, r.id, args.answers.as_deref())?,
+                    inbox(&store, run, args.answers.as_deref())?,
                 )?;
                 let outcome = drive(
                     &store,
-                    r.id,
+                    run,
                     &engine,
                     detail.input_values.clone(),
                     detail.seed,
                 )?;
-                if report(&store, r.id, &engine, outcome, args.json)? != ExitStatus::Success {
+                if report(&store, run, &engine, outcome, args.json)? != ExitStatus::Success {
                     status = ExitStatus::Failure;
                 }
             }
