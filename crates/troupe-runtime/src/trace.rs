@@ -20,6 +20,24 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A trace of recorded events (e.g. read back from a store), numbered
+    /// from `first_time` in their order.
+    pub fn from_events(
+        first_time: u64,
+        events: impl IntoIterator<Item = (LifelineId, Event)>,
+    ) -> Trace {
+        let entries = events
+            .into_iter()
+            .zip(first_time..)
+            .map(|((lifeline, event), time)| TraceEntry {
+                time,
+                lifeline,
+                event,
+            })
+            .collect();
+        Trace { entries }
+    }
+
     /// The tuple of local words of the run.
     pub fn execution(&self, lifelines: usize) -> Execution {
         let mut exec = Execution::new(lifelines);

@@ -287,17 +287,7 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         let store = Store::open(dir.join("store.db"), Durability::Full).unwrap();
         let run = store.runs(None).unwrap()[0].id;
         let (events, _) = store.events(run, 0).unwrap();
-        let trace = troupe_runtime::Trace {
-            entries: events
-                .into_iter()
-                .enumerate()
-                .map(|(i, (lifeline, event))| troupe_runtime::TraceEntry {
-                    time: i as u64,
-                    lifeline,
-                    event,
-                })
-                .collect(),
-        };
+        let trace = troupe_runtime::Trace::from_events(0, events);
         engine(dir.join("unused"), Arc::new(troupe_runtime::NoHumans))
             .verify("crashed", &trace)
             .unwrap_or_else(|e| panic!("run {runs}: {e}"));

@@ -165,13 +165,7 @@ fn report(
                 let doc = serde_json::json!({ "run": name, "status": "done", "results": results, "verified": verified.is_ok() });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                for (k, v) in &results {
-                    let shown = match v {
-                        Value::Text(s) => s.to_string(),
-                        other => other.to_json(engine.types()).to_string(),
-                    };
-                    println!("{k} = {shown}");
-                }
+                crate::commands::run::print_results(&results, engine.types());
             }
             match verified {
                 Ok(_) => {
@@ -197,17 +191,7 @@ fn report(
 /// Checks a recorded run against ⟦P⟧.
 fn verify_recorded(store: &Store, run: i64, engine: &Engine) -> Result<()> {
     let (events, _) = store.events(run, 0)?;
-    let trace = troupe_runtime::Trace {
-        entries: events
-            .into_iter()
-            .enumerate()
-            .map(|(i, (lifeline, event))| troupe_runtime::TraceEntry {
-                time: i as u64,
-                lifeline,
-                event,
-            })
-            .collect(),
-    };
+    let trace = troupe_runtime::Trace::from_events(0, events);
     engine.verify(&Store::run_name(run), &trace)?;
     Ok(())
 }
@@ -555,18 +539,8 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
     loop {
         let (events, after) = store.events(run, next)?;
         next = after;
-        let entries: Vec<_> = events
-            .into_iter()
-            .map(|(lifeline, event)| {
-                time += 1;
-                troupe_runtime::TraceEntry {
-                    time: time - 1,
-                    lifeline,
-                    event,
-                }
-            })
-            .collect();
-        let trace = troupe_runtime::Trace { entries };
+        let trace = troupe_runtime::Trace::from_events(time, events);
+        time += trace.entries.len() as u64;
         if args.json {
             for e in trace
                 .to_json(engine.program(), engine.workflow())

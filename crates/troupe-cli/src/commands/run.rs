@@ -216,13 +216,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         if args.trace {
             print!("{}", trace.render(engine.program(), engine.workflow()));
         }
-        for (name, value) in &outcome.results {
-            let shown = match value {
-                troupe_check::Value::Text(s) => s.to_string(),
-                other => other.to_json(types).to_string(),
-            };
-            println!("{name} = {shown}");
-        }
+        print_results(&outcome.results, types);
         if verified == Some(true) {
             eprintln!(
                 "verified: the run ({} events) is a run of `{}`",
@@ -232,6 +226,17 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Prints results as `name = value`: text as it is, other values as JSON.
+pub fn print_results(results: &[(String, troupe_check::Value)], types: &troupe_check::TypeTable) {
+    for (name, value) in results {
+        let shown = match value {
+            troupe_check::Value::Text(s) => s.to_string(),
+            other => other.to_json(types).to_string(),
+        };
+        println!("{name} = {shown}");
+    }
 }
 
 /// The CLI's backends for a run: the LLM router, MCP tools, mock values for
