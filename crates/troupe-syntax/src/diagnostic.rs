@@ -179,6 +179,11 @@ codes! {
     /// Tool contracts: the contracts of a server cannot be read, or do not
     /// match its declared tools.
     ContractUnavailable = "E0604", "contract-unavailable";
+    /// Tool contracts: a called tool has no contract (its server names no
+    /// `contracts:` sidecar, or the sidecar has no entry for it), so nothing
+    /// about it is verified. A warning; an error when verification runs with
+    /// `deny_unverified` (`troupe check --deny-unverified`).
+    UnverifiedTool = "W0605", "unverified-tool";
 }
 
 impl std::fmt::Display for Code {
