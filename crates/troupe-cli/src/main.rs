@@ -128,6 +128,13 @@ enum Command {
     ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
     #[command(subcommand, verbatim_doc_comment)]
     Contracts(troupe_contracts::cli::ContractsCommand),
+    /// Language server for editors, over stdin/stdout (LSP).
+    ///
+    /// Diagnostics as `troupe check` reports them, hover, go to definition,
+    /// references, completion, rename, code actions and the projection and
+    /// chart of the workflow under the cursor. Editors start it themselves;
+    /// see docs/editors.md for VS Code, Neovim and Helix.
+    Lsp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -190,6 +197,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),
+        Command::Lsp => commands::lsp::run(),
     };
     match result {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
