@@ -48,10 +48,13 @@ macro_rules! keywords {
         pub enum Keyword { $($variant),* }
 
         impl Keyword {
+            /// Every keyword, in the order LANGUAGE.md §1 lists them.
+            pub const ALL: &'static [Keyword] = &[$(Keyword::$variant),*];
+
             pub fn from_text(text: &str) -> Option<Keyword> {
                 match text { $($text => Some(Keyword::$variant),)* _ => None }
             }
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $(Keyword::$variant => $text),* }
             }
         }
@@ -64,6 +67,23 @@ keywords! {
     Record = "record", Llm = "llm", Pure = "pure", Effect = "effect", Human = "human",
     Tool = "tool", Mcp = "mcp", Extern = "extern", True = "true", False = "false",
     And = "and", Or = "or", Not = "not",
+}
+
+/// The text of every keyword: words that are not identifiers (for tools that
+/// write troupe source, such as the MCP importer).
+pub const KEYWORDS: &[&str] = &{
+    let mut out = [""; Keyword::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Keyword::ALL[i].as_str();
+        i += 1;
+    }
+    out
+};
+
+/// Whether `text` is a keyword of the language.
+pub fn is_keyword(text: &str) -> bool {
+    Keyword::from_text(text).is_some()
 }
 
 impl TokenKind {
@@ -111,11 +131,20 @@ pub struct Token {
     pub span: Span,
 }
 
+/// The UTF-8 byte order mark, allowed (and ignored) at the start of a file.
+pub const BOM: char = '\u{feff}';
+
 /// Splits `text` into tokens, ending with one `Eof` token.
 pub fn lex(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<Token> {
     let bytes = text.as_bytes();
     let mut tokens = Vec::with_capacity(text.len() / 4);
-    let mut i = 0;
+    // A UTF-8 byte order mark (editors on Windows write one) is skipped, not
+    // stripped, so that spans stay offsets into the text as given.
+    let mut i = if text.starts_with(BOM) {
+        BOM.len_utf8()
+    } else {
+        0
+    };
     while i < bytes.len() {
         let start = i;
         let b = bytes[i];
@@ -321,6 +350,33 @@ mod tests {
                 T::Eof
             ]
         );
+    }
+
+    #[test]
+    fn the_keyword_list_is_the_lexers() {
+        assert_eq!(KEYWORDS.len(), Keyword::ALL.len());
+        for k in KEYWORDS {
+            assert!(is_keyword(k), "{k}");
+            assert_eq!(
+                kinds(k)[0],
+                TokenKind::Keyword(Keyword::from_text(k).unwrap())
+            );
+        }
+        assert!(KEYWORDS.contains(&"workflow") && !is_keyword("workflows"));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_spans_stay_offsets_of_the_text() {
+        let text = "\u{feff}msg A";
+        let mut diags = Vec::new();
+        let tokens = lex(text, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(tokens[0].kind, TokenKind::Keyword(Keyword::Msg));
+        assert_eq!(&text[tokens[0].span.range()], "msg");
+        assert_eq!(tokens[0].span.start, 3);
+        // Only at the start: elsewhere it is an invalid character.
+        lex("msg \u{feff}", &mut diags);
+        assert_eq!(diags.len(), 1);
     }
 
     #[test]

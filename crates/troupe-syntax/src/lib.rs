@@ -14,4 +14,5 @@ pub mod lexer;
 pub mod parser;
 pub mod strings;
 
-pub use parser::{Parsed, parse};
+pub use lexer::{KEYWORDS, is_keyword};
+pub use parser::{MAX_DEPTH, MAX_EXPR_DEPTH, Parsed, parse};

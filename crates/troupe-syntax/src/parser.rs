@@ -6,13 +6,29 @@
 //! block), so one run reports every independent error. Every loop consumes a
 //! token or stops, and nesting is bounded, so no input makes it hang or
 //! overflow the stack.
+//!
+//! Two bounds make every later pass stack-safe without making it iterative:
+//! the parser's own recursion (blocks, parentheses, lists, unary operators,
+//! list types) is bounded by [`MAX_DEPTH`], and the *depth of every
+//! expression tree* it builds is bounded by [`MAX_EXPR_DEPTH`]. The second
+//! matters because chains of one precedence (`x + x + …`, `x.a.a…`) are
+//! parsed by a loop but become left-nested trees that the checker, the
+//! evaluator, the canonical printer and `Drop` all walk recursively. So a
+//! 1,000,000-term chain is reported ("expression is too deep", at the
+//! operator where it crosses the bound) instead of built.
 
 use crate::ast::*;
 use crate::lexer::{Keyword as K, Token, TokenKind as T, lex};
 use crate::{Code, Diagnostic, Span, strings};
 
 /// Deeper nesting than this is reported instead of recursed into.
-const MAX_DEPTH: u32 = 200;
+pub const MAX_DEPTH: u32 = 200;
+
+/// The deepest expression tree the parser builds: every node counts one level
+/// (an operator, a field access, a unary operator, parentheses, a list), so a
+/// chain `a + b + c` is 3 deep. Deeper expressions are reported, not built,
+/// which bounds the recursion of every pass over expressions downstream.
+pub const MAX_EXPR_DEPTH: u32 = 256;
 
 /// The result of parsing one source text.
 #[derive(Debug, Clone)]
@@ -700,8 +716,10 @@ impl Parser<'_> {
             | T::Float
             | T::Str
             | T::TripleStr
-            | T::Keyword(K::True | K::False) => self.primary(),
-            T::Minus if matches!(self.peek_at(1), T::Int | T::Float) => self.unary(),
+            | T::Keyword(K::True | K::False) => self.primary().map(|(e, _)| e),
+            T::Minus if matches!(self.peek_at(1), T::Int | T::Float) => {
+                self.unary().map(|(e, _)| e)
+            }
             _ => {
                 let err = self.error_expected("a variable to bind or a literal to match");
                 if let Some(last) = self.diagnostics.last_mut() {
@@ -764,21 +782,45 @@ impl Parser<'_> {
     }
 
     pub(crate) fn expr(&mut self) -> PResult<Expr> {
+        self.expr_depth().map(|(e, _)| e)
+    }
+
+    /// An expression and the depth of its tree (see [`MAX_EXPR_DEPTH`]).
+    fn expr_depth(&mut self) -> PResult<(Expr, u32)> {
         self.enter()?;
         let e = self.binary(0);
         self.leave();
         e
     }
 
-    fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
-        let mut lhs = self.unary()?;
+    /// `depth` is the depth of a node about to be built at `span`: past the
+    /// bound it is reported, and the caller gives up on the expression (the
+    /// statement's recovery then skips the rest of it, by a loop).
+    fn check_expr_depth(&mut self, depth: u32, span: Span) -> PResult<()> {
+        if depth <= MAX_EXPR_DEPTH {
+            return Ok(());
+        }
+        self.diagnostics.push(
+            Diagnostic::error(Code::UnexpectedToken, span, "expression is too deep")
+                .with_label(format!("this is more than {MAX_EXPR_DEPTH} levels deep"))
+                .with_hint(format!(
+                    "an expression nests at most {MAX_EXPR_DEPTH} levels (each operator, \
+                     field access or parenthesis of a chain counts one); compute parts \
+                     of it in earlier `act` steps"
+                )),
+        );
+        Err(Reported)
+    }
+
+    fn binary(&mut self, min_prec: u8) -> PResult<(Expr, u32)> {
+        let (mut lhs, mut depth) = self.unary()?;
         while let Some((op, prec)) = binary_op(self.peek()) {
             if prec < min_prec {
                 break;
             }
             let op_span = self.bump().span;
             // Comparisons do not chain: `a < b < c` is an error, not `(a < b) < c`.
-            let rhs = self.binary(prec + 1)?;
+            let (rhs, rhs_depth) = self.binary(prec + 1)?;
             if prec == CMP_PREC && binary_op(self.peek()).is_some_and(|(_, p)| p == CMP_PREC) {
                 let span = self.span();
                 self.diagnostics.push(
@@ -788,16 +830,18 @@ impl Parser<'_> {
                 );
                 return Err(Reported);
             }
+            depth = depth.max(rhs_depth) + 1;
+            self.check_expr_depth(depth, op_span)?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
                 span,
             };
         }
-        Ok(lhs)
+        Ok((lhs, depth))
     }
 
-    fn unary(&mut self) -> PResult<Expr> {
+    fn unary(&mut self) -> PResult<(Expr, u32)> {
         let op = match self.peek() {
             T::Keyword(K::Not) => UnaryOp::Not,
             T::Minus => UnaryOp::Neg,
@@ -813,22 +857,27 @@ impl Parser<'_> {
             self.unary()
         };
         self.leave();
-        let operand = operand?;
+        let (operand, depth) = operand?;
         let span = start.to(operand.span);
         // Fold `-7` into a literal so that it counts as one (in payloads).
-        let kind = match (op, &operand.kind) {
-            (UnaryOp::Neg, ExprKind::Int(n)) => ExprKind::Int(n.wrapping_neg()),
-            (UnaryOp::Neg, ExprKind::Float(x)) => ExprKind::Float(-x),
-            _ => ExprKind::Unary(op, Box::new(operand)),
+        let (kind, depth) = match (op, &operand.kind) {
+            (UnaryOp::Neg, ExprKind::Int(n)) => (ExprKind::Int(n.wrapping_neg()), depth),
+            (UnaryOp::Neg, ExprKind::Float(x)) => (ExprKind::Float(-x), depth),
+            _ => {
+                self.check_expr_depth(depth + 1, start)?;
+                (ExprKind::Unary(op, Box::new(operand)), depth + 1)
+            }
         };
-        Ok(Expr { kind, span })
+        Ok((Expr { kind, span }, depth))
     }
 
-    fn postfix(&mut self) -> PResult<Expr> {
-        let mut e = self.primary()?;
+    fn postfix(&mut self) -> PResult<(Expr, u32)> {
+        let (mut e, mut depth) = self.primary()?;
         while self.at(T::Dot) {
-            self.bump();
+            let dot = self.bump().span;
             let field = self.ident("a field name")?;
+            depth += 1;
+            self.check_expr_depth(depth, dot)?;
             let span = e.span.to(field.span);
             e = Expr {
                 kind: ExprKind::Field(Box::new(e), field),
@@ -854,10 +903,10 @@ impl Parser<'_> {
                 return Err(Reported);
             }
         }
-        Ok(e)
+        Ok((e, depth))
     }
 
-    fn primary(&mut self) -> PResult<Expr> {
+    fn primary(&mut self) -> PResult<(Expr, u32)> {
         let tok = self.tokens[self.pos];
         let kind = match tok.kind {
             T::Keyword(K::True) => ExprKind::Bool(true),
@@ -892,27 +941,49 @@ impl Parser<'_> {
             }),
             T::LParen => {
                 self.bump();
-                let inner = self.expr()?;
+                let (inner, depth) = self.expr_depth()?;
                 let end = self.expect(T::RParen)?;
-                return Ok(Expr {
-                    kind: ExprKind::Paren(Box::new(inner)),
-                    span: tok.span.to(end),
-                });
+                self.check_expr_depth(depth + 1, tok.span)?;
+                return Ok((
+                    Expr {
+                        kind: ExprKind::Paren(Box::new(inner)),
+                        span: tok.span.to(end),
+                    },
+                    depth + 1,
+                ));
             }
             T::LBracket => {
-                let items = self.expr_list(T::LBracket, T::RBracket)?;
-                return Ok(Expr {
-                    kind: ExprKind::List(items),
-                    span: tok.span.to(self.prev_span()),
-                });
+                self.expect(T::LBracket)?;
+                let mut items = Vec::new();
+                let mut depth = 0;
+                while !self.at(T::RBracket) {
+                    let (item, d) = self.expr_depth()?;
+                    depth = depth.max(d);
+                    items.push(item);
+                    if !self.eat(T::Comma) && !self.at(T::RBracket) {
+                        return Err(self.error_expected("`,` or `]`"));
+                    }
+                }
+                self.bump();
+                self.check_expr_depth(depth + 1, tok.span)?;
+                return Ok((
+                    Expr {
+                        kind: ExprKind::List(items),
+                        span: tok.span.to(self.prev_span()),
+                    },
+                    depth + 1,
+                ));
             }
             _ => return Err(self.error_expected("an expression")),
         };
         self.bump();
-        Ok(Expr {
-            kind,
-            span: tok.span,
-        })
+        Ok((
+            Expr {
+                kind,
+                span: tok.span,
+            },
+            1,
+        ))
     }
 }
 
@@ -959,4 +1030,125 @@ fn is_stmt_start(kind: T) -> bool {
         kind,
         T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return | K::Lifelines)
     ) || is_item_start(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The depth of an expression tree, iteratively (the point of the bound is
+    /// that nothing else needs to be).
+    fn tree_depth(e: &Expr) -> u32 {
+        let mut max = 0;
+        let mut stack = vec![(e, 1u32)];
+        while let Some((e, d)) = stack.pop() {
+            max = max.max(d);
+            match &e.kind {
+                ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Paren(x) => {
+                    stack.push((x, d + 1));
+                }
+                ExprKind::Binary(_, l, r) => {
+                    stack.push((l, d + 1));
+                    stack.push((r, d + 1));
+                }
+                ExprKind::List(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
+                _ => {}
+            }
+        }
+        max
+    }
+
+    fn act_expr(parsed: &Parsed) -> Option<&Expr> {
+        let Item::Workflow(w) = parsed.file.items.first()? else {
+            return None;
+        };
+        match &w.body.stmts.first()?.kind {
+            StmtKind::Act {
+                rhs: ActRhs::Expr(e),
+                ..
+            } => Some(e),
+            _ => None,
+        }
+    }
+
+    fn workflow_with(expr: &str) -> String {
+        format!("workflow w(x: Int @ A) {{\n  act A: y = {expr}\n  return y @ A\n}}\n")
+    }
+
+    fn too_deep(parsed: &Parsed) -> Vec<&Diagnostic> {
+        parsed
+            .diagnostics
+            .iter()
+            .filter(|d| d.message == "expression is too deep")
+            .collect()
+    }
+
+    #[test]
+    fn chains_up_to_the_bound_parse_and_longer_ones_are_reported_once() {
+        let n = MAX_EXPR_DEPTH as usize;
+        // n terms: n - 1 operators, depth n (the leaves count one).
+        let text = workflow_with(&vec!["x"; n].join(" + "));
+        let parsed = parse(&text);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(tree_depth(act_expr(&parsed).unwrap()), MAX_EXPR_DEPTH);
+
+        let text = workflow_with(&vec!["x"; 1_000_000].join(" + "));
+        let parsed = parse(&text);
+        let reported = too_deep(&parsed);
+        assert_eq!(reported.len(), 1, "{:?}", parsed.diagnostics);
+        // Located at the operator that crosses the bound: the n-th `+`.
+        let at = reported[0].span.start as usize;
+        assert_eq!(&text[at..at + 1], "+");
+        assert_eq!(text[..at].matches('+').count(), n - 1);
+        // The statement after the chain is parsed again.
+        let Item::Workflow(w) = &parsed.file.items[0] else {
+            panic!()
+        };
+        assert!(matches!(
+            w.body.stmts.last().unwrap().kind,
+            StmtKind::Return(_)
+        ));
+    }
+
+    #[test]
+    fn field_chains_parentheses_unary_and_lists_count_towards_the_bound() {
+        let deep = [
+            format!("x{}", ".a".repeat(10_000)),
+            format!("x{}", " * x".repeat(10_000)),
+            format!("{}x", "not ".repeat(10_000)),
+            format!("{}x{}", "(".repeat(10_000), ")".repeat(10_000)),
+            format!("{}x{}", "[".repeat(10_000), "]".repeat(10_000)),
+            // Mixed: parentheses around chains, each below the bound alone.
+            format!("({}x){}", "x - ".repeat(150), " - x".repeat(150)),
+        ];
+        for expr in &deep {
+            let parsed = parse(&workflow_with(expr));
+            assert!(
+                parsed
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.message.contains("too deep")),
+                "{:?} on {}",
+                parsed.diagnostics,
+                &expr[..40.min(expr.len())]
+            );
+            if let Some(e) = act_expr(&parsed) {
+                assert!(tree_depth(e) <= MAX_EXPR_DEPTH);
+            }
+        }
+        let ok = format!("x{}", ".a".repeat(MAX_EXPR_DEPTH as usize - 1));
+        let parsed = parse(&workflow_with(&ok));
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let text = format!("\u{feff}{}", workflow_with("x + 1"));
+        let parsed = parse(&text);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let Item::Workflow(w) = &parsed.file.items[0] else {
+            panic!()
+        };
+        assert_eq!(&text[w.name.span.range()], "w");
+    }
 }

@@ -69,8 +69,12 @@ impl LineIndex {
             .line_starts
             .partition_point(|&s| s <= offset)
             .saturating_sub(1);
-        let start = self.line_starts[line] as usize;
-        let end = (offset as usize).min(text.len());
+        let mut start = self.line_starts[line] as usize;
+        if start == 0 && text.starts_with(crate::lexer::BOM) {
+            // The byte order mark is not a column people can see.
+            start = crate::lexer::BOM.len_utf8();
+        }
+        let end = (offset as usize).min(text.len()).max(start);
         let column = text
             .get(start..end)
             .map_or(end - start, |s| s.chars().count());
@@ -99,5 +103,15 @@ mod tests {
         // 'ç' is two bytes: 'd' is the second character of line 2.
         assert_eq!(index.line_col(text, 5), LineCol { line: 2, column: 2 });
         assert_eq!(index.line(7), 3);
+    }
+
+    #[test]
+    fn a_byte_order_mark_takes_no_column() {
+        let text = "\u{feff}ab\nc";
+        let index = LineIndex::new(text);
+        assert_eq!(index.line_col(text, 3), LineCol { line: 1, column: 1 });
+        assert_eq!(index.line_col(text, 4), LineCol { line: 1, column: 2 });
+        assert_eq!(index.line_col(text, 0), LineCol { line: 1, column: 1 });
+        assert_eq!(index.line_col(text, 6), LineCol { line: 2, column: 1 });
     }
 }
