@@ -1,10 +1,23 @@
 //! Runtime values of the language, shared by literals in the IR and by the runtime.
+//!
+//! Floats are IEEE 754 binary64 values, NaN and the infinities included (see
+//! `docs/language.md`, "Floats"). Two consequences here:
+//!
+//! - `PartialEq` is *sameness of values* (is this the value that was sent, the
+//!   value that was recorded?), used by traces, journals and verification:
+//!   floats are the same when they are `==` or both NaN, so a NaN that was
+//!   sent is the NaN that was received. The language's `==` is IEEE
+//!   ([`crate::eval::values_equal`]): there NaN equals nothing.
+//! - JSON has no NaN or infinities, so [`Value::to_json`] writes them as the
+//!   strings `"NaN"`, `"Infinity"` and `"-Infinity"`, and
+//!   [`Value::from_json`] reads those strings back where a `Float` is
+//!   expected: a value survives the round trip.
 
 use crate::types::{EnumId, RecordId, Type, TypeTable};
 use std::sync::Arc;
 
 /// A value. Cheap to clone: aggregates are reference counted.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Value {
     Bool(bool),
     Int(i64),
@@ -14,6 +27,50 @@ pub enum Value {
     Record(RecordId, Arc<[Value]>),
     List(Arc<[Value]>),
     Json(Arc<serde_json::Value>),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => same_float(*a, *b),
+            (Value::Text(a), Value::Text(b)) => a == b,
+            (Value::Enum(a, i), Value::Enum(b, j)) => a == b && i == j,
+            (Value::Record(a, x), Value::Record(b, y)) => a == b && x == y,
+            (Value::List(x), Value::List(y)) => x == y,
+            (Value::Json(a), Value::Json(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Sameness of floats: IEEE equality, except that NaN is the same as NaN.
+fn same_float(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan())
+}
+
+/// The JSON string that stands for a non-finite float.
+pub fn non_finite_name(x: f64) -> Option<&'static str> {
+    if x.is_nan() {
+        Some("NaN")
+    } else if x == f64::INFINITY {
+        Some("Infinity")
+    } else if x == f64::NEG_INFINITY {
+        Some("-Infinity")
+    } else {
+        None
+    }
+}
+
+/// The float a JSON string stands for, when it is one of the non-finite names.
+pub fn non_finite_from_name(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
 }
 
 impl Value {
@@ -55,7 +112,12 @@ impl Value {
         match self {
             Value::Bool(b) => J::Bool(*b),
             Value::Int(n) => J::from(*n),
-            Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+            Value::Float(x) => match serde_json::Number::from_f64(*x) {
+                Some(n) => J::Number(n),
+                // JSON has no NaN or infinities: their names, read back by
+                // `from_json` (and by JavaScript's `Number(…)`).
+                None => J::String(non_finite_name(*x).unwrap_or("NaN").to_owned()),
+            },
             Value::Text(s) => J::String(s.to_string()),
             Value::Enum(id, v) => J::String(types.enum_def(*id).values[*v as usize].clone()),
             Value::Record(id, fields) => {
@@ -85,6 +147,9 @@ impl Value {
             (Type::Bool, J::Bool(b)) => Ok(Value::Bool(*b)),
             (Type::Int, J::Number(n)) => n.as_i64().map(Value::Int).ok_or_else(expected),
             (Type::Float, J::Number(n)) => n.as_f64().map(Value::Float).ok_or_else(expected),
+            (Type::Float, J::String(s)) => non_finite_from_name(s)
+                .map(Value::Float)
+                .ok_or_else(expected),
             (Type::Text, J::String(s)) => Ok(Value::text(s.as_str())),
             (Type::Json | Type::Error, j) => Ok(Value::Json(Arc::new(j.clone()))),
             (Type::Enum(id), J::String(s)) => {
@@ -145,6 +210,7 @@ impl Value {
                 .parse()
                 .map(Value::Int)
                 .map_err(|_| format!("expected an integer, found {text:?}")),
+            // Rust's float syntax: also `NaN`, `inf`, `Infinity` (any case).
             Type::Float => text
                 .trim()
                 .parse()
@@ -168,5 +234,49 @@ fn short_json(json: &serde_json::Value) -> String {
         format!("{}…", s.chars().take(40).collect::<String>())
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_is_the_same_value_as_nan_and_only_floats_compare_so() {
+        assert_eq!(Value::Float(f64::NAN), Value::Float(f64::NAN));
+        assert_eq!(Value::Float(0.0), Value::Float(-0.0));
+        assert_ne!(Value::Float(f64::NAN), Value::Float(1.0));
+        assert_ne!(Value::Int(1), Value::Float(1.0));
+        let list = |x| Value::List(vec![Value::Float(x)].into());
+        assert_eq!(list(f64::NAN), list(f64::NAN));
+        assert_ne!(list(f64::INFINITY), list(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn non_finite_floats_round_trip_through_json_as_strings() {
+        let types = TypeTable::default();
+        for (x, name) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            let json = Value::Float(x).to_json(&types);
+            assert_eq!(json, serde_json::Value::String(name.to_owned()));
+            let back = Value::from_json(&json, &Type::Float, &types).unwrap();
+            assert_eq!(back, Value::Float(x));
+            assert_eq!(
+                Value::parse(name, &Type::Float, &types).unwrap(),
+                Value::Float(x)
+            );
+        }
+        let list = Type::List(Box::new(Type::Float));
+        let v = Value::parse("[1.5, \"NaN\"]", &list, &types).unwrap();
+        assert_eq!(
+            v,
+            Value::List(vec![Value::Float(1.5), Value::Float(f64::NAN)].into())
+        );
+        // Other strings are still no Float, and NaN is no Int.
+        assert!(Value::from_json(&"nan".into(), &Type::Float, &types).is_err());
+        assert!(Value::from_json(&"NaN".into(), &Type::Int, &types).is_err());
     }
 }

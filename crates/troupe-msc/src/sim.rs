@@ -5,7 +5,7 @@
 //! This is the executable specification the real (tokio) runtime is tested
 //! against; it favours simplicity over speed.
 
-use crate::eval::{EvalError, eval, perform};
+use crate::eval::{EvalError, eval_in, perform};
 use crate::event::{Event, Execution, Message};
 use std::collections::{HashMap, VecDeque};
 use troupe_check::Value;
@@ -207,7 +207,7 @@ pub fn simulate(
             Op::Send { stmt, to, items } => {
                 let values = items
                     .iter()
-                    .map(|e| eval(e, &read))
+                    .map(|e| eval_in(e, &read, &program.types))
                     .collect::<Result<Vec<_>, _>>();
                 let values = values.map_err(|e| err_eval(l, *stmt, e))?;
                 let msg = Message::Data {
@@ -287,7 +287,9 @@ pub fn simulate(
             } => {
                 let mut d = match opts.decisions {
                     Decisions::Evaluate => {
-                        match eval(guard, &read).map_err(|e| err_eval(l, *stmt, e))? {
+                        match eval_in(guard, &read, &program.types)
+                            .map_err(|e| err_eval(l, *stmt, e))?
+                        {
                             Value::Bool(b) => b,
                             _ => return Err(protocol(l, *stmt, "the guard is not a Bool")),
                         }
