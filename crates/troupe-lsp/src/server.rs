@@ -141,6 +141,19 @@ fn read_frames<R: BufRead>(mut input: R, tx: &mpsc::Sender<Incoming>) {
             ),
             Ok(value) => {
                 let id = value.get("id").cloned().unwrap_or(Value::Null);
+                let is_message = value.get("method").is_some_and(Value::is_string)
+                    || value.get("result").is_some()
+                    || value.get("error").is_some();
+                if !is_message {
+                    let message = "not a JSON-RPC message: no method, result or error".into();
+                    if tx
+                        .send(invalid(id, ErrorCode::InvalidRequest, message))
+                        .is_err()
+                    {
+                        return;
+                    }
+                    continue;
+                }
                 match serde_json::from_value::<Message>(value) {
                     Ok(m) => Incoming::Message(m),
                     Err(e) => invalid(
