@@ -64,33 +64,23 @@ fn input(props: Value, required: &[&str]) -> Arc<JsonObject> {
     object(json!({"type": "object", "properties": props, "required": required}))
 }
 
-fn arg(name: &str, description: &str, domain: Value) -> Value {
-    json!({"name": name, "description": description, "domain": domain, "required": true})
+/// The MCP+ contracts of the six tools: the example's sidecar is their one
+/// source (`troupe check` verifies workflows with the sidecar, the server
+/// publishes the same contracts in `_meta`).
+pub const CONTRACTS: &str = include_str!("../../../examples/train_booking.contracts.json");
+
+/// The contract of tool `name` from [`CONTRACTS`] (`Null` if absent, which
+/// the tests rule out).
+pub fn contract(name: &str) -> Value {
+    serde_json::from_str::<Value>(CONTRACTS)
+        .ok()
+        .and_then(|all| all.get(name).cloned())
+        .unwrap_or(Value::Null)
 }
 
-fn result(name: &str, description: &str, domain: Value) -> Value {
-    json!({"name": name, "description": description, "domain": domain})
-}
-
-fn free() -> Value {
-    json!({"kind": "free_text"})
-}
-
-fn mode(name: &str, description: &str, retryable: bool) -> Value {
-    json!({"name": name, "description": description, "retryable": retryable})
-}
-
-fn missing_slots() -> Value {
-    mode(
-        "MissingSlots",
-        "A required argument was not supplied; nothing was done.",
-        true,
-    )
-}
-
-fn with_contract(tool: Tool, contract: Value) -> Tool {
+fn with_contract(tool: Tool) -> Tool {
     let mut meta = Map::new();
-    meta.insert(CONTRACT_KEY.to_owned(), contract);
+    meta.insert(CONTRACT_KEY.to_owned(), contract(&tool.name));
     tool.with_meta(MetaObject(meta))
 }
 
@@ -123,28 +113,7 @@ pub fn definitions() -> Vec<Tool> {
         "required": ["id", "name", "email", "account"]
     })))
     .with_annotations(read_only("Get user"));
-    let get_user = with_contract(
-        get_user,
-        json!({
-            "version": 1, "transactional": false, "requires_confirmation": false,
-            "arguments": [arg("user_id", "The user's id", free())],
-            "results": [
-                result("id", "The user's id", free()),
-                result("name", "The user's full name", free()),
-                result("email", "The user's email address", json!({"kind": "format", "format": "email"})),
-                result("account", "The user's bank account", free())
-            ],
-            "failure_modes": [
-                missing_slots(),
-                mode("unknown_user", "No user has this id.", false)
-            ],
-            "relations": [
-                {"kind": "produces", "tool": "check_balance", "bindings": [{"this": "account", "other": "account"}]},
-                {"kind": "produces", "tool": "book_ticket", "bindings": [{"this": "id", "other": "user_id"}]},
-                {"kind": "produces", "tool": "email_ticket", "bindings": [{"this": "email", "other": "address"}]}
-            ]
-        }),
-    );
+    let get_user = with_contract(get_user);
 
     let quote_fare = Tool::new(
         "quote_fare",
@@ -164,26 +133,7 @@ pub fn definitions() -> Vec<Tool> {
         "required": ["fare"]
     })))
     .with_annotations(read_only("Quote fare"));
-    let quote_fare = with_contract(
-        quote_fare,
-        json!({
-            "version": 1, "transactional": false, "requires_confirmation": false,
-            "arguments": [
-                arg("origin", "The departure station", free()),
-                arg("destination", "The arrival station", free()),
-                arg("class", "The travel class", json!({"kind": "enumerated", "values": CLASSES}))
-            ],
-            "results": [result("fare", "The fare in EUR", json!({"kind": "numeric", "minimum": 0}))],
-            "failure_modes": [
-                missing_slots(),
-                mode("InvalidValue", "The class is not economy or business, or a station is empty.", true)
-            ],
-            "relations": [
-                {"kind": "produces", "tool": "check_balance", "bindings": [{"this": "fare", "other": "amount"}]},
-                {"kind": "produces", "tool": "book_ticket", "bindings": [{"this": "fare", "other": "price"}]}
-            ]
-        }),
-    );
+    let quote_fare = with_contract(quote_fare);
 
     let check_balance = Tool::new(
         "check_balance",
@@ -205,22 +155,7 @@ pub fn definitions() -> Vec<Tool> {
         "required": ["valid", "sufficient"]
     })))
     .with_annotations(read_only("Check balance"));
-    let check_balance = with_contract(
-        check_balance,
-        json!({
-            "version": 1, "transactional": false, "requires_confirmation": false,
-            "arguments": [
-                arg("account", "The bank account", free()),
-                arg("amount", "The amount to cover, in EUR", json!({"kind": "numeric", "minimum": 0}))
-            ],
-            "results": [
-                result("valid", "Whether the account exists", json!({"kind": "boolean"})),
-                result("sufficient", "Whether the balance covers the amount", json!({"kind": "boolean"}))
-            ],
-            "failure_modes": [missing_slots()],
-            "relations": [{"kind": "precedes", "tool": "book_ticket", "bindings": [{"this": "amount", "other": "price"}]}]
-        }),
-    );
+    let check_balance = with_contract(check_balance);
 
     let book_ticket = Tool::new(
         "book_ticket",
@@ -246,41 +181,7 @@ pub fn definitions() -> Vec<Tool> {
             .idempotent(false)
             .open_world(false),
     );
-    let book_ticket = with_contract(
-        book_ticket,
-        json!({
-            "version": 1, "transactional": true, "requires_confirmation": true,
-            "arguments": [
-                arg("user_id", "The user who travels and pays", free()),
-                arg("origin", "The departure station", free()),
-                arg("destination", "The arrival station", free()),
-                arg("date", "The travel date", json!({"kind": "format", "format": "date"})),
-                arg("class", "The travel class", json!({"kind": "enumerated", "values": CLASSES})),
-                arg("price", "The quoted fare in EUR", json!({"kind": "numeric", "minimum": 0}))
-            ],
-            "results": [
-                result("id", "The ticket number", free()),
-                result("origin", "The departure station", free()),
-                result("destination", "The arrival station", free()),
-                result("date", "The travel date", json!({"kind": "format", "format": "date"})),
-                result("class", "The travel class", json!({"kind": "enumerated", "values": CLASSES})),
-                result("price", "The price paid in EUR", json!({"kind": "numeric", "minimum": 0}))
-            ],
-            "failure_modes": [
-                missing_slots(),
-                mode("insufficient_funds", "The account's balance does not cover the price; nothing was booked or debited.", false),
-                mode("unknown_user", "No user has this id; nothing was booked.", false),
-                mode("InvalidValue", "The class is not economy or business, or the price is not positive.", true),
-                mode("ConfirmationDeclined", "The user did not confirm; the tool must not be called.", false)
-            ],
-            "relations": [
-                {"kind": "requires", "tool": "check_balance", "bindings": [{"this": "price", "other": "amount"}]},
-                {"kind": "requires", "tool": "get_user", "bindings": [{"this": "user_id", "other": "user_id"}]},
-                {"kind": "precedes", "tool": "print_ticket"},
-                {"kind": "precedes", "tool": "email_ticket"}
-            ]
-        }),
-    );
+    let book_ticket = with_contract(book_ticket);
 
     let print_ticket = Tool::new(
         "print_ticket",
@@ -294,19 +195,7 @@ pub fn definitions() -> Vec<Tool> {
             .idempotent(false)
             .open_world(false),
     );
-    let print_ticket = with_contract(
-        print_ticket,
-        json!({
-            "version": 1, "transactional": false, "requires_confirmation": false,
-            "arguments": [arg("ticket", "The booked ticket", json!({"kind": "structured"}))],
-            "results": [],
-            "failure_modes": [
-                missing_slots(),
-                mode("unknown_ticket", "No booked ticket has this id.", false)
-            ],
-            "relations": []
-        }),
-    );
+    let print_ticket = with_contract(print_ticket);
 
     let email_ticket = Tool::new(
         "email_ticket",
@@ -326,23 +215,7 @@ pub fn definitions() -> Vec<Tool> {
             .idempotent(false)
             .open_world(true),
     );
-    let email_ticket = with_contract(
-        email_ticket,
-        json!({
-            "version": 1, "transactional": false, "requires_confirmation": false,
-            "arguments": [
-                arg("ticket", "The booked ticket", json!({"kind": "structured"})),
-                arg("address", "The email address", json!({"kind": "format", "format": "email"}))
-            ],
-            "results": [],
-            "failure_modes": [
-                missing_slots(),
-                mode("unknown_ticket", "No booked ticket has this id.", false),
-                mode("InvalidValue", "The address is not an email address.", true)
-            ],
-            "relations": []
-        }),
-    );
+    let email_ticket = with_contract(email_ticket);
 
     vec![
         get_user,
@@ -608,6 +481,26 @@ mod tests {
             fare_cents("Lyon", "Paris", "economy")
         );
         assert!(fare_cents("Paris", "Lyon", "business") > fare_cents("Paris", "Lyon", "economy"));
+    }
+
+    #[test]
+    fn every_tool_publishes_its_sidecar_contract() {
+        let sidecar: Map<String, Value> = serde_json::from_str(CONTRACTS).unwrap();
+        let tools = definitions();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        let mut keys: Vec<&str> = sidecar.keys().map(String::as_str).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(
+            sorted, keys,
+            "the sidecar covers exactly the server's tools"
+        );
+        for tool in &tools {
+            let meta = tool.meta.as_ref().unwrap();
+            assert_eq!(meta.0.get(CONTRACT_KEY), sidecar.get(tool.name.as_ref()));
+            assert!(meta.0[CONTRACT_KEY].is_object(), "{}", tool.name);
+        }
     }
 
     #[test]

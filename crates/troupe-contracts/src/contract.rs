@@ -74,6 +74,12 @@ pub struct ToolContract {
     pub transactional: bool,
     /// Principle 2: a person must confirm each call before it runs.
     pub requires_confirmation: bool,
+    /// Principle 2: the arguments a confirmation must show the person (the
+    /// values that identify the transaction: what is booked, paid, deleted).
+    /// A workflow's confirmation question must be computed from these values
+    /// (by provenance). `None`: every argument of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_shows: Option<Vec<String>>,
     /// Principle 3: the named errors the tool can return.
     #[serde(default)]
     pub failure_modes: Vec<FailureMode>,
@@ -177,6 +183,26 @@ pub struct Relation {
     /// Equalities between this tool's fields and the other tool's.
     #[serde(default)]
     pub bindings: Vec<Binding>,
+    /// `requires` only: conditions on the required tool's results that must
+    /// be tested true before this tool runs (e.g. `sufficient == true`): the
+    /// call must lie in a branch whose guard implies them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guard: Vec<ResultCondition>,
+}
+
+/// A required tool's boolean result tested for a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultCondition {
+    /// A result field of the required tool (an output, or a field of its
+    /// single record output).
+    pub output: String,
+    /// The value it must have.
+    #[serde(default = "yes")]
+    pub equals: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Kinds of inter-tool relationships.
@@ -196,12 +222,37 @@ pub enum RelationKind {
 }
 
 /// `this` field of the tool carrying the relation equals `other` field of the related tool.
+///
+/// With `via`, the value is reached through a third tool instead: `other` of
+/// the related tool equals result `via.field` of a call of `via.tool` whose
+/// own bindings (`this` of the tool carrying the relation, `other` of
+/// `via.tool`) hold. E.g. `book_ticket requires check_balance` with
+/// `{"other": "account", "via": {"tool": "get_user", "field": "account",
+/// "bindings": [{"this": "user_id", "other": "id"}]}}`: the account checked is
+/// the account of the user who books.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
-    /// A field of the tool carrying the relation.
+    /// A field of the tool carrying the relation (empty with `via`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub this: String,
     /// A field of the related tool.
     pub other: String,
+    /// The third tool through which `other` is bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+}
+
+/// How a binding reaches its value through a call of a third tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Via {
+    /// The third tool.
+    pub tool: String,
+    /// Its result field whose value the binding's `other` must have.
+    pub field: String,
+    /// Which call of it: `this` (of the tool carrying the relation) equals
+    /// `other` (a parameter or result of the third tool).
+    #[serde(default)]
+    pub bindings: Vec<Binding>,
 }
 
 /// What an SGD schema knows about a tool's intent that MCP has no place for.
@@ -312,6 +363,7 @@ mod tests {
             results: vec![],
             transactional: true,
             requires_confirmation: true,
+            confirmation_shows: None,
             failure_modes: vec![FailureMode {
                 name: "InsufficientFunds".into(),
                 description: "The balance does not cover the price".into(),
@@ -324,7 +376,9 @@ mod tests {
                 bindings: vec![Binding {
                     this: "user_id".into(),
                     other: "user_id".into(),
+                    via: None,
                 }],
+                guard: vec![],
             }],
             sgd: None,
         }

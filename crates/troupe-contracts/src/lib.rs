@@ -14,7 +14,8 @@
 //! * [`lint`] — the MCP+ linter, one rule per file;
 //! * [`cli`] — the `troupe contracts` subcommands;
 //! * [`verify`] — workflows checked against the contracts of the tools they call
-//!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars).
+//!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars,
+//!   W0605 unverified tools).
 
 pub mod bisim;
 pub mod cli;
@@ -36,4 +37,6 @@ pub use contract::{META_KEY, ToolContract};
 pub use error::{ContractsError, Result};
 pub use mcp::{McpTool, ToolList};
 pub use sgd::SgdService;
-pub use verify::{verify_workflows, verify_workflows_in_source};
+pub use verify::{
+    VerifyOptions, verify_workflows, verify_workflows_in_source, verify_workflows_with,
+};

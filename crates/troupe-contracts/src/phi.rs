@@ -181,6 +181,7 @@ pub fn intent_contract(service: &SgdService, index: usize, names: &[String]) -> 
             results: vec![],
             transactional: false,
             requires_confirmation: false,
+            confirmation_shows: None,
             failure_modes: vec![],
             relations: vec![],
             sgd: None,
@@ -224,6 +225,7 @@ pub fn intent_contract(service: &SgdService, index: usize, names: &[String]) -> 
         results,
         transactional: intent.is_transactional,
         requires_confirmation: intent.is_transactional,
+        confirmation_shows: None,
         failure_modes: failure_modes(service, intent),
         relations: produced_relations(service, index, names),
         sgd: Some(SgdOrigin {
@@ -306,12 +308,14 @@ fn produced_relations(service: &SgdService, index: usize, names: &[String]) -> V
                 .map(|slot| Binding {
                     this: slot.clone(),
                     other: slot.clone(),
+                    via: None,
                 })
                 .collect();
             (!bindings.is_empty()).then(|| Relation {
                 kind: RelationKind::Produces,
                 tool: consumer_name.clone(),
                 bindings,
+                guard: vec![],
             })
         })
         .collect()

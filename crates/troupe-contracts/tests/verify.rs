@@ -53,6 +53,7 @@ const BOOKING_SIDECAR: &str = r#"{
                       {"name": "amount", "description": "The amount", "domain": {"kind": "numeric"}, "required": true}],
                     "failure_modes": [{"name": "MissingSlots", "description": "-", "retryable": true}]},
   "book_ticket": {"transactional": true, "requires_confirmation": true,
+                  "confirmation_shows": ["account", "price"],
                   "failure_modes": [
                     {"name": "insufficient_funds", "description": "The balance does not cover the price.", "retryable": false},
                     {"name": "ConfirmationDeclined", "description": "-", "retryable": false}],
@@ -165,12 +166,19 @@ fn a_recomputed_price_is_another_value() {
         "book_ticket(customer.account, customer.id, price * 1.0)",
     );
     let (text, diagnostics) = booking(&workflow);
+    // Another value than the one checked, and than the one the person saw.
+    let line = line_of(&text, "book_ticket(customer");
     assert_eq!(
         found(&text, &diagnostics),
-        vec![(
-            Code::MissingRequirement,
-            line_of(&text, "book_ticket(customer")
-        )]
+        vec![
+            (Code::UnconfirmedTransaction, line),
+            (Code::MissingRequirement, line)
+        ]
+    );
+    assert!(
+        diagnostics[0].message.contains("does not show `price`"),
+        "{}",
+        diagnostics[0].message
     );
 }
 
@@ -634,48 +642,189 @@ fn reference_requirements(block: &[Gen]) -> Vec<u32> {
     bad
 }
 
-/// Reference for E0601: dependent calls not inside a branch where the
-/// person confirmed (`ok`, `c and ok` true; `not ok` false).
-fn reference_confirmations(block: &[Gen]) -> Vec<u32> {
-    fn walk(block: &[Gen], confirmed: bool, line: &mut u32, out: &mut Vec<u32>) {
+/// Reference for E0601, by enumerating paths (ifs both ways, every loop
+/// run zero to three times: an answer, another call and the checked call
+/// may each need their own iteration) with a concrete clock: a dependent call is
+/// fine on a path if an enclosing branch confirmed it (`ok`, `c and ok` true;
+/// `not ok` false) with an answer asked after the last dependent call before
+/// it, and its argument is the one the question shows (`a`), or if it lies in
+/// a branch that confirms while `ok` is the literal `false` (never taken).
+/// A call is reported if some path reaches it not fine. `None` when there
+/// are too many paths to enumerate.
+fn reference_confirmations(block: &[Gen]) -> Option<Vec<u32>> {
+    const VACUOUS: u32 = u32::MAX;
+    #[derive(Clone)]
+    struct State {
+        clock: u32,
+        /// `None`: the literal `false`; else when the answer was asked.
+        ok: Option<u32>,
+        last_call: Option<u32>,
+    }
+    /// Line numbers of every statement, in the layout of `write_block`.
+    fn number(block: &[Gen], line: &mut u32, out: &mut Vec<u32>) {
         for stmt in block {
+            out.push(*line);
             match stmt {
-                Gen::Call { required, .. } => {
-                    if !required && !confirmed {
-                        out.push(*line);
-                    }
-                    *line += 1;
-                }
+                Gen::Call { .. } => *line += 1,
                 Gen::Ask => *line += 2,
                 Gen::If {
-                    guard,
-                    then,
-                    otherwise,
+                    then, otherwise, ..
                 } => {
-                    let (t, e) = match guard {
-                        Guard::Ok | Guard::OkAndC => (true, false),
-                        Guard::NotOk => (false, true),
-                        Guard::C | Guard::OkOrC => (false, false),
-                    };
                     *line += 1;
-                    walk(then, confirmed || t, line, out);
+                    number(then, line, out);
                     *line += 1;
-                    walk(otherwise, confirmed || e, line, out);
+                    number(otherwise, line, out);
                     *line += 1;
                 }
                 Gen::While { body, exit } => {
                     *line += 1;
-                    walk(body, confirmed, line, out);
+                    number(body, line, out);
                     *line += 1;
-                    walk(exit, confirmed, line, out);
+                    number(exit, line, out);
                     *line += 1;
                 }
             }
         }
     }
-    let mut out = Vec::new();
-    walk(block, false, &mut 10, &mut out);
-    out
+    struct Walk<'a> {
+        lines: &'a [u32],
+        bad: std::collections::BTreeSet<u32>,
+        budget: usize,
+    }
+    /// Runs `block[i..]` (statement numbers from `index`), then `rest`.
+    fn run<'g>(
+        w: &mut Walk<'_>,
+        stmts: &[(&'g Gen, usize)],
+        confirmed_by: &[u32],
+        st: State,
+        rest: &mut Vec<Vec<(&'g Gen, usize)>>,
+        rest_conf: &mut Vec<Vec<u32>>,
+    ) {
+        if w.budget == 0 {
+            return;
+        }
+        w.budget -= 1;
+        let Some((&(stmt, index), tail)) = stmts.split_first() else {
+            if let (Some(next), Some(conf)) = (rest.pop(), rest_conf.pop()) {
+                run(w, &next, &conf, st, rest, rest_conf);
+                rest.push(next);
+                rest_conf.push(conf);
+            }
+            return;
+        };
+        let mut st = st;
+        match stmt {
+            Gen::Call {
+                required, arg_b, ..
+            } => {
+                if !required {
+                    let fine = confirmed_by.iter().any(|&asked| {
+                        asked == VACUOUS || (st.last_call.is_none_or(|c| asked > c) && !*arg_b)
+                    });
+                    if !fine {
+                        w.bad.insert(w.lines[index]);
+                    }
+                    st.clock += 1;
+                    st.last_call = Some(st.clock);
+                }
+                run(w, tail, confirmed_by, st, rest, rest_conf);
+            }
+            Gen::Ask => {
+                st.clock += 1;
+                st.ok = Some(st.clock);
+                run(w, tail, confirmed_by, st, rest, rest_conf);
+            }
+            Gen::If {
+                guard,
+                then,
+                otherwise,
+            } => {
+                let children = |b: &'g [Gen], first: usize| -> (Vec<(&'g Gen, usize)>, usize) {
+                    let mut out = Vec::new();
+                    let mut i = first;
+                    for g in b {
+                        out.push((g, i));
+                        i += count(g);
+                    }
+                    (out, i)
+                };
+                let (t, after_then) = children(then, index + 1);
+                let (e, _) = children(otherwise, after_then);
+                // (branch, needs ok true, confirms)
+                let (then_needs, then_confirms, else_needs, else_confirms) = match guard {
+                    Guard::Ok | Guard::OkAndC => (true, true, false, false),
+                    Guard::NotOk => (false, false, true, true),
+                    Guard::C | Guard::OkOrC => (false, false, false, false),
+                };
+                for (body, needs, confirms) in [
+                    (t, then_needs, then_confirms),
+                    (e, else_needs, else_confirms),
+                ] {
+                    let _ = needs;
+                    let mut conf = confirmed_by.to_vec();
+                    if confirms {
+                        conf.push(st.ok.unwrap_or(VACUOUS));
+                    }
+                    rest.push(tail.to_vec());
+                    rest_conf.push(confirmed_by.to_vec());
+                    run(w, &body, &conf, st.clone(), rest, rest_conf);
+                    rest.pop();
+                    rest_conf.pop();
+                }
+            }
+            Gen::While { body, exit } => {
+                let mut b = Vec::new();
+                let mut i = index + 1;
+                for g in body {
+                    b.push((g, i));
+                    i += count(g);
+                }
+                let mut e = Vec::new();
+                for g in exit {
+                    e.push((g, i));
+                    i += count(g);
+                }
+                for times in 0..=3 {
+                    let mut seq: Vec<(&Gen, usize)> = Vec::new();
+                    for _ in 0..times {
+                        seq.extend(b.iter().copied());
+                    }
+                    seq.extend(e.iter().copied());
+                    seq.extend(tail.iter().copied());
+                    run(w, &seq, confirmed_by, st.clone(), rest, rest_conf);
+                }
+            }
+        }
+    }
+    fn count(g: &Gen) -> usize {
+        1 + match g {
+            Gen::If {
+                then, otherwise, ..
+            } => then.iter().chain(otherwise).map(count).sum(),
+            Gen::While { body, exit } => body.iter().chain(exit).map(count).sum(),
+            _ => 0,
+        }
+    }
+    let mut lines = Vec::new();
+    number(block, &mut 10, &mut lines);
+    let mut top = Vec::new();
+    let mut i = 0;
+    for g in block {
+        top.push((g, i));
+        i += count(g);
+    }
+    let mut w = Walk {
+        lines: &lines,
+        bad: Default::default(),
+        budget: 200_000,
+    };
+    let start = State {
+        clock: 0,
+        ok: None,
+        last_call: None,
+    };
+    run(&mut w, &top, &[], start, &mut Vec::new(), &mut Vec::new());
+    (w.budget > 0).then(|| w.bad.into_iter().collect())
 }
 
 fn lines_with(text: &str, diagnostics: &[Diagnostic], code: Code) -> Vec<u32> {
@@ -698,7 +847,8 @@ proptest! {
         let sidecar = format!(
             r#"{{"{d}": {{"transactional": false, "requires_confirmation": false,
                  "relations": [{{"kind": "requires", "tool": "{r}",
-                                 "bindings": [{{"this": "{p}", "other": "{q}"}}]}}]}}}}"#,
+                                 "bindings": [{{"this": "{p}", "other": "{q}"}}]}}]}},
+                "{r}": {{"transactional": false, "requires_confirmation": false}}}}"#,
             d = names.dependent, r = names.required, p = names.p, q = names.q
         );
         let diagnostics = verify(&text, &[("c.json", &sidecar)]);
@@ -717,14 +867,17 @@ proptest! {
     ) {
         let text = render(&names, &block);
         let sidecar = format!(
-            r#"{{"{d}": {{"transactional": true, "requires_confirmation": true}},
+            r#"{{"{d}": {{"transactional": true, "requires_confirmation": true,
+                          "confirmation_shows": ["{p}"]}},
                 "{r}": {{"transactional": false, "requires_confirmation": false}}}}"#,
-            d = names.dependent, r = names.required
+            d = names.dependent, r = names.required, p = names.p
         );
+        let reference = reference_confirmations(&block);
+        prop_assume!(reference.is_some(), "too many paths");
         let diagnostics = verify(&text, &[("c.json", &sidecar)]);
         prop_assert_eq!(
-            lines_with(&text, &diagnostics, Code::UnconfirmedTransaction),
-            reference_confirmations(&block),
+            Some(lines_with(&text, &diagnostics, Code::UnconfirmedTransaction)),
+            reference,
             "{}", text
         );
         prop_assert_eq!(diagnostics.len(), lines_with(&text, &diagnostics, Code::UnconfirmedTransaction).len());
@@ -766,14 +919,16 @@ fn long_workflows_verify_in_one_pass() {
         text.push_str(&format!(
             "act A: v{i} = a + \"{i}\"\n\
              act A: ok{i} = check(v{i})\n\
-             act U: yes{i} = ok(\"{i}\")\n\
+             msg A(v{i}) -> U(v{i})\n\
+             act U: yes{i} = ok(v{i})\n\
              msg U(yes{i}) -> A(yes{i})\n\
              if yes{i} and c @ A {{ act A: r{i} = pay(v{i}) }}\n"
         ));
     }
     text.push_str("act A: _ = pay(a)\n}\n");
     let sidecar = r#"{"pay": {"transactional": true, "requires_confirmation": true,
-        "relations": [{"kind": "requires", "tool": "check", "bindings": [{"this": "x", "other": "x"}]}]}}"#;
+        "relations": [{"kind": "requires", "tool": "check", "bindings": [{"this": "x", "other": "x"}]}]},
+        "check": {"transactional": false, "requires_confirmation": false}}"#;
     let diagnostics = verify(&text, &[("c.json", sidecar)]);
     let lines = text.lines().count() as u32;
     assert_eq!(

@@ -1,37 +1,92 @@
-//! E0601 `unconfirmed-transaction`: a transactional tool runs only where a
-//! person has confirmed.
+//! E0601 `unconfirmed-transaction`: one confirmation per transaction
+//! instance.
 //!
-//! **What**: every call of a tool whose contract is `transactional` or
-//! `requires_confirmation` must lie in the true branch of an `if` (or the
-//! body of a `while`) whose guard is a person's confirmation: the `Bool`
-//! answer of a `human` action, carried by messages and copies to the
-//! deciding lifeline, tested as `ok`, `ok == true`, or in a conjunction
-//! `ok and …` (or in the false branch, or `exit` block, of `not ok`). An
-//! `or`, a negation on the true side, or any other computation does not count;
-//! neither does a variable that holds the answer on some paths only (set
-//! otherwise in one branch of an earlier `if`, or before a loop). The call
-//! may be at another lifeline than the guard's owner. Because workflows are
-//! structured, "inside that branch" means the same on every path.
+//! **What**: every execution of a call of a tool whose contract is
+//! `transactional` or `requires_confirmation` must be confirmed by a fresh
+//! answer of a person that showed what is confirmed. Exactly, for call `C`
+//! of tool `T`, some enclosing construct `G` (an `if` true branch or a
+//! `while` body; or the false branch / `exit` block of `not ok`) must satisfy
+//! all of:
+//!
+//! 1. *confirmed*: `G`'s guard is a person's confirmation: the `Bool` answer
+//!    of a `human` action, carried by messages and copies to the deciding
+//!    lifeline, tested as `ok`, `ok == true`, or in a conjunction `ok and …`
+//!    (an `or`, a negation on the true side, or any other computation does
+//!    not count; neither does a variable that holds the answer on some paths
+//!    only). Let `S` be the confirmation calls whose answers flow into the
+//!    guard;
+//! 2. *fresh*: no execution of a call of `T` (at any call site, `C` itself
+//!    included) lies between the answer the guard tests and `C`: there is
+//!    no control-flow path from a call of `T` to `C` that avoids `G`'s guard
+//!    (the call ran after the guard was evaluated, e.g. a second booking in
+//!    the same branch or a loop inside it), and no path from a call of `T`
+//!    that some `S` call can reach, to `G`'s guard, that avoids every `S`
+//!    call (the answer was given before that call, e.g. `while ok` where `ok`
+//!    is never asked again, or a loop around `if ok`);
+//! 3. *shown*: every argument the contract lists in `confirmation_shows`
+//!    (default: every argument of the call) is, by provenance, among the
+//!    inputs of every question in `S`: the argument's value is one of the
+//!    confirmation's arguments, or one of the values a string or other
+//!    computation among them was computed from (a shown record shows its
+//!    fields; a merge shows a value when all its operands do).
+//!
+//! **Minimal failing examples**: `if ok @ A { book(x) book(x) }`;
+//! `if ok @ A { while more @ A { book(x) } }`; `while ok @ A { book(x) }`;
+//! `act U: ok = ask("Do you like trains?")` then `if ok @ U { book(x) }`.
+//! **Passing**: `act U: ok = ask("{x}")`, `if ok @ U { act U: _ = book(x) }`;
+//! `while ok @ U { act U: _ = book(x) act U: ok = ask("{x}") }`.
+//!
+//! **Limits**: paths are those of the structured control flow (guards are
+//! not evaluated, so a path that no run takes may be reported); "the same
+//! value" is provenance, so a question recomputed from equal but other
+//! values does not count; two calls of *different* transactional tools may
+//! share one confirmation (each question must show each call's arguments).
 //!
 //! **Why**: MCP+ makes the action boundary a commitment: the tool changes the
-//! world and a person must agree to each call before it runs.
+//! world and a person must agree to each call, knowing what it does, before
+//! it runs.
 //!
 //! **Example**: `act User: ok = confirm_booking(summary)`,
 //! `msg User(ok) -> Agent(ok)`, `if ok @ Agent { act Agent: t = book_ticket(…) }`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use troupe_check::ir::{StmtId, StmtKind};
 use troupe_syntax::{Code, Diagnostic};
 
 use super::Context;
 use super::describe::join_and;
-use super::flow::{Branch, CallSite};
+use super::flow::{Branch, CallSite, UNBOUND};
+use super::load::{param_index, tool_of};
+use crate::contract::ToolContract;
+
+/// Why a confirming construct does not confirm this execution of the call.
+enum Stale {
+    /// A call of the same tool runs after the guard and before the call.
+    AfterGuard { guard: StmtId, other: StmtId },
+    /// A call of the same tool runs after the answer and before the guard.
+    BeforeGuard { guard: StmtId, other: StmtId },
+    /// The question does not show this argument.
+    NotShown {
+        guard: StmtId,
+        asked: StmtId,
+        argument: String,
+    },
+}
 
 /// The E0601 findings of one workflow.
 pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
     let flow = cx.flow;
     let mut out = Vec::new();
+    let mut by_tool: HashMap<(&str, &str), HashSet<StmtId>> = HashMap::new();
+    for c in &flow.calls {
+        if let Some(tool) = cx.action(c.action).and_then(tool_of) {
+            by_tool
+                .entry((tool.server.name.as_str(), tool.remote.as_str()))
+                .or_default()
+                .insert(c.stmt);
+        }
+    }
     for call in &flow.calls {
         let Some(contract) = cx.contracts.get(call.action) else {
             continue;
@@ -39,13 +94,194 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
         if !(contract.transactional || contract.requires_confirmation) {
             continue;
         }
+        let own: HashSet<StmtId> = [call.stmt].into_iter().collect();
+        let same_tool = cx
+            .action(call.action)
+            .and_then(tool_of)
+            .and_then(|t| by_tool.get(&(t.server.name.as_str(), t.remote.as_str())))
+            .unwrap_or(&own);
         let ancestors = flow.ancestors(call.stmt);
-        let confirmed = ancestors.iter().any(|&(s, b)| flow.confirms(s, b));
-        if !confirmed {
+        let confirming: Vec<(StmtId, Branch)> = ancestors
+            .iter()
+            .copied()
+            .filter(|&(s, b)| flow.confirms(s, b))
+            .collect();
+        if confirming.is_empty() {
             out.push(finding(cx, call, contract.transactional, &ancestors));
+            continue;
+        }
+        let mut problems = Vec::new();
+        let fine = confirming.iter().any(|&(guard, _)| {
+            match fresh_and_shown(cx, call, contract, guard, same_tool) {
+                Ok(()) => true,
+                Err(problem) => {
+                    problems.push(problem);
+                    false
+                }
+            }
+        });
+        if !fine {
+            out.push(stale_finding(cx, call, &problems));
         }
     }
     out
+}
+
+/// Whether the confirmation tested by construct `guard` is fresh for `call`
+/// and shows what the contract says it must.
+fn fresh_and_shown(
+    cx: &Context<'_>,
+    call: &CallSite<'_>,
+    contract: &ToolContract,
+    guard: StmtId,
+    same_tool: &HashSet<StmtId>,
+) -> Result<(), Stale> {
+    let flow = cx.flow;
+    let asked: BTreeSet<StmtId> = flow
+        .guard(guard)
+        .map(|g| flow.sources(g))
+        .unwrap_or_default()
+        .intersection(flow.confirmations())
+        .copied()
+        .collect();
+    if asked.is_empty() {
+        // A confirming guard that no answer flows into is the literal
+        // `false` on every path: its branch never runs.
+        return Ok(());
+    }
+    if let Some(other) = flow.reaches_back(call.stmt, &|s| s == guard, &|s| same_tool.contains(&s))
+    {
+        return Err(Stale::AfterGuard { guard, other });
+    }
+    // A call of the tool that can run after some answer was given and
+    // then reach the guard with no answer in between.
+    let blocked = |s: StmtId| asked.contains(&s);
+    if flow
+        .reaches_back(guard, &blocked, &|s| same_tool.contains(&s))
+        .is_some()
+    {
+        let after_answer = flow.reachable_from(&asked);
+        if let Some(other) = flow.reaches_back(guard, &blocked, &|s| {
+            same_tool.contains(&s) && after_answer.contains(&s)
+        }) {
+            return Err(Stale::BeforeGuard { guard, other });
+        }
+    }
+    let Some(action) = cx.action(call.action) else {
+        return Ok(());
+    };
+    let shows: Vec<String> = match &contract.confirmation_shows {
+        Some(names) => names.clone(),
+        None => action.params.iter().map(|p| p.name.clone()).collect(),
+    };
+    for argument in shows {
+        // A name the declaration lacks is a sidecar mismatch, reported by
+        // the requirement check's E0604 rules; here it shows nothing.
+        let Some(i) = param_index(action, &argument) else {
+            continue;
+        };
+        let value = call.args.get(i).copied().unwrap_or(UNBOUND);
+        if value == UNBOUND {
+            continue;
+        }
+        for &site in &asked {
+            let Some(question) = flow.call(site) else {
+                continue;
+            };
+            if !question.args.iter().any(|&q| flow.shows(q, value)) {
+                return Err(Stale::NotShown {
+                    guard,
+                    asked: site,
+                    argument,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn stale_finding(cx: &Context<'_>, call: &CallSite<'_>, problems: &[Stale]) -> Diagnostic {
+    let flow = cx.flow;
+    let describe = &cx.describe;
+    let name = cx.action_name(call.action);
+    let construct = |s: StmtId| {
+        flow.stmt(s)
+            .map_or_else(|| "a construct".to_owned(), |stmt| describe.construct(stmt))
+    };
+    let at = |s: StmtId| {
+        flow.call(s)
+            .map_or_else(String::new, |c| describe.line(c.span))
+    };
+    let mut reasons = Vec::new();
+    let mut related = Vec::new();
+    let mut not_shown = false;
+    for problem in problems {
+        match problem {
+            Stale::AfterGuard { guard, other } => {
+                let what = if *other == call.stmt {
+                    format!("`{name}` can run again")
+                } else {
+                    format!("`{name}`{} can run", at(*other))
+                };
+                reasons.push(format!(
+                    "after {} tests the answer, {what} before this call, so one answer                      confirms two transactions",
+                    construct(*guard)
+                ));
+                if let Some(c) = flow.call(*other) {
+                    related.push((c.span, "another transaction confirmed by the same answer"));
+                }
+            }
+            Stale::BeforeGuard { guard, other } => {
+                reasons.push(format!(
+                    "{} can test an answer given before `{name}`{} ran, so that answer is                      not asked again for this call",
+                    construct(*guard),
+                    at(*other)
+                ));
+                if let Some(c) = flow.call(*other) {
+                    related.push((c.span, "ran after the answer was given"));
+                }
+            }
+            Stale::NotShown {
+                guard,
+                asked,
+                argument,
+            } => {
+                not_shown = true;
+                let question = flow.call(*asked).map_or("?", |c| cx.action_name(c.action));
+                reasons.push(format!(
+                    "the confirmation `{question}`{} tested by {} does not show `{argument}` of                      `{name}` (its question is not computed from that value)",
+                    at(*asked),
+                    construct(*guard)
+                ));
+                if let Some(c) = flow.call(*asked) {
+                    related.push((c.span, "this question does not show the transaction"));
+                }
+            }
+        }
+    }
+    let hint = if not_shown {
+        format!(
+            "ask with the values `{name}` will use: pass them (or a summary computed from              them, e.g. \"{{origin}} to {{destination}}\") to the `human` action that confirms;              the contract's `confirmation_shows` lists the arguments a confirmation must show"
+        )
+    } else {
+        format!(
+            "ask again for every `{name}`: put the confirmation and its `if` inside the loop,              before each call (`act User: ok = confirm(…)` then `if ok @ … {{ … {name}(…) }}`)"
+        )
+    };
+    let mut diagnostic = Diagnostic::error(
+        Code::UnconfirmedTransaction,
+        call.span,
+        format!(
+            "`{name}` runs without a fresh confirmation of this transaction: {}",
+            join_and(&reasons)
+        ),
+    )
+    .with_label(format!("`{name}` runs without its own confirmation"))
+    .with_hint(hint);
+    for (span, label) in related {
+        diagnostic = diagnostic.with_related(span, label);
+    }
+    diagnostic
 }
 
 fn finding(

@@ -137,6 +137,12 @@ pub(crate) struct Flow<'w> {
     confirmations: BTreeSet<StmtId>,
     /// The values the workflow returns, at the end of the body.
     pub results: Vec<(VarId, ValueId)>,
+    /// The control-flow graph, backwards: the statements that can run
+    /// immediately before each statement (for `if` and `while`, their guard's
+    /// evaluation; a `while` is reached again from the end of its body).
+    preds: HashMap<StmtId, Vec<StmtId>>,
+    /// The control-flow graph, forwards.
+    succs: HashMap<StmtId, Vec<StmtId>>,
 }
 
 impl<'w> Flow<'w> {
@@ -157,6 +163,8 @@ impl<'w> Flow<'w> {
                 stmts: HashMap::new(),
                 confirmations: BTreeSet::new(),
                 results: Vec::new(),
+                preds: HashMap::new(),
+                succs: HashMap::new(),
             },
         };
         let unbound = walker.flow.intern(Origin::Unbound);
@@ -172,7 +180,171 @@ impl<'w> Flow<'w> {
             .map(|&var| (var, walker.get(var)))
             .collect();
         walker.flow.results = results;
+        let mut succs: Vec<(StmtId, StmtId)> = Vec::new();
+        link(&workflow.body, None, &mut succs, 0);
+        for (from, to) in succs {
+            walker.flow.preds.entry(to).or_default().push(from);
+            walker.flow.succs.entry(from).or_default().push(to);
+        }
         walker.flow
+    }
+
+    /// Searches backwards from `from` (excluded) along the control-flow graph
+    /// for a statement satisfying `goal`, not passing through statements for
+    /// which `blocked` holds: a statement found is one that can run before
+    /// `from` with no blocked statement in between. Linear in the workflow.
+    pub(crate) fn reaches_back(
+        &self,
+        from: StmtId,
+        blocked: &dyn Fn(StmtId) -> bool,
+        goal: &dyn Fn(StmtId) -> bool,
+    ) -> Option<StmtId> {
+        let mut seen: HashSet<StmtId> = HashSet::new();
+        let mut stack: Vec<StmtId> = self.preds.get(&from).cloned().unwrap_or_default();
+        while let Some(at) = stack.pop() {
+            if !seen.insert(at) {
+                continue;
+            }
+            if goal(at) {
+                return Some(at);
+            }
+            if blocked(at) {
+                continue;
+            }
+            if let Some(preds) = self.preds.get(&at) {
+                stack.extend(preds.iter().copied());
+            }
+        }
+        None
+    }
+
+    /// Whether `value` having truth value `truth` implies that one of
+    /// `targets` (boolean results) equals `equals`: it is a target, an `and`
+    /// (when true) with such a conjunct, a `not` of such a value, a merge all
+    /// of whose operands are, or a literal that never has this truth value.
+    pub(crate) fn implies(
+        &self,
+        value: ValueId,
+        truth: bool,
+        targets: &HashSet<ValueId>,
+        equals: bool,
+    ) -> bool {
+        self.implies_at(value, truth, targets, equals, &mut HashSet::new(), 0)
+    }
+
+    fn implies_at(
+        &self,
+        value: ValueId,
+        truth: bool,
+        targets: &HashSet<ValueId>,
+        equals: bool,
+        visiting: &mut HashSet<(ValueId, bool)>,
+        depth: usize,
+    ) -> bool {
+        if targets.contains(&value) {
+            return truth == equals;
+        }
+        if depth > MAX_DEPTH {
+            return false;
+        }
+        match self.origin(value) {
+            Origin::Literal(text) => (text == FALSE && truth) || (text == TRUE && !truth),
+            Origin::And(a, b) if truth => {
+                let (a, b) = (*a, *b);
+                self.implies_at(a, true, targets, equals, visiting, depth + 1)
+                    || self.implies_at(b, true, targets, equals, visiting, depth + 1)
+            }
+            Origin::Not(inner) => {
+                self.implies_at(*inner, !truth, targets, equals, visiting, depth + 1)
+            }
+            Origin::Merge { operands, .. } => {
+                if !visiting.insert((value, truth)) {
+                    return true;
+                }
+                let all = operands.iter().all(|&op| {
+                    matches!(self.origin(op), Origin::Unbound)
+                        || self.implies_at(op, truth, targets, equals, visiting, depth + 1)
+                });
+                visiting.remove(&(value, truth));
+                all
+            }
+            _ => false,
+        }
+    }
+
+    /// The statements that can run after one of `from` (a non-empty path).
+    pub(crate) fn reachable_from(&self, from: &BTreeSet<StmtId>) -> HashSet<StmtId> {
+        let mut seen: HashSet<StmtId> = HashSet::new();
+        let mut stack: Vec<StmtId> = from
+            .iter()
+            .flat_map(|s| self.succs.get(s).cloned().unwrap_or_default())
+            .collect();
+        while let Some(at) = stack.pop() {
+            if seen.insert(at)
+                && let Some(next) = self.succs.get(&at)
+            {
+                stack.extend(next.iter().copied());
+            }
+        }
+        seen
+    }
+
+    /// Whether a question computed from `root` shows the value `target`: it
+    /// is `target`, a computation (string format, arithmetic, `and`, `not`)
+    /// one of whose inputs shows it, or a merge all of whose operands do; a
+    /// shown record shows its fields.
+    pub(crate) fn shows(&self, root: ValueId, target: ValueId) -> bool {
+        let mut at = target;
+        for _ in 0..MAX_DEPTH {
+            if self.shows_exactly(root, at, &mut HashSet::new(), 0) {
+                return true;
+            }
+            match self.origin(at) {
+                Origin::Field(base, _) | Origin::JsonField(base, _) => at = *base,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    fn shows_exactly(
+        &self,
+        root: ValueId,
+        target: ValueId,
+        visiting: &mut HashSet<ValueId>,
+        depth: usize,
+    ) -> bool {
+        if root == target {
+            return true;
+        }
+        if depth > MAX_DEPTH || !visiting.insert(root) {
+            return false;
+        }
+        let found = match self.origin(root) {
+            Origin::Computed { deps } => deps
+                .iter()
+                .any(|&d| self.shows_exactly(d, target, visiting, depth + 1)),
+            Origin::And(a, b) => {
+                let (a, b) = (*a, *b);
+                self.shows_exactly(a, target, visiting, depth + 1)
+                    || self.shows_exactly(b, target, visiting, depth + 1)
+            }
+            Origin::Not(a) => self.shows_exactly(*a, target, visiting, depth + 1),
+            Origin::Merge { operands, .. } => {
+                let operands: Vec<ValueId> = operands
+                    .iter()
+                    .copied()
+                    .filter(|&op| op != root && !matches!(self.origin(op), Origin::Unbound))
+                    .collect();
+                !operands.is_empty()
+                    && operands
+                        .iter()
+                        .all(|&op| self.shows_exactly(op, target, visiting, depth + 1))
+            }
+            _ => false,
+        };
+        visiting.remove(&root);
+        found
     }
 
     fn intern(&mut self, origin: Origin) -> ValueId {
@@ -482,6 +654,8 @@ enum Reach {
 
 /// The canonical text of the literal `false`.
 const FALSE: &str = "Bool(false)";
+/// The canonical text of the literal `true`.
+const TRUE: &str = "Bool(true)";
 
 fn literal_key(value: &Value) -> String {
     format!("{value:?}")
@@ -736,6 +910,39 @@ impl<'w> Walker<'w> {
 
 fn is_true(expr: &Expr) -> bool {
     matches!(expr.kind, ExprKind::Lit(Value::Bool(true)))
+}
+
+/// Records the control-flow edges of `block`, whose end continues at `next`
+/// (`None`: the end of the workflow); returns the block's first statement
+/// (`next` for an empty block).
+fn link(
+    block: &Block,
+    next: Option<StmtId>,
+    edges: &mut Vec<(StmtId, StmtId)>,
+    depth: usize,
+) -> Option<StmtId> {
+    let mut next = next;
+    if depth > 4 * MAX_DEPTH {
+        return next;
+    }
+    for stmt in block.stmts.iter().rev() {
+        let targets: Vec<Option<StmtId>> = match &stmt.kind {
+            StmtKind::Msg { .. } | StmtKind::Act { .. } => vec![next],
+            StmtKind::If {
+                then, otherwise, ..
+            } => vec![
+                link(then, next, edges, depth + 1),
+                link(otherwise, next, edges, depth + 1),
+            ],
+            StmtKind::While { body, exit, .. } => vec![
+                link(body, Some(stmt.id), edges, depth + 1),
+                link(exit, next, edges, depth + 1),
+            ],
+        };
+        edges.extend(targets.into_iter().flatten().map(|to| (stmt.id, to)));
+        next = Some(stmt.id);
+    }
+    next
 }
 
 /// Every variable a block binds, at any depth.

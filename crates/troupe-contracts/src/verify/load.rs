@@ -6,10 +6,12 @@
 //! file's directory), the file is read and parsed as an MCP+ sidecar (a JSON
 //! object mapping tool names to contracts). An unreadable file, invalid JSON
 //! or a malformed contract is an error located at the server's name. A
-//! contract for a tool the file does not declare is ignored; a declared tool
-//! the sidecar does not cover simply has no contract (nothing is checked).
+//! contract for a tool the file does not declare is ignored; a called tool
+//! that has no contract (no sidecar, or no entry in it) is W0605
+//! `unverified-tool`: a warning naming it, an error under `deny_unverified`.
 //!
-//! **Why**: a contract that silently fails to load would turn every check off.
+//! **Why**: a contract that silently fails to load, or a tool silently left
+//! out, would turn every check off for it.
 //!
 //! **Example**: `mcp booking { command: "train-booking-server" contracts:
 //! "booking.contracts.json" }`.
@@ -18,7 +20,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use troupe_check::ir::{Action, ActionId, ActionKind, McpServer, Program, ToolAction};
+use troupe_check::ir::{
+    Action, ActionId, ActionKind, Call, McpServer, Program, StmtKind, ToolAction,
+};
 use troupe_syntax::{Code, Diagnostic};
 
 use crate::contract::{Sidecar, ToolContract, parse_sidecar};
@@ -27,6 +31,8 @@ use crate::contract::{Sidecar, ToolContract, parse_sidecar};
 #[derive(Debug, Default)]
 pub(crate) struct Contracts {
     by_action: Vec<Option<ToolContract>>,
+    /// Servers whose sidecar could not be used (already reported as E0604).
+    failed: Vec<String>,
 }
 
 impl Contracts {
@@ -46,6 +52,7 @@ impl Contracts {
             }
         }
         let mut sidecars: BTreeMap<&str, Sidecar> = BTreeMap::new();
+        let mut failed = Vec::new();
         for (name, server) in servers {
             let Some(file) = &server.contracts else {
                 continue;
@@ -54,7 +61,9 @@ impl Contracts {
                 Ok(sidecar) => {
                     sidecars.insert(name, sidecar);
                 }
-                Err(reason) => diagnostics.push(
+                Err(reason) => {
+                    failed.push(name.to_owned());
+                    diagnostics.push(
                     Diagnostic::error(
                         Code::ContractUnavailable,
                         server.span,
@@ -66,7 +75,8 @@ impl Contracts {
                          tool names to contracts), relative to the workflow file; \
                          `troupe contracts lint --contracts {file} …` checks one"
                     )),
-                ),
+                    );
+                }
             }
         }
         let by_action = program
@@ -80,7 +90,7 @@ impl Contracts {
                     .cloned()
             })
             .collect();
-        Contracts { by_action }
+        Contracts { by_action, failed }
     }
 
     /// The contract of action `id`, if it is a tool with one.
@@ -92,6 +102,73 @@ impl Contracts {
     pub(crate) fn is_empty(&self) -> bool {
         self.by_action.iter().all(Option::is_none)
     }
+}
+
+/// W0605 for every tool action that a workflow calls and that has no
+/// contract (an error with `deny`), at the tool's declaration, once per tool.
+pub(crate) fn unverified(program: &Program, contracts: &Contracts, deny: bool) -> Vec<Diagnostic> {
+    let mut called = vec![false; program.actions.len()];
+    for workflow in &program.workflows {
+        let mut stack = vec![&workflow.body];
+        while let Some(block) = stack.pop() {
+            for stmt in &block.stmts {
+                match &stmt.kind {
+                    StmtKind::Act {
+                        call: Call::Action { action, .. },
+                        ..
+                    } => {
+                        if let Some(c) = called.get_mut(action.0 as usize) {
+                            *c = true;
+                        }
+                    }
+                    StmtKind::If {
+                        then, otherwise, ..
+                    } => stack.extend([then, otherwise]),
+                    StmtKind::While { body, exit, .. } => stack.extend([body, exit]),
+                    StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, action) in program.actions.iter().enumerate() {
+        let Some(tool) = tool_of(action) else {
+            continue;
+        };
+        if !called.get(i).copied().unwrap_or(false)
+            || contracts.get(ActionId(i as u32)).is_some()
+            || contracts.failed.contains(&tool.server.name)
+        {
+            continue;
+        }
+        let why = match &tool.server.contracts {
+            None => format!(
+                "server `{}` names no `contracts:` sidecar",
+                tool.server.name
+            ),
+            Some(file) => format!("the sidecar \"{file}\" has no entry for `{}`", tool.remote),
+        };
+        let message = format!(
+            "tool `{}` is unverified: it has no contract ({why}), so whether it needs a \
+             confirmation, what it requires and how it fails is not checked",
+            action.name
+        );
+        let diagnostic = if deny {
+            Diagnostic::error(Code::UnverifiedTool, action.span, message)
+        } else {
+            Diagnostic::warning(Code::UnverifiedTool, action.span, message)
+        };
+        out.push(
+            diagnostic
+                .with_label("no contract for this tool")
+                .with_hint(format!(
+                    "add `contracts: \"….contracts.json\"` to `mcp {}` with an MCP+ contract for \
+                     `{}` (`troupe mcp import` writes the contracts a server publishes)",
+                    tool.server.name, tool.remote
+                )),
+        );
+    }
+    out
 }
 
 fn read_sidecar(base_dir: &Path, file: &str) -> Result<Sidecar, String> {

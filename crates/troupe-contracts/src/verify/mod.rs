@@ -12,7 +12,9 @@
 //! * [`requirement`] — E0602: every `requires` relation holds on every path,
 //!   with the bound arguments equal;
 //! * [`failure`] — W0603: a result that can be a documented failure is
-//!   inspected by a guard before the workflow relies on it.
+//!   inspected by a guard before the workflow relies on it;
+//! * [`load`] — W0605: a called tool that has no contract is named as
+//!   unverified (an error with [`VerifyOptions::deny_unverified`]).
 //!
 //! The checks share one analysis of each workflow ([`flow`]): provenance by
 //! value numbering (a value is its origin, carried unchanged by messages,
@@ -40,12 +42,34 @@ use load::Contracts;
 /// Verifies every workflow of `program` against the contracts of its tools.
 ///
 /// `base_dir` is the directory of the `.troupe` file (sidecar paths are
-/// relative to it). Returns E0601, E0602 and E0604 errors and W0603
-/// warnings, sorted by position; empty when no tool has a contract. Messages
+/// relative to it). Returns E0601, E0602 and E0604 errors and W0603 and
+/// W0605 warnings, sorted by position. Messages
 /// name places by construct (`if ok @ Agent`); see
 /// [`verify_workflows_in_source`] for line numbers too.
 pub fn verify_workflows(program: &Program, base_dir: &Path) -> Vec<Diagnostic> {
-    verify(program, None, base_dir)
+    verify(program, None, base_dir, &VerifyOptions::default())
+}
+
+/// How strict verification is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// A called tool without a contract is an error (W0605 with error
+    /// severity) instead of a warning: nothing about it can be verified.
+    pub deny_unverified: bool,
+}
+
+/// [`verify_workflows_in_source`] (with `source`) or [`verify_workflows`]
+/// (without) under `options`.
+pub fn verify_workflows_with(
+    program: &Program,
+    source: Option<&str>,
+    base_dir: &Path,
+    options: &VerifyOptions,
+) -> Vec<Diagnostic> {
+    match source {
+        Some(text) => verify(program, Some(&LineIndex::new(text)), base_dir, options),
+        None => verify(program, None, base_dir, options),
+    }
 }
 
 /// [`verify_workflows`] for a program checked from `source`: messages also
@@ -55,12 +79,27 @@ pub fn verify_workflows_in_source(
     source: &str,
     base_dir: &Path,
 ) -> Vec<Diagnostic> {
-    verify(program, Some(&LineIndex::new(source)), base_dir)
+    verify(
+        program,
+        Some(&LineIndex::new(source)),
+        base_dir,
+        &VerifyOptions::default(),
+    )
 }
 
-fn verify(program: &Program, lines: Option<&LineIndex>, base_dir: &Path) -> Vec<Diagnostic> {
+fn verify(
+    program: &Program,
+    lines: Option<&LineIndex>,
+    base_dir: &Path,
+    options: &VerifyOptions,
+) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let contracts = Contracts::load(program, base_dir, &mut diagnostics);
+    diagnostics.extend(load::unverified(
+        program,
+        &contracts,
+        options.deny_unverified,
+    ));
     if !contracts.is_empty() {
         for workflow in &program.workflows {
             let flow = Flow::analyse(program, workflow);
@@ -115,10 +154,19 @@ impl Context<'_> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use troupe_syntax::Code;
 
     /// Checks `text`, writes `sidecar` to `c.json` beside it and verifies:
-    /// the (code, line) of every finding.
+    /// the (code, line) of every finding but W0605 (tools left unverified).
     pub(crate) fn run(text: &str, sidecar: &str) -> Vec<(String, u32)> {
+        run_all(text, sidecar)
+            .into_iter()
+            .filter(|(code, _)| code != "W0605")
+            .collect()
+    }
+
+    /// [`run`] with every finding.
+    pub(crate) fn run_all(text: &str, sidecar: &str) -> Vec<(String, u32)> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("c.json"), sidecar).unwrap();
         let (program, diagnostics) = troupe_check::check_text(text);
@@ -128,6 +176,39 @@ pub(crate) mod tests {
             .iter()
             .map(|d| (d.code.as_str().to_owned(), lines.line(d.span.start)))
             .collect()
+    }
+
+    #[test]
+    fn tools_without_a_contract_are_named_unverified() {
+        let text = "mcp s { command: \"x\" contracts: \"c.json\" }\n\
+                    mcp bare { command: \"y\" }\n\
+                    tool a(x: Text) -> Text { server: s }\n\
+                    tool b(x: Text) -> Text { server: s }\n\
+                    tool c(x: Text) -> Text { server: bare }\n\
+                    tool unused(x: Text) -> Text { server: bare }\n\
+                    workflow w(x: Text @ A) { act A: _ = a(x) act A: _ = b(x) act A: _ = c(x) }";
+        let sidecar = r#"{"a": {"transactional": false, "requires_confirmation": false}}"#;
+        assert_eq!(
+            run_all(text, sidecar),
+            vec![("W0605".to_owned(), 4), ("W0605".to_owned(), 5)]
+        );
+        // Without any sidecar every called tool is unverified; denied, an error.
+        let (program, _) = troupe_check::check_text(text);
+        let program = program.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.json"), "{}").unwrap();
+        let options = VerifyOptions {
+            deny_unverified: true,
+        };
+        let found = verify_workflows_with(&program, Some(text), dir.path(), &options);
+        assert_eq!(found.len(), 3);
+        assert!(
+            found
+                .iter()
+                .all(|d| d.is_error() && d.code == Code::UnverifiedTool)
+        );
+        assert!(found[2].message.contains("names no `contracts:` sidecar"));
+        assert!(found[0].message.contains("has no entry for `a`"));
     }
 
     #[test]

@@ -116,7 +116,7 @@ fn check_relation(
     let flow = cx.flow;
     let name = action.name.as_str();
     let mut wanted = Vec::new();
-    for binding in &relation.bindings {
+    for binding in relation.bindings.iter().filter(|b| b.via.is_none()) {
         match param_index(action, &binding.this) {
             Some(i) => wanted.push(Wanted {
                 binding,
@@ -163,6 +163,9 @@ fn check_relation(
         }
         fields.insert(id, resolved);
     }
+    let Some(vias) = resolve_vias(cx, call, action, tool, relation, &required, out) else {
+        return;
+    };
     let satisfies = |s: StmtId| -> bool {
         let Some(site) = flow.call(s) else {
             return false;
@@ -174,7 +177,11 @@ fn check_relation(
             .iter()
             .zip(resolved)
             .all(|(w, &f)| w.value != UNBOUND && value_at(flow, site, f) == Some(w.value))
+            && vias.iter().all(|via| via.holds(flow, site))
     };
+    if !relation.guard.is_empty() {
+        check_guard(cx, call, name, relation, &required, &satisfies, out);
+    }
     // Fast path: a satisfying call earlier in the same block or an enclosing
     // one (every ancestor of it encloses the call too, in the same branch)
     // runs before the call on every path.
@@ -198,6 +205,196 @@ fn check_relation(
     out.push(report(
         cx, call, name, tool, relation, &required, &fields, &wanted, &path,
     ));
+}
+
+/// A binding through a third tool, resolved against the declarations: the
+/// required tool's side, and the calls of the third tool that qualify.
+struct ResolvedVia {
+    /// Per required action: where its `other` value is.
+    other: HashMap<ActionId, Side>,
+    /// The values the required tool's `other` may have: `field` of every
+    /// call of the third tool whose own bindings hold.
+    allowed: HashSet<ValueId>,
+}
+
+impl ResolvedVia {
+    fn holds(&self, flow: &Flow<'_>, site: &CallSite<'_>) -> bool {
+        self.other
+            .get(&site.action)
+            .and_then(|&side| value_at(flow, site, side))
+            .is_some_and(|v| self.allowed.contains(&v))
+    }
+}
+
+/// Resolves the `via` bindings of `relation`; `None` (after reporting an
+/// E0604) when a name in them matches no declaration.
+fn resolve_vias(
+    cx: &Context<'_>,
+    call: &CallSite<'_>,
+    action: &Action,
+    tool: &ToolAction,
+    relation: &Relation,
+    required: &[ActionId],
+    out: &mut Vec<Diagnostic>,
+) -> Option<Vec<ResolvedVia>> {
+    let flow = cx.flow;
+    let name = action.name.as_str();
+    let mut resolved = Vec::new();
+    for binding in &relation.bindings {
+        let Some(via) = &binding.via else { continue };
+        let mut other = HashMap::new();
+        for &id in required {
+            let Some(req) = cx.action(id) else { continue };
+            match resolve_other(cx.program, req, &binding.other) {
+                Some(side) => {
+                    other.insert(id, side);
+                }
+                None => {
+                    out.push(mismatch(
+                        req,
+                        format!(
+                            "the contract of `{name}` binds `{}` of `{}` through `{}`, but `{}`                              declares no parameter or output `{}`",
+                            binding.other, relation.tool, via.tool, req.name, binding.other
+                        ),
+                    ));
+                    return None;
+                }
+            }
+        }
+        // This call's values for the third tool's bindings.
+        let mut wanted: Vec<(ValueId, &str)> = Vec::new();
+        for b in &via.bindings {
+            let Some(i) = param_index(action, &b.this) else {
+                out.push(mismatch(
+                    action,
+                    format!(
+                        "the contract of `{name}` binds its `{}` to `{}` of `{}`, but `{name}`                          declares no parameter `{}`",
+                        b.this, b.other, via.tool, b.this
+                    ),
+                ));
+                return None;
+            };
+            wanted.push((
+                call.args.get(i).copied().unwrap_or(UNBOUND),
+                b.other.as_str(),
+            ));
+        }
+        let mut allowed = HashSet::new();
+        for &id in &actions_for_tool(cx.program, &tool.server.name, &via.tool) {
+            let Some(third) = cx.action(id) else { continue };
+            let Some(field) = resolve_other(cx.program, third, &via.field) else {
+                out.push(mismatch(
+                    third,
+                    format!(
+                        "the contract of `{name}` reads `{}` of `{}`, but `{}` declares no                          parameter or output `{}`",
+                        via.field, via.tool, third.name, via.field
+                    ),
+                ));
+                return None;
+            };
+            let mut sides = Vec::new();
+            for &(_, other_name) in &wanted {
+                match resolve_other(cx.program, third, other_name) {
+                    Some(side) => sides.push(side),
+                    None => {
+                        out.push(mismatch(
+                            third,
+                            format!(
+                                "the contract of `{name}` binds `{other_name}` of `{}`, but `{}`                                  declares no parameter or output `{other_name}`",
+                                via.tool, third.name
+                            ),
+                        ));
+                        return None;
+                    }
+                }
+            }
+            for site in flow.calls.iter().filter(|c| c.action == id) {
+                let matches = wanted.iter().zip(&sides).all(|(&(value, _), &side)| {
+                    value != UNBOUND && value_at(flow, site, side) == Some(value)
+                });
+                if matches && let Some(v) = value_at(flow, site, field) {
+                    allowed.insert(v);
+                }
+            }
+        }
+        resolved.push(ResolvedVia { other, allowed });
+    }
+    Some(resolved)
+}
+
+/// E0602 when no enclosing guard tests the required tool's results as the
+/// relation's `guard` says.
+fn check_guard(
+    cx: &Context<'_>,
+    call: &CallSite<'_>,
+    name: &str,
+    relation: &Relation,
+    required: &[ActionId],
+    satisfies: &dyn Fn(StmtId) -> bool,
+    out: &mut Vec<Diagnostic>,
+) {
+    let flow = cx.flow;
+    let ancestors = flow.ancestors(call.stmt);
+    let mut missing = Vec::new();
+    for condition in &relation.guard {
+        let mut targets = HashSet::new();
+        for site in flow.calls.iter().filter(|c| required.contains(&c.action)) {
+            if !satisfies(site.stmt) {
+                continue;
+            }
+            let Some(action) = cx.action(site.action) else {
+                continue;
+            };
+            if let Some(side) = resolve_other(cx.program, action, &condition.output)
+                && let Some(v) = value_at(flow, site, side)
+            {
+                targets.insert(v);
+            }
+        }
+        let tested = !targets.is_empty()
+            && ancestors.iter().any(|&(s, branch)| {
+                flow.guard(s).is_some_and(|g| {
+                    flow.implies(g, branch.guard_holds(), &targets, condition.equals)
+                })
+            });
+        if !tested {
+            missing.push(format!("`{} == {}`", condition.output, condition.equals));
+        }
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let required_name = required
+        .first()
+        .map_or(relation.tool.as_str(), |&id| cx.action_name(id));
+    let path = cx
+        .describe
+        .path(flow, &ancestors.iter().rev().copied().collect::<Vec<_>>());
+    out.push(
+        Diagnostic::error(
+            Code::MissingRequirement,
+            call.span,
+            format!(
+                "`{name}` requires the result of `{required_name}` to decide: {} must hold                  where `{name}` runs, but {path} no enclosing `if` or `while` tests {} of the                  `{required_name}` call that the relation binds",
+                join_and(&missing),
+                if missing.len() == 1 { "it" } else { "them" }
+            ),
+        )
+        .with_label(format!("`{required_name}`'s answer is not tested here"))
+        .with_hint(format!(
+            "call `{name}` only inside `if {} @ … {{ … }}` on the results of that              `{required_name}` call (sent with `msg` to the deciding lifeline)",
+            relation
+                .guard
+                .iter()
+                .map(|c| if c.equals {
+                    c.output.clone()
+                } else {
+                    format!("not {}", c.output)
+                })
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )),
+    );
 }
 
 fn mismatch(action: &Action, message: String) -> Diagnostic {
