@@ -224,7 +224,7 @@ fn stale_finding(cx: &Context<'_>, call: &CallSite<'_>, problems: &[Stale]) -> D
                     format!("`{name}`{} can run", at(*other))
                 };
                 reasons.push(format!(
-                    "after {} tests the answer, {what} before this call, so one answer                      confirms two transactions",
+                    "after {} tests the answer, {what} before this call, so one answer confirms two transactions",
                     construct(*guard)
                 ));
                 if let Some(c) = flow.call(*other) {
@@ -233,7 +233,7 @@ fn stale_finding(cx: &Context<'_>, call: &CallSite<'_>, problems: &[Stale]) -> D
             }
             Stale::BeforeGuard { guard, other } => {
                 reasons.push(format!(
-                    "{} can test an answer given before `{name}`{} ran, so that answer is                      not asked again for this call",
+                    "{} can test an answer given before `{name}`{} ran, so that answer is not asked again for this call",
                     construct(*guard),
                     at(*other)
                 ));
@@ -249,7 +249,7 @@ fn stale_finding(cx: &Context<'_>, call: &CallSite<'_>, problems: &[Stale]) -> D
                 not_shown = true;
                 let question = flow.call(*asked).map_or("?", |c| cx.action_name(c.action));
                 reasons.push(format!(
-                    "the confirmation `{question}`{} tested by {} does not show `{argument}` of                      `{name}` (its question is not computed from that value)",
+                    "the confirmation `{question}`{} tested by {} does not show `{argument}` of `{name}` (its question is not computed from that value)",
                     at(*asked),
                     construct(*guard)
                 ));
@@ -261,11 +261,11 @@ fn stale_finding(cx: &Context<'_>, call: &CallSite<'_>, problems: &[Stale]) -> D
     }
     let hint = if not_shown {
         format!(
-            "ask with the values `{name}` will use: pass them (or a summary computed from              them, e.g. \"{{origin}} to {{destination}}\") to the `human` action that confirms;              the contract's `confirmation_shows` lists the arguments a confirmation must show"
+            "ask with the values `{name}` will use: pass them (or a summary computed from them, e.g. \"{{origin}} to {{destination}}\") to the `human` action that confirms; the contract's `confirmation_shows` lists the arguments a confirmation must show"
         )
     } else {
         format!(
-            "ask again for every `{name}`: put the confirmation and its `if` inside the loop,              before each call (`act User: ok = confirm(…)` then `if ok @ … {{ … {name}(…) }}`)"
+            "ask again for every `{name}`: put the confirmation and its `if` inside the loop, before each call (`act User: ok = confirm(…)` then `if ok @ … {{ … {name}(…) }}`)"
         )
     };
     let mut diagnostic = Diagnostic::error(

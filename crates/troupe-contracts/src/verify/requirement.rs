@@ -179,9 +179,7 @@ fn check_relation(
             .all(|(w, &f)| w.value != UNBOUND && value_at(flow, site, f) == Some(w.value))
             && vias.iter().all(|via| via.holds(flow, site))
     };
-    if !relation.guard.is_empty() {
-        check_guard(cx, call, name, relation, &required, &satisfies, out);
-    }
+
     // Fast path: a satisfying call earlier in the same block or an enclosing
     // one (every ancestor of it encloses the call too, in the same branch)
     // runs before the call on every path.
@@ -196,10 +194,16 @@ fn check_relation(
                     .iter()
                     .all(|(a, b)| enclosing.get(a) == Some(b))
         });
-    if dominated {
-        return;
-    }
-    let Some(path) = flow.path_avoiding(call.stmt, &satisfies) else {
+    let missing = if dominated {
+        None
+    } else {
+        flow.path_avoiding(call.stmt, &satisfies)
+    };
+    let Some(path) = missing else {
+        // The required call happens; its result must decide too.
+        if !relation.guard.is_empty() {
+            check_guard(cx, call, name, relation, &required, &satisfies, out);
+        }
         return;
     };
     out.push(report(
@@ -253,7 +257,7 @@ fn resolve_vias(
                     out.push(mismatch(
                         req,
                         format!(
-                            "the contract of `{name}` binds `{}` of `{}` through `{}`, but `{}`                              declares no parameter or output `{}`",
+                            "the contract of `{name}` binds `{}` of `{}` through `{}`, but `{}` declares no parameter or output `{}`",
                             binding.other, relation.tool, via.tool, req.name, binding.other
                         ),
                     ));
@@ -268,7 +272,7 @@ fn resolve_vias(
                 out.push(mismatch(
                     action,
                     format!(
-                        "the contract of `{name}` binds its `{}` to `{}` of `{}`, but `{name}`                          declares no parameter `{}`",
+                        "the contract of `{name}` binds its `{}` to `{}` of `{}`, but `{name}` declares no parameter `{}`",
                         b.this, b.other, via.tool, b.this
                     ),
                 ));
@@ -286,7 +290,7 @@ fn resolve_vias(
                 out.push(mismatch(
                     third,
                     format!(
-                        "the contract of `{name}` reads `{}` of `{}`, but `{}` declares no                          parameter or output `{}`",
+                        "the contract of `{name}` reads `{}` of `{}`, but `{}` declares no parameter or output `{}`",
                         via.field, via.tool, third.name, via.field
                     ),
                 ));
@@ -300,7 +304,7 @@ fn resolve_vias(
                         out.push(mismatch(
                             third,
                             format!(
-                                "the contract of `{name}` binds `{other_name}` of `{}`, but `{}`                                  declares no parameter or output `{other_name}`",
+                                "the contract of `{name}` binds `{other_name}` of `{}`, but `{}` declares no parameter or output `{other_name}`",
                                 via.tool, third.name
                             ),
                         ));
@@ -375,14 +379,14 @@ fn check_guard(
             Code::MissingRequirement,
             call.span,
             format!(
-                "`{name}` requires the result of `{required_name}` to decide: {} must hold                  where `{name}` runs, but {path} no enclosing `if` or `while` tests {} of the                  `{required_name}` call that the relation binds",
+                "`{name}` requires the result of `{required_name}` to decide: {} must hold where `{name}` runs, but {path} no enclosing `if` or `while` tests {} of the `{required_name}` call that the relation binds",
                 join_and(&missing),
                 if missing.len() == 1 { "it" } else { "them" }
             ),
         )
         .with_label(format!("`{required_name}`'s answer is not tested here"))
         .with_hint(format!(
-            "call `{name}` only inside `if {} @ … {{ … }}` on the results of that              `{required_name}` call (sent with `msg` to the deciding lifeline)",
+            "call `{name}` only inside `if {} @ … {{ … }}` on the results of that `{required_name}` call (sent with `msg` to the deciding lifeline)",
             relation
                 .guard
                 .iter()
