@@ -50,14 +50,13 @@ fn tree_sitter() -> Option<PathBuf> {
 }
 
 fn run(ts: &Path, dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(ts)
+    Command::new(ts)
         .args(args)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
         .env("NO_COLOR", "1")
         .output()
-        .unwrap();
-    out
+        .unwrap()
 }
 
 fn text(out: &Output) -> String {
