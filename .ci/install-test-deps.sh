@@ -4,7 +4,7 @@
 # Idempotent; safe to run on every CI run and on a developer machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-for script in install-mcp-servers.sh install-browser.sh; do
+for script in install-mcp-servers.sh install-browser.sh install-editor.sh; do
   if [ -f "$here/$script" ]; then
     echo "== $script"
     bash "$here/$script"
