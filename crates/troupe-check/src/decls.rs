@@ -5,7 +5,6 @@ use crate::Checker;
 use crate::ir::{
     self, ActionKind, AnswerKind, HumanAction, LlmAction, Param, Template, TemplatePart,
 };
-use crate::suggest::did_you_mean;
 use crate::types::{EnumDef, EnumId, RecordDef, RecordId, Type};
 use std::collections::HashMap;
 use troupe_syntax::ast::{self, ExprKind, StrPart};
@@ -113,7 +112,7 @@ impl Checker<'_> {
                             format!("unknown type `{other}`"),
                         )
                         .with_label("not a type");
-                        d = d.with_hint(match did_you_mean(other, candidates) {
+                        d = d.with_hint(match self.did_you_mean(other, candidates) {
                             Some(s) => format!("did you mean `{s}`?"),
                             None => "types are Bool, Int, Float, Text, Json, [T], or a declared `enum` or `record`".to_owned(),
                         });
@@ -396,10 +395,11 @@ impl Checker<'_> {
                     ExprKind::Name(id) => match self.servers.get(&id.name) {
                         Some(s) => server = Some(s.clone()),
                         None => {
-                            let hint = match did_you_mean(&id.name, self.servers.keys().cloned()) {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => "declare it: `mcp NAME { command: \"…\" }`".to_owned(),
-                            };
+                            let hint =
+                                match self.did_you_mean(&id.name, self.servers.keys().cloned()) {
+                                    Some(s) => format!("did you mean `{s}`?"),
+                                    None => "declare it: `mcp NAME { command: \"…\" }`".to_owned(),
+                                };
                             self.error(
                                 Diagnostic::error(
                                     Code::InvalidActionField,
@@ -637,7 +637,7 @@ impl Checker<'_> {
         for f in fields {
             let name = f.name.name.as_str();
             if !allowed.contains(&name) {
-                let hint = match did_you_mean(name, allowed.iter().map(|s| s.to_string())) {
+                let hint = match self.did_you_mean(name, allowed.iter().map(|s| s.to_string())) {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("an `{kind}` action takes {}", allowed.join(", ")),
                 };
@@ -701,12 +701,13 @@ impl Checker<'_> {
                         } else {
                             let names: Vec<_> =
                                 params.iter().map(|p| format!("`{}`", p.name)).collect();
-                            match did_you_mean(&id.name, params.iter().map(|p| p.name.clone())) {
-                                Some(s) => format!(
-                                    "did you mean `{s}`? the parameters are {}",
-                                    names.join(", ")
-                                ),
-                                None => format!("the parameters are {}", names.join(", ")),
+                            let names = crate::suggest::list_some(names.iter().map(String::as_str));
+                            match self.did_you_mean(&id.name, params.iter().map(|p| p.name.clone()))
+                            {
+                                Some(s) => {
+                                    format!("did you mean `{s}`? the parameters are {names}")
+                                }
+                                None => format!("the parameters are {names}"),
                             }
                         };
                         self.error(

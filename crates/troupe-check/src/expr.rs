@@ -3,7 +3,7 @@
 
 use crate::Checker;
 use crate::ir::{self, BinaryOp, ExprKind as IK, FormatPart, LifelineId, Param, UnaryOp, VarId};
-use crate::suggest::did_you_mean;
+use crate::suggest::list_some;
 use crate::types::Type;
 use crate::value::Value;
 use crate::workflow::BindState;
@@ -171,7 +171,8 @@ impl Checker<'_> {
                     format!("`{}` is not a parameter of this action", id.name),
                 )
                 .with_label("unknown name");
-                if let Some(s) = did_you_mean(&id.name, params.iter().map(|p| p.name.clone())) {
+                if let Some(s) = self.did_you_mean(&id.name, params.iter().map(|p| p.name.clone()))
+                {
                     d = d.with_hint(format!("did you mean `{s}`?"));
                 }
                 self.error(d);
@@ -179,13 +180,10 @@ impl Checker<'_> {
             Scope::At(at) => {
                 if let Some(Type::Enum(eid)) = expected {
                     let def = self.types.enum_def(*eid);
-                    let hint = match did_you_mean(&id.name, def.values.iter().cloned()) {
-                        Some(s) => format!(
-                            "did you mean `{s}`? {} has {}",
-                            def.name,
-                            def.values.join(", ")
-                        ),
-                        None => format!("{} has {}", def.name, def.values.join(", ")),
+                    let values = list_some(def.values.iter().map(String::as_str));
+                    let hint = match self.did_you_mean(&id.name, &def.values) {
+                        Some(s) => format!("did you mean `{s}`? {} has {values}", def.name),
+                        None => format!("{} has {values}", def.name),
                     };
                     let msg = format!("`{}` is not a value of {}", id.name, def.name);
                     self.error(
@@ -220,27 +218,25 @@ impl Checker<'_> {
             return;
         }
         let lifeline = self.wf.lifeline_name(at).to_owned();
-        let elsewhere: Vec<String> = self
+        let elsewhere: Option<String> = self
             .wf
             .lifelines_binding(&id.name)
-            .into_iter()
-            .filter(|&l| l != at)
-            .map(|l| self.wf.lifeline_name(l).to_owned())
-            .collect();
+            .find(|&l| l != at)
+            .map(|l| self.wf.lifeline_name(l).to_owned());
         let mut d = Diagnostic::error(
             Code::UnboundVariable,
             id.span,
             format!("`{}` is not bound at {lifeline}", id.name),
         )
         .with_label(format!("read at {lifeline} before it is bound there"));
-        d = if let Some(other) = elsewhere.first() {
+        d = if let Some(other) = &elsewhere {
             d.with_hint(format!(
                 "`{0}` is bound at {other}, not at {lifeline}; send it first: `msg {other}({0}) -> {lifeline}({0})`",
                 id.name
             ))
         } else {
             let candidates = self.wf.names_at(at);
-            match did_you_mean(&id.name, candidates) {
+            match self.did_you_mean(&id.name, candidates) {
                 Some(s) => d.with_hint(format!("did you mean `{s}`?")),
                 None => d.with_hint(format!(
                     "bind it at {lifeline} first: as a workflow input, by receiving it in a `msg`, or as an action output"
@@ -292,7 +288,8 @@ impl Checker<'_> {
                 return match def.values.iter().position(|v| *v == field.name) {
                     Some(i) => (IK::Lit(Value::Enum(eid, i as u32)), Type::Enum(eid)),
                     None => {
-                        let hint = format!("{} has {}", def.name, def.values.join(", "));
+                        let values = list_some(def.values.iter().map(String::as_str));
+                        let hint = format!("{} has {values}", def.name);
                         let msg = format!("`{}` is not a value of {}", field.name, def.name);
                         self.error(
                             Diagnostic::error(Code::UnknownEnumValue, field.span, msg)
@@ -314,9 +311,13 @@ impl Checker<'_> {
                     }
                     None => {
                         let names: Vec<_> = def.fields.iter().map(|(n, _)| n.clone()).collect();
-                        let hint = match did_you_mean(&field.name, names.iter().cloned()) {
+                        let hint = match self.did_you_mean(&field.name, names.iter().cloned()) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None => format!("{} has the fields {}", def.name, names.join(", ")),
+                            None => format!(
+                                "{} has the fields {}",
+                                def.name,
+                                list_some(names.iter().map(String::as_str))
+                            ),
                         };
                         let msg = format!("the record {} has no field `{}`", def.name, field.name);
                         self.error(

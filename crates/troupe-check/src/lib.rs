@@ -48,6 +48,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         action_names: HashMap::new(),
         servers: HashMap::new(),
         wf: workflow::WfState::default(),
+        suggestion_budget: std::cell::Cell::new(suggest::SUGGESTION_BUDGET),
     };
     checker.declare_types(file);
     checker.declare_servers(file);
@@ -88,6 +89,8 @@ pub(crate) struct Checker<'a> {
     action_names: HashMap<String, ir::ActionId>,
     servers: HashMap<String, std::sync::Arc<ir::McpServer>>,
     wf: workflow::WfState,
+    /// Candidate comparisons left for "did you mean" hints (see `suggest`).
+    suggestion_budget: std::cell::Cell<usize>,
 }
 
 impl Checker<'_> {

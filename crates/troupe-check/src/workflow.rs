@@ -10,7 +10,6 @@
 use crate::Checker;
 use crate::expr::Scope;
 use crate::ir::{self, Call, LifelineId, MsgItem, Recv, StmtId, StmtKind, VarId};
-use crate::suggest::did_you_mean;
 use crate::types::Type;
 use crate::value::Value;
 use std::collections::HashMap;
@@ -93,25 +92,29 @@ impl WfState {
     }
 
     /// The lifelines at which `name` is bound on every path here.
-    pub(crate) fn lifelines_binding(&self, name: &str) -> Vec<LifelineId> {
+    pub(crate) fn lifelines_binding<'s>(
+        &'s self,
+        name: &str,
+    ) -> impl Iterator<Item = LifelineId> + 's {
         self.by_name
             .get(name)
-            .map(|list| {
-                list.iter()
-                    .filter(|(_, v)| *self.state(*v) == BindState::Bound)
-                    .map(|(l, _)| *l)
-                    .collect()
-            })
-            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| *self.state(*v) == BindState::Bound)
+            .map(|(l, _)| *l)
     }
 
-    /// The names of the variables of lifeline `at`.
-    pub(crate) fn names_at(&self, at: LifelineId) -> Vec<String> {
-        self.vars
-            .iter()
-            .filter(|v| v.lifeline == at)
-            .map(|v| v.name.clone())
-            .collect()
+    /// The names of the variables of lifeline `at`, as one item per variable
+    /// of the workflow (`""`, which matches nothing, for the variables of other
+    /// lifelines), so that the suggestion budget counts the whole scan.
+    pub(crate) fn names_at(&self, at: LifelineId) -> impl Iterator<Item = &str> {
+        self.vars.iter().map(move |v| {
+            if v.lifeline == at {
+                v.name.as_str()
+            } else {
+                ""
+            }
+        })
     }
 
     fn set(&mut self, var: VarId, state: BindState) {
@@ -245,13 +248,13 @@ impl Checker<'_> {
             return l;
         }
         // Only reachable when a `lifelines` line fixed the set.
-        let names: Vec<String> = self.wf.lifelines.iter().map(|l| l.name.clone()).collect();
-        let hint = match did_you_mean(&id.name, names.iter().cloned()) {
+        let names = || self.wf.lifelines.iter().map(|l| l.name.as_str());
+        let hint = match self.did_you_mean(&id.name, names()) {
             Some(s) => format!("did you mean `{s}`?"),
             None => format!(
                 "add `{}` to the `lifelines` line ({})",
                 id.name,
-                names.join(", ")
+                crate::suggest::list_some(names())
             ),
         };
         self.error(
@@ -375,7 +378,6 @@ impl Checker<'_> {
                     let elsewhere: Vec<_> = self
                         .wf
                         .lifelines_binding(&item.var.name)
-                        .into_iter()
                         .filter(|&l| l != at)
                         .collect();
                     if let Some(BindState::Maybe(reason)) = found.map(|v| self.wf.state(v).clone())
@@ -729,10 +731,11 @@ impl Checker<'_> {
                     )
                 }
                 None => {
-                    let hint = match did_you_mean(&name.name, self.action_names.keys().cloned()) {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => "declare it with `llm`, `pure`, `effect` or `human`".to_owned(),
-                    };
+                    let hint =
+                        match self.did_you_mean(&name.name, self.action_names.keys().cloned()) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => "declare it with `llm`, `pure`, `effect` or `human`".to_owned(),
+                        };
                     self.error(
                         Diagnostic::error(
                             Code::UnknownAction,
