@@ -2,6 +2,7 @@
 //! multi-agent workflows.
 
 mod commands;
+mod out;
 mod render;
 mod terminal;
 
@@ -90,28 +91,51 @@ enum Command {
     ///   troupe mcp import ../shared/data/mcp-tools/filesystem.json --from-json
     #[command(subcommand, verbatim_doc_comment)]
     Mcp(troupe_mcp::cli::McpCommand),
-    /// List the runs of a store.
-    Runs(commands::durable::RunsArgs),
-    /// Show one run: its status, inputs, recorded steps and result.
-    Status(commands::durable::RunRefArgs),
+    /// List the runs of a store (`--prune KEEP` deletes old ended runs).
+    Runs(commands::inspect::RunsArgs),
+    /// Show one run: its status, owner, settings, recorded steps, the tasks
+    /// it waits on, and its result or whole error.
+    Status(commands::inspect::RunRefArgs),
     /// Print the recorded trace of a run (`--follow` to watch it live).
-    Trace(commands::durable::TraceArgs),
-    /// List the human tasks waiting for an answer.
-    Tasks(commands::durable::TasksArgs),
+    Trace(commands::inspect::TraceArgs),
+    /// List the human tasks waiting for an answer, with the type each expects.
+    Tasks(commands::inspect::TasksArgs),
     /// Answer a human task: the first answer wins, from any process.
+    ///
+    /// The answer is read by the task's expected type (`troupe tasks` shows
+    /// it) and refused, with an example, when it does not fit: the task then
+    /// stays pending.
     ///
     /// Examples:
     ///   troupe answer task-1 --yes
     ///   troupe answer task-2 --value email
+    ///   troupe answer task-3 --value 3                 (an Int)
+    ///   troupe answer task-4 --json '{"name": "Ada"}'  (a record)
     #[command(verbatim_doc_comment)]
     Answer(commands::durable::AnswerArgs),
-    /// Continue an unfinished run with its recorded source, redoing nothing
-    /// that was recorded.
+    /// Continue an unfinished run with its recorded source, inputs and
+    /// settings (models, seed, deadlines, durability), redoing nothing that
+    /// was recorded.
+    ///
+    /// Exactly one process runs a run: it holds the run's lease and renews
+    /// it; a crashed owner's lease expires after 15 s (TROUPE_LEASE=5s
+    /// changes it), then any process may resume the run. Options given here
+    /// override the recorded settings from now on (and are recorded).
     Resume(commands::durable::ResumeArgs),
+    /// Continue a failed run from its last durable step (after a transient
+    /// failure: a model timeout, a server that was down).
+    Retry(commands::durable::RetryArgs),
+    /// Cancel a run: its in-flight actions stop, its pending tasks close,
+    /// and the reason is recorded.
+    Cancel(commands::durable::CancelArgs),
+    /// Delete runs with their events, steps and tasks.
+    Delete(commands::durable::DeleteArgs),
     /// Settle an effect that started before a crash and never finished.
+    ///
+    /// `troupe status RUN` shows the step and the command to give.
     Resolve(commands::durable::ResolveArgs),
     /// Check a recorded run against the workflow's semantics (⟦P⟧).
-    Verify(commands::durable::RunRefArgs),
+    Verify(commands::inspect::RunRefArgs),
     /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
@@ -179,7 +203,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),
-        Command::Runs(args) => commands::durable::runs(&args),
+        Command::Runs(args) => commands::inspect::runs(&args),
         Command::Mcp(cmd) => commands::mcp::run(cmd),
         Command::Serve(args) => troupe_web::run(args)
             .map(|_| ExitStatus::Success)
@@ -187,13 +211,16 @@ fn main() -> ExitCode {
         Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),
-        Command::Status(args) => commands::durable::status(&args),
-        Command::Trace(args) => commands::durable::trace(&args),
-        Command::Tasks(args) => commands::durable::tasks(&args),
-        Command::Answer(args) => commands::durable::answer(&args),
-        Command::Resume(args) => commands::durable::resume(&args),
-        Command::Resolve(args) => commands::durable::resolve(&args),
-        Command::Verify(args) => commands::durable::verify(&args),
+        Command::Status(args) => commands::inspect::status(&args),
+        Command::Trace(args) => commands::inspect::trace(&args),
+        Command::Tasks(args) => commands::inspect::tasks(&args),
+        Command::Answer(args) => commands::durable::answer(&args, cli.color),
+        Command::Resume(args) => commands::durable::resume(&args, cli.color),
+        Command::Retry(args) => commands::durable::retry(&args, cli.color),
+        Command::Cancel(args) => commands::durable::cancel(&args, cli.color),
+        Command::Delete(args) => commands::durable::delete(&args, cli.color),
+        Command::Resolve(args) => commands::durable::resolve(&args, cli.color),
+        Command::Verify(args) => commands::inspect::verify(&args),
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),
@@ -203,8 +230,10 @@ fn main() -> ExitCode {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
         Ok(ExitStatus::Failure) => ExitCode::from(1),
         Ok(ExitStatus::Usage) => ExitCode::from(2),
+        // A closed pipe (`troupe runs | head -1`) ends the command quietly.
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal::sanitize(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

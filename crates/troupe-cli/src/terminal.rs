@@ -32,14 +32,16 @@ fn ask_blocking(task: &HumanTask) -> Result<serde_json::Value, String> {
     let _ = writeln!(
         stderr,
         "\n── task for {} ({}) ──\n{}",
-        task.lifeline, task.action, task.prompt
+        sanitize(&task.lifeline),
+        sanitize(&task.action),
+        sanitize(&task.prompt)
     );
     loop {
         let hint = match task.answer {
             AnswerKind::Confirm => "[y/n]".to_owned(),
             AnswerKind::Select => {
                 for (i, o) in task.options.iter().enumerate() {
-                    let _ = writeln!(stderr, "  {}) {o}", i + 1);
+                    let _ = writeln!(stderr, "  {}) {}", i + 1, sanitize(o));
                 }
                 "[number or name]".to_owned()
             }
@@ -47,7 +49,7 @@ fn ask_blocking(task: &HumanTask) -> Result<serde_json::Value, String> {
                 let _ = writeln!(
                     stderr,
                     "current text (an empty line keeps it):\n{}",
-                    task.prefill.as_deref().unwrap_or("")
+                    sanitize(task.prefill.as_deref().unwrap_or(""))
                 );
                 "[new text]".to_owned()
             }
@@ -103,5 +105,48 @@ fn text_answer(line: &str, ty: &troupe_check::Type) -> serde_json::Value {
         troupe_check::Type::Text => serde_json::Value::String(line.to_owned()),
         _ => serde_json::from_str(line)
             .unwrap_or_else(|_| serde_json::Value::String(line.to_owned())),
+    }
+}
+
+/// Text from users, models, tools and stores, made safe for a terminal:
+/// control characters (escape sequences among them) are shown escaped
+/// (`\x1b`), so no text can move the cursor, recolour or retitle it.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            use std::fmt::Write as _;
+            let _ = match c as u32 {
+                n @ 0..=0xff => write!(out, "\\x{n:02x}"),
+                n => write!(out, "\\u{{{n:x}}}"),
+            };
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// C0 and C1 controls (but tab and newline), DEL, and the bidirectional
+/// overrides that reorder what a terminal shows.
+fn is_unsafe(c: char) -> bool {
+    (c.is_control() && c != '\t' && c != '\n')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn escapes_control_sequences() {
+        assert_eq!(sanitize("plain text\tok"), "plain text\tok");
+        assert_eq!(sanitize("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
+        assert_eq!(sanitize("a\rb\x07"), "a\\x0db\\x07");
+        assert_eq!(sanitize("\u{9b}2J"), "\\x9b2J");
+        assert_eq!(sanitize("x\u{202e}y"), "x\\u{202e}y");
     }
 }

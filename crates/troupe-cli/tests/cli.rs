@@ -8,6 +8,7 @@ fn troupe(args: &[&str]) -> Output {
         .args(args)
         .current_dir(workspace())
         .env("NO_COLOR", "1")
+        .env("TROUPE_LEASE", "1s")
         .output()
         .expect("run troupe")
 }
@@ -171,6 +172,7 @@ fn every_example_runs_with_the_mock_model_and_verifies() {
             "request=a new laptop",
             "--answers",
             "examples/scripts/local_approval.answers.json",
+            "--mock-externs",
         ],
         &[
             "run",
@@ -262,6 +264,19 @@ fn run_reports_bad_inputs_and_unanswerable_tasks() {
     let out = troupe(&["run", "examples/local_approval.troupe", "-i", "request=x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
+        stderr(&out).contains("no implementation for the extern action(s) record_decision"),
+        "{}",
+        stderr(&out)
+    );
+    let out = troupe(&[
+        "run",
+        "examples/local_approval.troupe",
+        "-i",
+        "request=x",
+        "--mock-externs",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
         stderr(&out).contains("lifeline Approver, action `approve`"),
         "{}",
         stderr(&out)
@@ -292,6 +307,7 @@ fn local_approval_waits_for_an_answer_from_another_process() {
             "--store",
             db,
             "--json",
+            "--mock-externs",
         ])
         .current_dir(workspace())
         .stdout(std::process::Stdio::piped())
@@ -542,6 +558,7 @@ fn a_changed_workflow_is_not_resumed_but_an_unchanged_one_is() {
         "--store",
         db_s,
         "--detach",
+        "--mock-externs",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let pid: u32 = stderr(&out)
@@ -563,11 +580,20 @@ fn a_changed_workflow_is_not_resumed_but_an_unchanged_one_is() {
         .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let runs: serde_json::Value =
-        serde_json::from_slice(&troupe(&["runs", "--store", db_s, "--json"]).stdout).unwrap();
-    assert_eq!(runs[0]["status"], "stalled");
-    // Another version of the file: refused, with what changed.
+    // The dead owner's lease (1 s here) expires; then the run is stalled.
+    let mut stalled = false;
+    for _ in 0..100 {
+        let runs: serde_json::Value =
+            serde_json::from_slice(&troupe(&["runs", "--store", db_s, "--json"]).stdout).unwrap();
+        if runs[0]["status"] == "stalled" {
+            stalled = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(stalled, "the run never became stalled");
+    // Another version of the file: a new run is started, and said so; the
+    // unfinished one is left as it is.
     std::fs::write(
         &file,
         original.replace(
@@ -576,36 +602,73 @@ fn a_changed_workflow_is_not_resumed_but_an_unchanged_one_is() {
         ),
     )
     .unwrap();
-    let out = troupe(&["run", file_s, "-i", "request=boat", "--store", db_s]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("was started from another version"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        stderr(&out).contains("act Requester: again = approved"),
-        "{}",
-        stderr(&out)
-    );
-    // The same version: resumed, and the pending task is answered once.
-    std::fs::write(&file, &original).unwrap();
     let answers = dir.join("answers.json");
     std::fs::write(&answers, r#"{"approve": true}"#).unwrap();
     let out = troupe(&[
         "run",
         file_s,
+        "-i",
+        "request=boat",
+        "--store",
+        db_s,
+        "--mock-externs",
+        "--answers",
+        answers.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("started run-2")
+            && stderr(&out).contains("run-1 (stalled, another version of the workflow)"),
+        "{}",
+        stderr(&out)
+    );
+    // Other inputs: another new run.
+    std::fs::write(&file, &original).unwrap();
+    let out = troupe(&[
+        "run",
+        file_s,
+        "-i",
+        "request=kayak",
+        "--store",
+        db_s,
+        "--mock-externs",
+        "--answers",
+        answers.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run-1 (stalled, other inputs)"),
+        "{}",
+        stderr(&out)
+    );
+    // The same version and inputs: run-1 is continued, and its pending task
+    // is answered once.
+    let out = troupe(&[
+        "run",
+        file_s,
+        "-i",
+        "request=boat",
         "--store",
         db_s,
         "--answers",
         answers.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("resuming run-1"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("continuing run-1"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(stdout(&out), "approved = true\n");
     let tasks: serde_json::Value =
         serde_json::from_slice(&troupe(&["tasks", "--all", "--store", db_s, "--json"]).stdout)
             .unwrap();
-    assert_eq!(tasks.as_array().unwrap().len(), 1);
+    let of_run_1 = tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["run"] == "run-1")
+        .count();
+    assert_eq!(of_run_1, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

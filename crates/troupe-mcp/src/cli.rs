@@ -70,6 +70,10 @@ pub enum McpCommand {
         /// How long a tool call waits for its run before it answers with the run id.
         #[arg(long, value_name = "MS", default_value_t = 2000)]
         deadline_ms: u64,
+        /// Answer `extern` actions that have no implementation with mock
+        /// values (without it, such workflows' runs refuse to start).
+        #[arg(long)]
+        mock_externs: bool,
     },
 }
 
@@ -99,6 +103,7 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
             llm,
             llm_for,
             deadline_ms,
+            mock_externs,
         } => {
             let options = ServeOptions {
                 files,
@@ -106,6 +111,7 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
                 llm,
                 llm_for,
                 deadline: std::time::Duration::from_millis(deadline_ms),
+                mock_externs,
             };
             serve(options, http).await.map_err(|e| McpError::Input {
                 what: "troupe mcp serve".into(),

@@ -23,7 +23,9 @@ pub mod import;
 pub mod results;
 pub mod schema;
 pub mod serve;
+pub mod tools;
 
 pub use error::McpError;
 pub use host::{IDEMPOTENCY_META_KEY, McpToolHost};
 pub use import::{ImportOptions, import_from_json, import_from_server, parse_server_spec};
+pub use tools::McpTools;

@@ -38,6 +38,7 @@ fn server(tag: &str) -> (Server, PathBuf) {
     let options = ServeOptions {
         store: store.clone(),
         deadline: Duration::from_secs(10),
+        mock_externs: true,
         ..ServeOptions::new(vec![
             examples().join("counter.troupe"),
             examples().join("local_approval.troupe"),
@@ -399,7 +400,9 @@ fn the_serve_subcommand_parses() {
             llm,
             llm_for,
             deadline_ms,
+            mock_externs,
         } => {
+            assert!(!mock_externs);
             assert_eq!(files.len(), 2);
             assert_eq!(store, PathBuf::from("x.db"));
             assert_eq!(http, Some("127.0.0.1:8940".parse().expect("addr")));
@@ -429,6 +432,7 @@ fn an_answer_resumes_a_run_whose_server_stopped() {
     let options = ServeOptions {
         store: store.clone(),
         deadline: Duration::from_secs(10),
+        mock_externs: true,
         ..ServeOptions::new(vec![examples().join("local_approval.troupe")])
     };
     let runtime = || {

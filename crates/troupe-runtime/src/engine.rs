@@ -428,56 +428,7 @@ impl Engine {
         pairs: &[(String, String)],
         json: Option<&serde_json::Value>,
     ) -> Result<Vec<Value>, RunError> {
-        let wf = self.workflow();
-        let types = self.types();
-        let mut values: Vec<Option<Value>> = vec![None; wf.inputs.len()];
-        let index = |name: &str| wf.inputs.iter().position(|v| wf.var(*v).name == name);
-        let unknown = |name: &str| {
-            let names: Vec<_> = wf.inputs.iter().map(|v| wf.var(*v).name.as_str()).collect();
-            RunError::Input {
-                name: name.to_owned(),
-                message: format!("no such input; the inputs are {}", names.join(", ")),
-            }
-        };
-        if let Some(json) = json {
-            let obj = json.as_object().ok_or_else(|| RunError::Input {
-                name: "--input-json".into(),
-                message: "expected a JSON object".into(),
-            })?;
-            for (name, v) in obj {
-                let i = index(name).ok_or_else(|| unknown(name))?;
-                let ty = &wf.var(wf.inputs[i]).ty;
-                values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input {
-                    name: name.clone(),
-                    message: m,
-                })?);
-            }
-        }
-        for (name, text) in pairs {
-            let i = index(name).ok_or_else(|| unknown(name))?;
-            let ty = &wf.var(wf.inputs[i]).ty;
-            values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input {
-                name: name.clone(),
-                message: m,
-            })?);
-        }
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.ok_or_else(|| {
-                    let var = wf.var(wf.inputs[i]);
-                    RunError::Input {
-                        name: var.name.clone(),
-                        message: format!(
-                            "missing; give it with --input {}=… ({})",
-                            var.name,
-                            types.display(&var.ty)
-                        ),
-                    }
-                })
-            })
-            .collect()
+        parse_inputs(self.workflow(), self.types(), pairs, json)
     }
 
     /// Runs the workflow once with `inputs` (in declaration order).
@@ -1106,6 +1057,9 @@ impl RunState {
                     .await
                     .map_err(Failure::Journal)?;
             }
+            if let (Some(journal), StepKind::Human) = (&journal, kind) {
+                journal.flush().await.map_err(Failure::Journal)?;
+            }
             let perform = make();
             let values = match timeout {
                 Some(t) => match tokio::time::timeout(t, perform).await {
@@ -1317,4 +1271,63 @@ fn render(t: &Template, args: &[Value], types: &TypeTable) -> String {
         }
     }
     out
+}
+
+/// Reads the inputs of `wf` given as `name=value` texts (parsed by declared
+/// type) and/or a JSON object; every declared input must be given exactly
+/// once. Needs no engine: callers parse inputs before they record a run.
+pub fn parse_inputs(
+    wf: &Workflow,
+    types: &TypeTable,
+    pairs: &[(String, String)],
+    json: Option<&serde_json::Value>,
+) -> Result<Vec<Value>, RunError> {
+    let mut values: Vec<Option<Value>> = vec![None; wf.inputs.len()];
+    let index = |name: &str| wf.inputs.iter().position(|v| wf.var(*v).name == name);
+    let unknown = |name: &str| {
+        let names: Vec<_> = wf.inputs.iter().map(|v| wf.var(*v).name.as_str()).collect();
+        RunError::Input {
+            name: name.to_owned(),
+            message: format!("no such input; the inputs are {}", names.join(", ")),
+        }
+    };
+    if let Some(json) = json {
+        let obj = json.as_object().ok_or_else(|| RunError::Input {
+            name: "--input-json".into(),
+            message: "expected a JSON object".into(),
+        })?;
+        for (name, v) in obj {
+            let i = index(name).ok_or_else(|| unknown(name))?;
+            let ty = &wf.var(wf.inputs[i]).ty;
+            values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input {
+                name: name.clone(),
+                message: m,
+            })?);
+        }
+    }
+    for (name, text) in pairs {
+        let i = index(name).ok_or_else(|| unknown(name))?;
+        let ty = &wf.var(wf.inputs[i]).ty;
+        values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input {
+            name: name.clone(),
+            message: m,
+        })?);
+    }
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.ok_or_else(|| {
+                let var = wf.var(wf.inputs[i]);
+                RunError::Input {
+                    name: var.name.clone(),
+                    message: format!(
+                        "missing; give it with --input {}=… ({})",
+                        var.name,
+                        types.display(&var.ty)
+                    ),
+                }
+            })
+        })
+        .collect()
 }

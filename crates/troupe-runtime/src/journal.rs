@@ -109,6 +109,13 @@ pub trait RunJournal: Send + Sync {
         outputs: &[Value],
     ) -> BoxFuture<'static, Result<(), String>>;
 
+    /// Makes the events recorded so far durable. Called before the run
+    /// waits on a person, so that whoever looks at a waiting run sees how
+    /// it got there.
+    fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Flushes everything and durably records how the run ended.
     fn finish(
         &self,

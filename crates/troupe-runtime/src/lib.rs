@@ -36,7 +36,7 @@ pub mod trace;
 pub use actions::{
     EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
 };
-pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule};
+pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_inputs};
 pub use error::{Location, RunError};
 pub use journal::{Recorded, RunJournal, StepKey, StepKind};
 pub use trace::{Trace, TraceEntry};

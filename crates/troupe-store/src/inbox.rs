@@ -4,10 +4,10 @@
 //! waits by polling its task, so an answer from another process reaches it.
 
 use crate::writer::Op;
-use crate::{NewTask, Store};
+use crate::{NewTask, RunStatus, Store};
 use std::sync::Arc;
 use std::time::Duration;
-use troupe_check::ir::AnswerKind;
+use troupe_check::TypeTable;
 use troupe_llm::BoxFuture;
 use troupe_runtime::{HumanInbox, HumanTask};
 
@@ -18,6 +18,8 @@ pub type OnWait = dyn Fn(&str, &HumanTask) + Send + Sync;
 pub struct StoreInbox {
     store: Store,
     run: i64,
+    /// To write each task's expected type as data (its name and schema).
+    types: Arc<TypeTable>,
     /// Answers to apply at once, keyed like `ScriptedHumans`.
     scripted: Option<serde_json::Map<String, serde_json::Value>>,
     on_wait: Option<Arc<OnWait>>,
@@ -32,20 +34,12 @@ impl std::fmt::Debug for StoreInbox {
     }
 }
 
-pub(crate) fn kind_name(kind: AnswerKind) -> &'static str {
-    match kind {
-        AnswerKind::Confirm => "confirm",
-        AnswerKind::Select => "select",
-        AnswerKind::Input => "input",
-        AnswerKind::Edit => "edit",
-    }
-}
-
 impl StoreInbox {
-    pub fn new(store: Store, run: i64) -> StoreInbox {
+    pub fn new(store: Store, run: i64, types: Arc<TypeTable>) -> StoreInbox {
         StoreInbox {
             store,
             run,
+            types,
             scripted: None,
             on_wait: None,
             poll: Duration::from_millis(100),
@@ -91,11 +85,12 @@ impl HumanInbox for StoreInbox {
                 key: task.key.clone(),
                 lifeline: task.lifeline.clone(),
                 action: task.action.clone(),
-                kind: kind_name(task.answer),
+                kind: task.answer.into(),
                 prompt: task.prompt.clone(),
                 prefill: task.prefill.clone(),
                 options: task.options.clone(),
-                ty: format!("{:?}", task.ty),
+                ty: inbox.types.display(&task.ty).to_string(),
+                schema: troupe_llm::json_schema(&task.ty, &inbox.types).to_string(),
             };
             writer
                 .send_durable(Op::Task(new))
@@ -117,7 +112,7 @@ impl HumanInbox for StoreInbox {
                 if let Some(answer) = row.answer {
                     let _ = writer.send(Op::Status {
                         run: inbox.run,
-                        status: "running",
+                        status: RunStatus::Running,
                     });
                     return serde_json::from_str(&answer)
                         .map_err(|e| format!("task {task_id}: stored answer is not JSON: {e}"));
@@ -126,7 +121,7 @@ impl HumanInbox for StoreInbox {
                     announced = true;
                     let _ = writer.send(Op::Status {
                         run: inbox.run,
-                        status: "waiting",
+                        status: RunStatus::Waiting,
                     });
                     if let Some(f) = &inbox.on_wait {
                         f(&task_id, &task);

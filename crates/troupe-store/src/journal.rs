@@ -252,6 +252,23 @@ impl RunJournal for StoreJournal {
         })
     }
 
+    fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
+        let op = match self.buffer.lock() {
+            Ok(mut buf) => self.take_chunk(&mut buf),
+            Err(_) => return Box::pin(async { Err("the journal was poisoned".to_owned()) }),
+        };
+        match op {
+            Some(op) => {
+                let rx = self.writer.send_durable(op);
+                Box::pin(async move {
+                    rx.await
+                        .unwrap_or_else(|_| Err("the store writer stopped".to_owned()))
+                })
+            }
+            None => Box::pin(async { Ok(()) }),
+        }
+    }
+
     fn finish(
         &self,
         outcome: Result<&[(String, Value)], &RunError>,
@@ -264,14 +281,14 @@ impl RunJournal for StoreJournal {
                     .collect();
                 Op::Finish {
                     run: self.run,
-                    status: "done",
+                    status: crate::RunStatus::Done,
                     result: Some(serde_json::Value::Object(obj).to_string()),
                     error: None,
                 }
             }
             Err(e) => Op::Finish {
                 run: self.run,
-                status: "failed",
+                status: crate::RunStatus::Failed,
                 result: None,
                 error: Some(e.to_string()),
             },

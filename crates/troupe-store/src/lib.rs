@@ -18,13 +18,17 @@
 mod codec;
 mod inbox;
 mod journal;
+mod lease;
 mod query;
+mod state;
 mod writer;
 
 pub use codec::{DecodeError, decode_events, fnv64};
 pub use inbox::StoreInbox;
 pub use journal::StoreJournal;
+pub use lease::{Claim, Renewal};
 pub use query::{RunDetail, RunSummary, StepRow, TaskRow};
+pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -33,7 +37,8 @@ use writer::Writer;
 
 /// `PRAGMA application_id` of troupe stores ("trup").
 const APPLICATION_ID: i64 = 0x7472_7570;
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes; older stores are migrated on open.
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64 + 1;
 
 /// How hard each commit tries to survive a power loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +75,14 @@ pub enum StoreError {
     UnknownTask(String),
     #[error("{0}")]
     Conflict(String),
+    #[error(
+        "{path} was written by a newer troupe (schema {found}, this troupe knows up to {known}); upgrade troupe or choose another file with --store"
+    )]
+    Newer {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
     #[error("store error: {0}")]
     Sql(String),
 }
@@ -100,17 +113,20 @@ pub struct NewTask {
     pub key: String,
     pub lifeline: String,
     pub action: String,
-    pub kind: &'static str,
+    pub kind: TaskKind,
     pub prompt: String,
     pub prefill: Option<String>,
     pub options: Vec<String>,
+    /// The answer's type as the language writes it (`Int`, `[Text]`, …).
     pub ty: String,
+    /// The JSON Schema of the answer, for forms and clients.
+    pub schema: String,
 }
 
 pub(crate) fn insert_task(conn: &Connection, t: &NewTask) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, status, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+        "INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
          ON CONFLICT(run, key) DO NOTHING",
     )?
     .execute(params![
@@ -118,11 +134,12 @@ pub(crate) fn insert_task(conn: &Connection, t: &NewTask) -> rusqlite::Result<()
         t.key,
         t.lifeline,
         t.action,
-        t.kind,
+        t.kind.as_str(),
         t.prompt,
         t.prefill,
         serde_json::to_string(&t.options).unwrap_or_default(),
-        t.ty
+        t.ty,
+        t.schema
     ])?;
     Ok(())
 }
@@ -151,6 +168,9 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// The first schema; [`MIGRATIONS`] bring it to [`SCHEMA_VERSION`]. A new
+/// store is created by running both, so that old and new stores can never
+/// differ.
 const SCHEMA: &str = "
 CREATE TABLE runs(
   id INTEGER PRIMARY KEY,
@@ -213,6 +233,46 @@ CREATE TABLE tasks(
 );
 CREATE INDEX tasks_status ON tasks(status);
 ";
+
+/// Schema changes, in order: `MIGRATIONS[i]` takes a store from version
+/// `i + 1` to `i + 2`. Each runs in the transaction that sets the new
+/// `user_version`, so a crash leaves the old or the new schema.
+const MIGRATIONS: &[&str] = &[
+    // 2: leases instead of owner PIDs, a run's settings, cancellation,
+    // typed tasks, and the notification adapters' tables (once created by
+    // `troupe serve` itself).
+    "
+ALTER TABLE runs ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE runs ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cancel_requested TEXT;
+ALTER TABLE tasks ADD COLUMN schema TEXT;
+CREATE INDEX tasks_run ON tasks(run);
+CREATE TABLE IF NOT EXISTS notify_announced(
+  channel TEXT NOT NULL,
+  task INTEGER NOT NULL,
+  short TEXT NOT NULL,
+  secret TEXT,
+  place TEXT,
+  text TEXT,
+  closed INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  PRIMARY KEY(channel, task)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS notify_announced_short ON notify_announced(channel, short);
+CREATE INDEX IF NOT EXISTS notify_announced_place ON notify_announced(channel, place);
+CREATE TABLE IF NOT EXISTS notify_state(
+  channel TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY(channel, key)
+);
+",
+];
+
+/// The SQL of "now" in milliseconds since the Unix epoch, from the
+/// database's clock: every process that shares the store agrees on it.
+pub(crate) const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
 impl Store {
     /// Opens (or creates) the store at `path`.
@@ -345,9 +405,12 @@ impl Store {
     }
 }
 
-/// Creates the file with mode 0600 if it does not exist yet.
+/// Creates the file with mode 0600 if it does not exist yet. An existing
+/// empty file (one `touch`ed, or left by an interrupted creation) is about
+/// to become a store: its mode is made 0600 first, so that runs never land
+/// in a file others can read.
 fn create_private(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -355,13 +418,19 @@ fn create_private(path: &Path) -> std::io::Result<()> {
         .open(path)
     {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::metadata(path)?;
+            if meta.is_file() && meta.len() == 0 && meta.permissions().mode() & 0o077 != 0 {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            }
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }
 
-/// Creates the schema in a new file; refuses a file that is not a troupe
-/// store or that a newer troupe wrote.
+/// Creates the schema in a new file, migrates an older store, and refuses
+/// a file that is not a troupe store or that a newer troupe wrote.
 fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |e| StoreError::from_sql(path, "read the schema", e);
     let app: i64 = conn
@@ -373,14 +442,14 @@ fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
         .map_err(sql)?;
+    let mut version = version;
     if app == 0 && tables == 0 {
         conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1; COMMIT;"
         ))
         .map_err(|e| StoreError::from_sql(path, "create the schema", e))?;
-        return Ok(());
-    }
-    if app != APPLICATION_ID {
+        version = 1;
+    } else if app != APPLICATION_ID {
         let why = if app == 0 {
             "an SQLite database of another program".to_owned()
         } else {
@@ -392,10 +461,43 @@ fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         });
     }
     if version > SCHEMA_VERSION {
-        return Err(StoreError::Foreign {
+        return Err(StoreError::Newer {
             path: path.to_owned(),
-            why: format!("written by a newer troupe (schema {version})"),
+            found: version,
+            known: SCHEMA_VERSION,
         });
+    }
+    migrate(conn, path, version)
+}
+
+/// Brings a store from `version` to [`SCHEMA_VERSION`], one migration per
+/// transaction. Two processes opening an old store at once: the second
+/// waits for the first's `BEGIN IMMEDIATE`, then finds the new version.
+fn migrate(conn: &Connection, path: &Path, mut version: i64) -> Result<(), StoreError> {
+    while version < SCHEMA_VERSION {
+        let step = |e| StoreError::from_sql(path, "migrate the store", e);
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(step)?;
+        let current: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(step)?;
+        if current != version {
+            // Another process migrated meanwhile.
+            conn.execute_batch("COMMIT").map_err(step)?;
+            version = current;
+            continue;
+        }
+        let sql = MIGRATIONS[(version - 1) as usize];
+        let next = version + 1;
+        let result = conn.execute_batch(&format!("{sql} PRAGMA user_version = {next};"));
+        match result {
+            Ok(()) => conn.execute_batch("COMMIT").map_err(step)?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(step(e));
+            }
+        }
+        tracing::info!(path = %path.display(), from = version, to = next, "migrated the store");
+        version = next;
     }
     Ok(())
 }
@@ -486,18 +588,36 @@ pub struct NewRun {
     pub inputs: Vec<troupe_check::Value>,
     pub seed: u64,
     pub lifelines: usize,
+    /// The default model's spec, as shown in listings.
     pub llm: String,
+    /// The run's settings (models, seed, timeouts, durability) as JSON,
+    /// used again when it resumes.
+    pub settings: String,
+    /// The lease the new run is created under: `(owner, lease)`. `None`
+    /// records it `queued` for any process to claim.
+    pub owner: Option<(String, std::time::Duration)>,
 }
 
 impl Store {
-    /// Records a new run (durably) and returns its id.
+    /// Records a new run (durably) and returns its id. With an owner, the
+    /// run is created already claimed by it, in the same statement.
     pub fn create_run(&self, run: &NewRun) -> Result<i64, StoreError> {
         let mut bin = Vec::new();
         codec::encode_values(&mut bin, &run.inputs);
+        let (status, owner, lease_ms) = match &run.owner {
+            Some((owner, lease)) => (
+                RunStatus::Running,
+                Some(owner.as_str()),
+                lease::millis(*lease),
+            ),
+            None => (RunStatus::Queued, None, 0),
+        };
         self.with("create the run", |c| {
             c.execute(
-                "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, owner_pid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11)",
+                &format!(
+                    "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?13 IS NULL THEN 0 ELSE {NOW_MS} + ?14 END)"
+                ),
                 params![
                     run.workflow,
                     run.file,
@@ -508,22 +628,14 @@ impl Store {
                     bin,
                     run.seed as i64,
                     run.lifelines as i64,
+                    status.as_str(),
                     run.llm,
-                    std::process::id()
+                    run.settings,
+                    owner,
+                    lease_ms,
                 ],
             )?;
             Ok(c.last_insert_rowid())
-        })
-    }
-
-    /// Marks this process as the one running `run`.
-    pub fn claim(&self, run: i64) -> Result<(), StoreError> {
-        self.with("claim the run", |c| {
-            c.execute(
-                "UPDATE runs SET owner_pid = ?2, status = CASE WHEN status IN ('done','failed') THEN status ELSE 'running' END WHERE id = ?1",
-                params![run, std::process::id()],
-            )
-            .map(|_| ())
         })
     }
 

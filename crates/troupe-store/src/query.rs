@@ -2,7 +2,8 @@
 //! answering a task, settling an unfinished effect.
 
 use crate::codec;
-use crate::{Store, StoreError};
+use crate::state::{RunStatus, StepStatus, TaskKind, TaskStatus};
+use crate::{NOW_MS, Store, StoreError};
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 use troupe_check::Value;
@@ -15,12 +16,17 @@ pub struct RunSummary {
     pub name: String,
     pub workflow: String,
     pub file: Option<String>,
-    /// running, waiting, done, failed, or stalled (its process is gone).
-    pub status: String,
+    /// `stalled` when it is unfinished and no live owner holds its lease.
+    pub status: RunStatus,
     pub result: Option<serde_json::Value>,
+    /// The whole error of a failed run (or why it was cancelled).
     pub error: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// The owner holding a live lease, if any.
+    pub owner: Option<String>,
+    /// Milliseconds until the owner's lease expires (0 without an owner).
+    pub lease_expires_in_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -36,15 +42,22 @@ pub struct RunDetail {
     pub seed: u64,
     pub lifelines: usize,
     pub llm: Option<String>,
+    /// The run's settings (JSON), as recorded when it started.
+    pub settings: serde_json::Value,
+    /// Someone asked to cancel the run, with this reason.
+    pub cancel_requested: Option<String>,
     pub events: u64,
     pub steps: Vec<StepRow>,
+    /// The human tasks the run waits on.
+    pub pending_tasks: Vec<TaskRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StepRow {
+    /// `Lifeline/action#n`: the key `troupe resolve` takes.
     pub key: String,
     pub kind: String,
-    pub status: String,
+    pub status: StepStatus,
     pub input_hash: String,
     pub outputs: Option<serde_json::Value>,
     pub started_at: Option<String>,
@@ -58,27 +71,41 @@ pub struct TaskRow {
     pub key: String,
     pub lifeline: String,
     pub action: String,
-    /// confirm, select, input or edit.
-    pub kind: String,
+    pub kind: TaskKind,
     pub prompt: String,
     pub prefill: Option<String>,
     pub options: Vec<String>,
-    pub status: String,
+    /// The answer's type as the language writes it (`Int`, `[Text]`, …).
+    pub ty: String,
+    /// The answer's JSON Schema.
+    pub schema: Option<serde_json::Value>,
+    pub status: TaskStatus,
     pub answer: Option<String>,
     pub answered_by: Option<String>,
     pub created_at: String,
     pub answered_at: Option<String>,
 }
 
-const SUMMARY_COLUMNS: &str =
-    "id, workflow, file, status, result, error, created_at, updated_at, owner_pid";
+fn summary_columns() -> String {
+    format!(
+        "id, workflow, file, status, result, error, created_at, updated_at, \
+         CASE WHEN lease_owner IS NOT NULL AND lease_expires > {NOW_MS} THEN lease_owner END, \
+         max(lease_expires - {NOW_MS}, 0)"
+    )
+}
 
 fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
     let id: i64 = r.get(0)?;
-    let mut status: String = r.get(3)?;
-    let owner: Option<i64> = r.get(8)?;
-    if matches!(status.as_str(), "running" | "waiting") && !owner.is_some_and(process_alive) {
-        status = "stalled".into();
+    let stored: String = r.get(3)?;
+    let owner: Option<String> = r.get(8)?;
+    let mut status: RunStatus = stored.parse().unwrap_or(RunStatus::Failed);
+    // Unfinished and nobody holds a live lease: stalled.
+    if matches!(
+        status,
+        RunStatus::Queued | RunStatus::Running | RunStatus::Waiting
+    ) && owner.is_none()
+    {
+        status = RunStatus::Stalled;
     }
     let result: Option<String> = r.get(4)?;
     Ok(RunSummary {
@@ -91,41 +118,33 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
         error: r.get(5)?,
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
+        lease_expires_in_ms: if owner.is_some() { r.get(9)? } else { 0 },
+        owner,
     })
 }
 
-/// Whether a process with this id is running (Linux: /proc). A zombie — a
-/// process that died but was not reaped yet — counts as gone.
-fn process_alive(pid: i64) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name, which is in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
-}
-
-const TASK_COLUMNS: &str = "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at";
+const TASK_COLUMNS: &str = "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at, type, schema";
 
 fn task(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     let id: i64 = r.get(0)?;
     let run: i64 = r.get(1)?;
     let options: String = r.get(8)?;
+    let kind: String = r.get(5)?;
+    let status: String = r.get(9)?;
+    let schema: Option<String> = r.get(15)?;
     Ok(TaskRow {
         id: format!("task-{id}"),
         run: Store::run_name(run),
         key: r.get(2)?,
         lifeline: r.get(3)?,
         action: r.get(4)?,
-        kind: r.get(5)?,
+        kind: kind.parse().unwrap_or(TaskKind::Input),
         prompt: r.get(6)?,
         prefill: r.get(7)?,
         options: serde_json::from_str(&options).unwrap_or_default(),
-        status: r.get(9)?,
+        ty: r.get(14)?,
+        schema: schema.and_then(|s| serde_json::from_str(&s).ok()),
+        status: status.parse().unwrap_or(TaskStatus::Pending),
         answer: r.get(10)?,
         answered_by: r.get(11)?,
         created_at: r.get(12)?,
@@ -139,10 +158,11 @@ fn parse_task_id(text: &str) -> Option<i64> {
 
 impl Store {
     /// Runs, newest first, optionally with one status.
-    pub fn runs(&self, status: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
+    pub fn runs(&self, status: Option<RunStatus>) -> Result<Vec<RunSummary>, StoreError> {
         let all = self.with("list the runs", |c| {
             let mut stmt = c.prepare(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC"
+                "SELECT {} FROM runs ORDER BY id DESC",
+                summary_columns()
             ))?;
             let rows = stmt.query_map([], summary)?;
             rows.collect::<Result<Vec<_>, _>>()
@@ -156,20 +176,32 @@ impl Store {
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
         let row = self.with("read the run", |c| {
             c.query_row(
-                &format!("SELECT {SUMMARY_COLUMNS}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm FROM runs WHERE id = ?1"),
+                &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested FROM runs WHERE id = ?1", summary_columns()),
                 params![id],
                 |r| {
-                    let inputs: String = r.get(12)?;
-                    let bin: Vec<u8> = r.get(13)?;
-                    let seed: i64 = r.get(14)?;
-                    let lifelines: i64 = r.get(15)?;
-                    Ok((summary(r)?, r.get::<_, String>(9)?, r.get::<_, String>(10)?, r.get::<_, String>(11)?, inputs, bin, seed, lifelines, r.get::<_, Option<String>>(16)?))
+                    let inputs: String = r.get(13)?;
+                    let bin: Vec<u8> = r.get(14)?;
+                    let seed: i64 = r.get(15)?;
+                    let lifelines: i64 = r.get(16)?;
+                    let settings: String = r.get(18)?;
+                    Ok((summary(r)?, r.get::<_, String>(10)?, r.get::<_, String>(11)?, r.get::<_, String>(12)?, inputs, bin, seed, lifelines, r.get::<_, Option<String>>(17)?, settings, r.get::<_, Option<String>>(19)?))
                 },
             )
             .optional()
         })?;
-        let Some((summary, source, fingerprint, canonical, inputs, bin, seed, lifelines, llm)) =
-            row
+        let Some((
+            summary,
+            source,
+            fingerprint,
+            canonical,
+            inputs,
+            bin,
+            seed,
+            lifelines,
+            llm,
+            settings,
+            cancel_requested,
+        )) = row
         else {
             return Err(StoreError::UnknownRun(Store::run_name(id)));
         };
@@ -196,8 +228,11 @@ impl Store {
             seed: seed as u64,
             lifelines: lifelines.max(0) as usize,
             llm,
+            settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
+            cancel_requested,
             events: events.max(0) as u64,
             steps: self.steps(id)?,
+            pending_tasks: self.run_tasks(id, true)?,
         })
     }
 
@@ -208,10 +243,11 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![run], |r| {
                 let outputs: Option<String> = r.get(4)?;
+                let status: String = r.get(2)?;
                 Ok(StepRow {
                     key: r.get(0)?,
                     kind: r.get(1)?,
-                    status: r.get(2)?,
+                    status: status.parse().unwrap_or(StepStatus::Started),
                     input_hash: r.get(3)?,
                     outputs: outputs.and_then(|s| serde_json::from_str(&s).ok()),
                     started_at: r.get(5)?,
@@ -261,6 +297,22 @@ impl Store {
         })
     }
 
+    /// The tasks of one run (only the pending ones with `pending`), oldest first.
+    pub fn run_tasks(&self, run: i64, pending: bool) -> Result<Vec<TaskRow>, StoreError> {
+        let filter = if pending {
+            "AND status = 'pending'"
+        } else {
+            ""
+        };
+        self.with("list the run's tasks", |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE run = ?1 {filter} ORDER BY id"
+            ))?;
+            let rows = stmt.query_map(params![run], task)?;
+            rows.collect()
+        })
+    }
+
     pub fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
         self.with("read the task", |c| {
@@ -274,8 +326,10 @@ impl Store {
         .ok_or_else(|| StoreError::UnknownTask(id.to_owned()))
     }
 
-    /// Answers a pending task. The first answer wins: answering a task that
-    /// is already answered is a `Conflict` that says by whom and when.
+    /// Records the answer of a pending task. The first answer wins:
+    /// answering a task that is already answered is a `Conflict` that says
+    /// by whom and when. The store does not know the task's type: callers
+    /// validate the answer first (`troupe-host` does, for every channel).
     pub fn answer(
         &self,
         id: &str,
@@ -292,6 +346,12 @@ impl Store {
         })?;
         let row = self.task(id)?;
         if changed == 0 {
+            if row.status == TaskStatus::Cancelled {
+                return Err(StoreError::Conflict(format!(
+                    "{id} was cancelled with its run {}; nothing to answer",
+                    row.run
+                )));
+            }
             return Err(StoreError::Conflict(format!(
                 "{id} was already answered by {} at {}; the first answer wins",
                 row.answered_by.as_deref().unwrap_or("someone"),
@@ -318,14 +378,15 @@ impl Store {
             )
             .optional()
         })?;
-        match status.as_deref() {
+        let status = status.map(|s| s.parse::<StepStatus>().unwrap_or(StepStatus::Started));
+        match status {
             None => {
                 return Err(StoreError::Conflict(format!(
                     "{} has no step {key}",
                     Store::run_name(run)
                 )));
             }
-            Some("done") => {
+            Some(StepStatus::Done) => {
                 return Err(StoreError::Conflict(format!(
                     "step {key} of {} already finished",
                     Store::run_name(run)
@@ -345,6 +406,25 @@ impl Store {
                 .map(|_| ())
             }
             None => c.execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", params![run, key]).map(|_| ()),
+        })?;
+        // Settled: the run may go on.
+        self.with("reopen the run", |c| {
+            c.execute(
+                "UPDATE runs SET status = 'queued', error = NULL WHERE id = ?1 AND status = 'needs_resolution'",
+                params![run],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Records a run's settings (after an explicit override on resume).
+    pub fn set_settings(&self, run: i64, settings: &str) -> Result<(), StoreError> {
+        self.with("record the settings", |c| {
+            c.execute(
+                "UPDATE runs SET settings = ?2 WHERE id = ?1",
+                params![run, settings],
+            )
+            .map(|_| ())
         })
     }
 
@@ -352,7 +432,8 @@ impl Store {
     pub fn fail(&self, run: i64, error: &str) -> Result<(), StoreError> {
         self.with("mark the run failed", |c| {
             c.execute(
-                "UPDATE runs SET status = 'failed', error = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                "UPDATE runs SET status = 'failed', error = ?2, lease_owner = NULL, lease_expires = 0,
+                    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
                 params![run, error],
             )
             .map(|_| ())
@@ -363,10 +444,78 @@ impl Store {
     pub fn needs_resolution(&self, run: i64, error: &str) -> Result<(), StoreError> {
         self.with("mark the run", |c| {
             c.execute(
-                "UPDATE runs SET status = 'needs_resolution', error = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                "UPDATE runs SET status = 'needs_resolution', error = ?2, lease_owner = NULL, lease_expires = 0,
+                    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
                 params![run, error],
             )
             .map(|_| ())
         })
+    }
+
+    /// Makes a failed run, or one whose unsettled step was resolved,
+    /// claimable again (`troupe retry`, `troupe resolve`): its recorded
+    /// steps stay, so it continues from its last durable step.
+    pub fn reopen(&self, run: i64, from: &[RunStatus]) -> Result<(), StoreError> {
+        let allowed: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+        let changed = self.with("reopen the run", |c| {
+            let mut changed = 0;
+            for status in &allowed {
+                changed += c.execute(
+                    "UPDATE runs SET status = 'queued', error = NULL, result = NULL,
+                        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE id = ?1 AND status = ?2",
+                    params![run, status],
+                )?;
+            }
+            Ok(changed)
+        })?;
+        if changed == 0 {
+            let detail = self.run(run)?;
+            return Err(StoreError::Conflict(format!(
+                "{} is {}; only a run that is {} can be reopened",
+                detail.summary.name,
+                detail.summary.status,
+                allowed.join(" or ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Deletes a run with its events, steps and tasks. A run with a live
+    /// owner is refused (cancel it first).
+    pub fn delete_run(&self, run: i64) -> Result<(), StoreError> {
+        let detail = self.run(run)?;
+        if detail.summary.owner.is_some() {
+            return Err(StoreError::Conflict(format!(
+                "{} is being run by {}; cancel it first (`troupe cancel {}`)",
+                detail.summary.name,
+                detail.summary.owner.as_deref().unwrap_or("?"),
+                detail.summary.name
+            )));
+        }
+        self.with("delete the run", |c| {
+            let tx = c.unchecked_transaction()?;
+            tx.execute(
+                "DELETE FROM notify_announced WHERE task IN (SELECT id FROM tasks WHERE run = ?1)",
+                params![run],
+            )?;
+            for table in ["events", "steps", "tasks"] {
+                tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), params![run])?;
+            }
+            tx.execute("DELETE FROM runs WHERE id = ?1", params![run])?;
+            tx.commit()
+        })
+    }
+
+    /// The runs that ended (done, failed or cancelled) before the newest
+    /// `keep` of them: what `troupe runs --prune` deletes.
+    pub fn prunable(&self, keep: usize) -> Result<Vec<i64>, StoreError> {
+        Ok(self
+            .runs(None)?
+            .into_iter()
+            .filter(|r| r.status.is_final())
+            .skip(keep)
+            .map(|r| r.id)
+            .collect())
     }
 }

@@ -36,11 +36,11 @@ pub(crate) enum Op {
     },
     Status {
         run: i64,
-        status: &'static str,
+        status: crate::RunStatus,
     },
     Finish {
         run: i64,
-        status: &'static str,
+        status: crate::RunStatus,
         result: Option<String>,
         error: Option<String>,
     },
@@ -237,9 +237,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         Op::Status { run, status } => {
             tx.prepare_cached(
                 "UPDATE runs SET status = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                 WHERE id = ?1 AND status NOT IN ('done', 'failed')",
+                 WHERE id = ?1 AND status NOT IN ('done', 'failed', 'cancelled', 'needs_resolution')",
             )?
-            .execute(params![run, status])?;
+            .execute(params![run, status.as_str()])?;
         }
         Op::Finish {
             run,
@@ -248,9 +248,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             error,
         } => {
             tx.prepare_cached(
-                "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status <> 'cancelled'",
             )?
-            .execute(params![run, status, result, error])?;
+            .execute(params![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
         Op::Batch(ops) => {

@@ -1,25 +1,14 @@
 //! Answering a human task from the web page, the API, a chat or a webhook:
-//! the same validation as `troupe answer` (a select must be one of its
-//! options, a confirm must be a boolean), then `Store::answer`, where the
-//! first answer wins.
+//! through the run lifecycle (`troupe-host`), which reads the answer by the
+//! task's expected type and records it in canonical form; the first answer
+//! wins. A wrongly typed answer is refused and the task stays pending.
 
 use serde::Deserialize;
+use std::sync::Arc;
+use troupe_host::{Host, HostConfig, HostError, NoTools};
 use troupe_store::{Store, StoreError, TaskRow};
 
-/// An answer as a person gives it, like `troupe answer`'s flags.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AnswerInput {
-    /// `--yes`.
-    Yes,
-    /// `--no`.
-    No,
-    /// `--value V`: a choice of a select, or the text of an input or edit.
-    Value(String),
-    /// `--json J`: the answer as JSON text.
-    Json(String),
-    /// An answer already parsed as JSON (the API's `answer` field).
-    Raw(serde_json::Value),
-}
+pub use troupe_host::AnswerInput;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AnswerError {
@@ -46,32 +35,14 @@ impl From<StoreError> for AnswerError {
     }
 }
 
-/// The JSON value of `input` for `task`, validated like `troupe answer`.
-pub fn answer_value(task: &TaskRow, input: AnswerInput) -> Result<serde_json::Value, AnswerError> {
-    let answer = match input {
-        AnswerInput::Yes => serde_json::Value::Bool(true),
-        AnswerInput::No => serde_json::Value::Bool(false),
-        AnswerInput::Value(v) => {
-            if task.kind == "select" && !task.options.contains(&v) {
-                return Err(AnswerError::Invalid(format!(
-                    "`{v}` is not a choice of {}; the choices are {}",
-                    task.id,
-                    task.options.join(", ")
-                )));
-            }
-            serde_json::Value::String(v)
+impl From<HostError> for AnswerError {
+    fn from(e: HostError) -> AnswerError {
+        match e {
+            HostError::Store(s) => s.into(),
+            e @ HostError::InvalidAnswer { .. } => AnswerError::Invalid(e.to_string()),
+            e => AnswerError::Invalid(e.to_string()),
         }
-        AnswerInput::Json(text) => serde_json::from_str(&text)
-            .map_err(|e| AnswerError::Invalid(format!("the answer is not valid JSON: {e}")))?,
-        AnswerInput::Raw(v) => v,
-    };
-    if task.kind == "confirm" && !answer.is_boolean() {
-        return Err(AnswerError::Invalid(format!(
-            "{} asks for a confirmation: answer yes or no",
-            task.id
-        )));
     }
-    Ok(answer)
 }
 
 /// Validates and records an answer; the first answer wins
@@ -82,9 +53,9 @@ pub fn submit(
     input: AnswerInput,
     by: &str,
 ) -> Result<TaskRow, AnswerError> {
-    let task = store.task(task_id)?;
-    let value = answer_value(&task, input)?;
-    Ok(store.answer(&task.id, &value, by)?)
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let host = Host::new(store.clone(), HostConfig::new(dir), Arc::new(NoTools));
+    Ok(host.answer(task_id, input, by)?)
 }
 
 /// An answer in JSON (the API and the webhook endpoint): exactly one of
@@ -152,56 +123,6 @@ pub fn text_input(task_type: Option<&str>, text: &str) -> Result<AnswerInput, An
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn task(kind: &str, options: &[&str]) -> TaskRow {
-        TaskRow {
-            id: "task-1".into(),
-            run: "run-1".into(),
-            key: "A/x#0".into(),
-            lifeline: "A".into(),
-            action: "x".into(),
-            kind: kind.into(),
-            prompt: "?".into(),
-            prefill: None,
-            options: options.iter().map(|s| s.to_string()).collect(),
-            status: "pending".into(),
-            answer: None,
-            answered_by: None,
-            created_at: String::new(),
-            answered_at: None,
-        }
-    }
-
-    #[test]
-    fn validates_like_the_cli() {
-        let c = task("confirm", &[]);
-        assert_eq!(
-            answer_value(&c, AnswerInput::Yes).unwrap(),
-            serde_json::json!(true)
-        );
-        assert!(matches!(
-            answer_value(&c, AnswerInput::Value("maybe".into())),
-            Err(AnswerError::Invalid(_))
-        ));
-        assert!(matches!(
-            answer_value(&c, AnswerInput::Json("1".into())),
-            Err(AnswerError::Invalid(_))
-        ));
-        let s = task("select", &["red", "blue"]);
-        assert_eq!(
-            answer_value(&s, AnswerInput::Value("red".into())).unwrap(),
-            serde_json::json!("red")
-        );
-        assert!(matches!(
-            answer_value(&s, AnswerInput::Value("green".into())),
-            Err(AnswerError::Invalid(_))
-        ));
-        let i = task("input", &[]);
-        assert!(matches!(
-            answer_value(&i, AnswerInput::Json("{".into())),
-            Err(AnswerError::Invalid(_))
-        ));
-    }
 
     #[test]
     fn body_needs_exactly_one_answer() {

@@ -35,7 +35,7 @@ pub(crate) fn clip(s: &str, n: usize) -> String {
 pub(crate) fn status_badge(status: &str) -> String {
     let class = match status {
         "done" | "answered" => "ok",
-        "failed" | "needs_resolution" => "bad",
+        "failed" | "needs_resolution" | "cancelled" => "bad",
         "waiting" | "pending" => "wait",
         "stalled" => "stalled",
         _ => "run",

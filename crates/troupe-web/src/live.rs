@@ -23,7 +23,10 @@ pub(crate) const POLL: Duration = Duration::from_millis(300);
 
 /// Statuses after which nothing more is recorded (until a resume).
 pub(crate) fn is_over(status: &str) -> bool {
-    matches!(status, "done" | "failed" | "stalled" | "needs_resolution")
+    matches!(
+        status,
+        "done" | "failed" | "cancelled" | "stalled" | "needs_resolution"
+    )
 }
 
 /// The recorded events of one run, with what is needed to name them.
@@ -217,7 +220,7 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             }
             Err(_) => return None,
         };
-        let status = detail.summary.status.clone();
+        let status = detail.summary.status.as_str().to_owned();
         let now = (status.clone(), view.events.len());
         let changed = live.last.as_ref() != Some(&now);
         if !changed {

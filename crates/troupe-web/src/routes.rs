@@ -123,7 +123,7 @@ fn run_rows(runs: &[RunSummary]) -> String {
             id = r.id,
             name = escape(&r.name),
             wf = escape(&r.workflow),
-            status = status_badge(&r.status),
+            status = status_badge(r.status.as_str()),
             updated = escape(&r.updated_at),
             outcome = escape(&clip(&outcome, 100)),
         ));
@@ -205,12 +205,14 @@ async fn run_page(
             escape(&t.id),
             escape(&t.lifeline),
             escape(&t.action),
-            escape(&t.kind),
-            status_badge(&t.status),
+            escape(t.kind.as_str()),
+            status_badge(t.status.as_str()),
             escape(&answer)
         ));
     }
-    let pending = tasks.iter().any(|t| t.status == "pending");
+    let pending = tasks
+        .iter()
+        .any(|t| t.status == troupe_store::TaskStatus::Pending);
     let inbox_link = if pending {
         "<p><a href=\"/inbox\">Answer pending tasks in the inbox →</a></p>"
     } else {
@@ -232,7 +234,7 @@ async fn run_page(
 <h2>Trace</h2><table><thead><tr><th>#</th><th>Lifeline</th><th>Event</th><th>Peer</th><th>Stmt</th><th>Values</th></tr></thead><tbody id=\"trace\">{rows}</tbody></table>",
         name = escape(&s.name),
         wf = escape(&s.workflow),
-        badge = status_badge(&s.status),
+        badge = status_badge(s.status.as_str()),
         file = escape(s.file.as_deref().unwrap_or("-")),
         inputs = escape(&clip(&detail.inputs.to_string(), 300)),
         created = escape(&s.created_at),
@@ -268,7 +270,7 @@ fn task_form(t: &TaskRow) -> String {
         "<div class=\"card task\" id=\"{id}\" data-kind=\"{kind}\"><div class=\"meta\">{id} · <a href=\"/runs/{run}\">{run}</a> · {lifeline}/{action_name} · {kind} · since {created}</div>\
 <pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{controls}</form></div>",
         id = escape(&t.id),
-        kind = escape(&t.kind),
+        kind = escape(t.kind.as_str()),
         run = escape(&t.run),
         lifeline = escape(&t.lifeline),
         action_name = escape(&t.action),
@@ -388,7 +390,8 @@ struct RunsQuery {
 
 async fn api_runs(State(app): State<App>, Query(q): Query<RunsQuery>) -> Result<Json, ApiError> {
     let store = app.store.clone();
-    let runs = blocking(move || store.runs(q.status.as_deref())).await??;
+    let runs =
+        blocking(move || store.runs(q.status.as_deref().and_then(|s| s.parse().ok()))).await??;
     to_json(&runs)
 }
 

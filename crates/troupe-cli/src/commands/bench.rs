@@ -469,6 +469,8 @@ fn durable_run(
         seed: 0,
         lifelines: wf.lifelines.len(),
         llm: "none".into(),
+        settings: "{}".into(),
+        owner: Some((troupe_host::new_owner_id(), troupe_host::DEFAULT_LEASE)),
     })?)
 }
 

@@ -1,19 +1,27 @@
-//! Durable runs: `run --store`, `runs`, `status`, `trace`, `tasks`, `answer`,
-//! `resume`, `resolve`, `verify`.
+//! Durable runs, as thin layers over `troupe-host`: `run --store`, `resume`,
+//! `retry`, `cancel`, `delete`, `answer`, `resolve`. This module parses
+//! arguments and renders results; the host owns the lifecycle.
 
 use crate::ExitStatus;
 use crate::commands::run::RunArgs;
-use anyhow::{Context, Result, bail};
+use crate::terminal::sanitize;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use troupe_check::Value;
-use troupe_llm::MockBackend;
-use troupe_runtime::{Engine, EngineBuilder, RunError, RunOptions};
-use troupe_store::{Durability, NewRun, Store, StoreInbox};
+use troupe_host::{
+    AnswerInput, Cancel, Compiled, DurabilitySetting, Finished, Host, HostConfig, HostError,
+    Notice, Overrides, Resolution, RunEnd, RunSettings, StartPolicy,
+};
+use troupe_store::{Durability, Store, TaskKind};
 
 /// The store used when `--store` names none.
 pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+
+/// The environment variable that sets the lease (e.g. `TROUPE_LEASE=5s`).
+pub const LEASE_ENV: &str = "TROUPE_LEASE";
+/// The owner id a `--detach`ed child adopts from its parent.
+const OWNER_ENV: &str = "TROUPE_LEASE_OWNER";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DurabilityArg {
@@ -25,11 +33,11 @@ pub enum DurabilityArg {
     Normal,
 }
 
-impl From<DurabilityArg> for Durability {
-    fn from(d: DurabilityArg) -> Durability {
+impl From<DurabilityArg> for DurabilitySetting {
+    fn from(d: DurabilityArg) -> DurabilitySetting {
         match d {
-            DurabilityArg::Full => Durability::Full,
-            DurabilityArg::Normal => Durability::Normal,
+            DurabilityArg::Full => DurabilitySetting::Full,
+            DurabilityArg::Normal => DurabilitySetting::Normal,
         }
     }
 }
@@ -43,9 +51,9 @@ pub struct StoreArg {
 }
 
 impl StoreArg {
-    fn open(&self) -> Result<Store> {
+    pub fn open(&self) -> Result<Store> {
         if !self.store.exists() {
-            bail!(
+            anyhow::bail!(
                 "no store at {}; runs are recorded with `troupe run FILE --store {}`",
                 self.store.display(),
                 self.store.display()
@@ -53,302 +61,341 @@ impl StoreArg {
         }
         Ok(Store::open(&self.store, Durability::Full)?)
     }
+
+    pub fn host(&self) -> Result<Host> {
+        host(self.open()?)
+    }
 }
 
-fn run_id(text: &str) -> Result<i64> {
+pub fn run_id(text: &str) -> Result<i64> {
     Store::parse_run_id(text).with_context(|| format!("`{text}` is not a run id (e.g. run-3 or 3)"))
 }
 
-/// Builds the engine of a recorded or new run, with the CLI's backends.
-fn engine_for(
-    source: &str,
-    file: &str,
-    workflow: Option<&str>,
-    args: &RunArgs,
-    inbox: StoreInbox,
-) -> Result<Engine> {
-    let builder = EngineBuilder::from_source(source).map_err(|d| {
-        anyhow::anyhow!(
-            "{file} does not check ({} diagnostics); run `troupe check {file}`",
-            d.len()
-        )
-    })?;
-    let builder = crate::commands::run::configure(builder, workflow, args)?.humans(Arc::new(inbox));
-    Ok(builder.build()?)
+/// The host configuration of this process: the lease from `TROUPE_LEASE`,
+/// the owner id (adopted from a `--detach`ing parent), notices on stderr.
+pub fn host_config() -> Result<HostConfig> {
+    let mut config = HostConfig::new(std::env::current_dir()?);
+    if let Ok(text) = std::env::var(LEASE_ENV) {
+        let lease = humantime::parse_duration(&text)
+            .with_context(|| format!("{LEASE_ENV}={text:?} is not a duration such as 15s"))?;
+        if lease < std::time::Duration::from_millis(300) || lease.as_secs() > 86_400 {
+            anyhow::bail!("{LEASE_ENV} must be between 300ms and 24h, not {text}");
+        }
+        config.lease = lease;
+    }
+    if let Ok(owner) = std::env::var(OWNER_ENV) {
+        config.owner = owner;
+    }
+    config.observer = Some(Arc::new(print_notice));
+    Ok(config)
 }
 
-fn inbox(store: &Store, run: i64, answers: Option<&Path>) -> Result<StoreInbox> {
-    let mut inbox = StoreInbox::new(store.clone(), run).on_wait(Arc::new(
-        |id: &str, task: &troupe_runtime::HumanTask| {
-            let how = match task.answer {
-                troupe_check::ir::AnswerKind::Confirm => "--yes or --no",
-                troupe_check::ir::AnswerKind::Select => "--value CHOICE",
-                _ => "--value TEXT",
+fn host(store: Store) -> Result<Host> {
+    Ok(Host::new(
+        store,
+        host_config()?,
+        Arc::new(troupe_mcp::McpTools),
+    ))
+}
+
+/// Shows a host notice on stderr.
+pub fn print_notice(notice: &Notice) {
+    match notice {
+        Notice::MockModel => eprintln!(
+            "note: no model configured; using the mock model (choose one with --llm SPEC)"
+        ),
+        Notice::MockedExterns(names) => eprintln!(
+            "note: no implementation for {}; using mock values (marked `mock` in the recorded steps)",
+            names.join(", ")
+        ),
+        Notice::Resuming {
+            run,
+            recorded_steps,
+        } => eprintln!("resuming {run}: {recorded_steps} recorded step(s) will not be redone"),
+        Notice::NewBeside { run, others } => eprintln!(
+            "started {run}; unfinished runs of this file with other inputs or another version are left as they are: {}",
+            others.join(", ")
+        ),
+        Notice::Waiting {
+            task,
+            lifeline,
+            run: _,
+            action,
+            kind,
+            ty,
+        } => {
+            let how = match kind {
+                TaskKind::Confirm => "--yes or --no".to_owned(),
+                TaskKind::Select => "--value CHOICE".to_owned(),
+                _ if ty == "Text" => "--value TEXT".to_owned(),
+                _ => format!("--value/--json (a {})", sanitize(ty)),
             };
             eprintln!(
-                "waiting for {id} ({} at {}): answer with `troupe answer {id} {how}`",
-                task.action, task.lifeline
+                "waiting for {task} ({} at {}): answer with `troupe answer {task} {how}`",
+                sanitize(action),
+                sanitize(lifeline)
             );
-        },
-    ));
-    if let Some(path) = answers {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        match serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?
-        {
-            serde_json::Value::Object(map) => inbox = inbox.scripted(map),
-            _ => bail!(
-                "{}: expected a JSON object keyed by `Lifeline.action` or `action`",
-                path.display()
-            ),
         }
     }
-    Ok(inbox)
 }
 
-/// Runs (or resumes) `run` to its end in this process, recording it.
-fn drive(
-    store: &Store,
-    run: i64,
-    engine: &Engine,
-    inputs: Vec<Value>,
-    seed: u64,
-) -> Result<Result<Vec<(String, Value)>, RunError>> {
-    store.claim(run)?;
-    let journal = store.journal(run, Arc::new(engine.types().clone()))?;
-    let replayed = journal.recorded_steps();
-    if replayed > 0 {
-        eprintln!(
-            "resuming {}: {replayed} recorded step(s) will not be redone",
-            Store::run_name(run)
-        );
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let options = RunOptions {
-        run_id: Store::run_name(run),
-        seed,
-        trace: false,
-        journal: Some(journal),
-        ..RunOptions::default()
-    };
-    let outcome = rt.block_on(engine.run(inputs, options));
-    Ok(match outcome {
-        Ok(o) => Ok(o.results),
-        Err(e) => {
-            if let RunError::NeedsResolution { .. } = &e {
-                store.needs_resolution(run, &e.to_string())?;
+/// Renders a host error; returns the exit status it maps to.
+pub fn report_error(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
+    match e {
+        HostError::DoesNotCheck {
+            file,
+            source_text,
+            diagnostics,
+        }
+        | HostError::Contracts {
+            file,
+            source_text,
+            diagnostics,
+        } => {
+            let mut buf = Vec::new();
+            crate::render::render_text(
+                &crate::render::FileReport {
+                    path: file,
+                    text: source_text,
+                    diagnostics,
+                },
+                color.enabled_for_stderr(),
+                &mut buf,
+            );
+            eprint!("{}", String::from_utf8_lossy(&buf));
+            if matches!(e, HostError::Contracts { .. }) {
+                eprintln!(
+                    "error: {file} breaks the contracts of the tools it calls; nothing was run"
+                );
+            } else {
+                eprintln!("error: {file} does not check; nothing was run");
             }
-            Err(e)
+            ExitStatus::Failure
         }
-    })
+        HostError::Read { .. } => {
+            eprintln!("error: {e}");
+            ExitStatus::Usage
+        }
+        e => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            ExitStatus::Failure
+        }
+    }
 }
 
-fn report(
-    store: &Store,
-    run: i64,
-    engine: &Engine,
-    outcome: Result<Vec<(String, Value)>, RunError>,
-    json: bool,
-) -> Result<ExitStatus> {
-    let name = Store::run_name(run);
-    match outcome {
-        Ok(results) => {
-            let verified = verify_recorded(store, run, engine).map(|()| true);
+fn read_answers(path: Option<&Path>) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let Some(path) = path else { return Ok(None) };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Some(
+        troupe_host::scripted_answers(&text).with_context(|| path.display().to_string())?,
+    ))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Prints how a driven run ended; returns the exit status.
+fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
+    let name = &finished.name;
+    let types = finished.compiled.types();
+    match &finished.end {
+        RunEnd::Done { results, verified } => {
             if json {
                 let results: serde_json::Map<_, _> = results
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.to_json(engine.types())))
+                    .map(|(k, v)| (k.clone(), v.to_json(types)))
                     .collect();
                 let doc = serde_json::json!({ "run": name, "status": "done", "results": results, "verified": verified.is_ok() });
-                println!("{}", serde_json::to_string_pretty(&doc)?);
+                crate::out::println(&serde_json::to_string_pretty(&doc)?)?;
             } else {
-                crate::commands::run::print_results(&results, engine.types());
+                crate::commands::run::print_results(results, types)?;
             }
             match verified {
                 Ok(_) => {
                     eprintln!(
                         "{name} done; verified: the recorded run is a run of `{}`",
-                        engine.workflow().name
+                        finished.compiled.workflow().name
                     );
                     Ok(ExitStatus::Success)
                 }
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    eprintln!("error: {}", sanitize(e));
                     Ok(ExitStatus::Failure)
                 }
             }
         }
-        Err(e) => {
-            eprintln!("error: {e}");
+        RunEnd::Failed(e) => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            eprintln!(
+                "  hint: after a transient failure, `troupe retry {name}` continues it from its last durable step"
+            );
+            Ok(ExitStatus::Failure)
+        }
+        RunEnd::NeedsResolution { step, message } => {
+            eprintln!("error: {name}: {}", sanitize(message));
+            eprintln!(
+                "  hint: if the effect happened, `troupe resolve {name} {step} --done JSON` records its outputs; if not, `troupe resolve {name} {step} --retry`; then `troupe resume {name}`"
+            );
+            Ok(ExitStatus::Failure)
+        }
+        RunEnd::Cancelled { reason } => {
+            eprintln!("{name} cancelled: {}", sanitize(reason));
+            Ok(ExitStatus::Failure)
+        }
+        RunEnd::LeaseLost => {
+            eprintln!(
+                "error: {name}: this process lost the run's lease (it was paused longer than the lease) and another process took the run over; it stopped here"
+            );
             Ok(ExitStatus::Failure)
         }
     }
 }
 
-/// Checks a recorded run against ⟦P⟧.
-fn verify_recorded(store: &Store, run: i64, engine: &Engine) -> Result<()> {
-    let (events, _) = store.events(run, 0)?;
-    let trace = troupe_runtime::Trace::from_events(0, events);
-    engine.verify(&Store::run_name(run), &trace)?;
-    Ok(())
+/// The run settings of `troupe run`'s flags.
+pub fn settings_of(args: &RunArgs) -> RunSettings {
+    RunSettings {
+        llm: args.llm.clone(),
+        llm_for: args.llm_for.clone(),
+        seed: args.seed,
+        timeout_ms: args.timeout.map(|t| t.as_millis() as u64),
+        durability: args.durability.into(),
+        mock_externs: args.mock_externs,
+        overrides: Vec::new(),
+    }
 }
 
 /// `troupe run FILE --store DB`.
-pub fn run(args: &RunArgs, store_path: &Path) -> Result<ExitStatus> {
-    let store = Store::open(store_path, args.durability.into())?;
-    let file = args.file.display().to_string();
-    let source =
-        std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {file}"))?;
-    let (program, diagnostics) = troupe_check::check_text(&source);
-    let Some(program) = program else {
-        eprintln!(
-            "error: {file} does not check ({} problem(s)); see `troupe check {file}`",
-            diagnostics.len()
-        );
-        return Ok(ExitStatus::Failure);
+pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let settings = settings_of(args);
+    let compiled = match Compiled::load(&args.file, args.workflow.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return Ok(report_error(&e, color)),
     };
-    let wf = match &args.workflow {
-        Some(name) => program
-            .workflow(name)
-            .with_context(|| format!("{file} has no workflow `{name}`"))?,
-        None => program
-            .workflows
-            .first()
-            .context("the file declares no workflow")?,
-    };
-    let (fingerprint, canonical) = troupe_store::fingerprint(&program, wf);
-    if !crate::commands::run::contracts_allow(&args.file, &source, crate::ColorChoice::Auto) {
-        return Ok(ExitStatus::Failure);
-    }
-
-    // Unfinished runs of this workflow whose process is gone are resumed first.
-    if !args.new {
-        let stalled: Vec<_> = store
-            .runs(Some("stalled"))?
-            .into_iter()
-            .filter(|r| r.workflow == wf.name && r.file.as_deref() == Some(file.as_str()))
-            .collect();
-        if !stalled.is_empty() {
-            let mut status = ExitStatus::Success;
-            let details = stalled
-                .iter()
-                .map(|r| store.run(r.id))
-                .collect::<Result<Vec<_>, _>>()?;
-            // Say first which runs cannot be resumed, then resume the others.
-            let (same, changed): (Vec<_>, Vec<_>) = details
-                .into_iter()
-                .partition(|d| d.fingerprint == fingerprint);
-            for detail in changed {
-                let name = &detail.summary.name;
-                eprintln!(
-                    "error: {name} was started from another version of {file}; {}.\n  hint: `troupe resume {name}` continues it with the recorded source, \
-                     or `troupe run {file} --store {} --new` starts a new run",
-                    troupe_store::explain_change(&detail.canonical, &canonical),
-                    store_path.display()
-                );
-                status = ExitStatus::Failure;
-            }
-            for detail in same {
-                let run = detail.summary.id;
-                eprintln!(
-                    "resuming {} (its process is gone); pass --new to start another run",
-                    detail.summary.name
-                );
-                let engine = engine_for(
-                    &detail.source,
-                    &file,
-                    Some(&wf.name),
-                    args,
-                    inbox(&store, run, args.answers.as_deref())?,
-                )?;
-                let outcome = drive(
-                    &store,
-                    run,
-                    &engine,
-                    detail.input_values.clone(),
-                    detail.seed,
-                )?;
-                if report(&store, run, &engine, outcome, args.json)? != ExitStatus::Success {
-                    status = ExitStatus::Failure;
-                }
-            }
-            return Ok(status);
-        }
-    }
-
     let json_inputs = args
         .input_json
         .as_deref()
         .map(serde_json::from_str::<serde_json::Value>)
         .transpose()
         .context("--input-json is not valid JSON")?;
-    // Parse the inputs with a throwaway engine before recording anything.
-    let probe = EngineBuilder::from_program(program.clone())
-        .workflow(&wf.name)
-        .mock_unbound_externs(Arc::new(MockBackend::new()))
-        .build()?;
-    let inputs = probe.parse_inputs(&args.inputs, json_inputs.as_ref())?;
-    let inputs_json: serde_json::Map<_, _> = wf
-        .inputs
-        .iter()
-        .zip(&inputs)
-        .map(|(v, value)| (wf.var(*v).name.clone(), value.to_json(&program.types)))
-        .collect();
-    let run = store.create_run(&NewRun {
-        workflow: wf.name.clone(),
-        file: Some(file.clone()),
-        source: source.clone(),
-        fingerprint,
-        canonical,
-        inputs_json: serde_json::Value::Object(inputs_json).to_string(),
-        inputs: inputs.clone(),
-        seed: args.seed,
-        lifelines: wf.lifelines.len(),
-        llm: args.llm.clone().unwrap_or_else(|| "default".into()),
-    })?;
-    let name = Store::run_name(run);
+    let inputs = match compiled.parse_inputs(&args.inputs, json_inputs.as_ref()) {
+        Ok(i) => i,
+        Err(e) => return Ok(report_error(&e, color)),
+    };
+    let store = Store::open(store_path, settings.durability.into())?;
+    let host = host(store)?;
+    let policy = if args.new {
+        StartPolicy::New
+    } else {
+        StartPolicy::ResumeSame
+    };
+    let started = match host.start(&compiled, inputs, &settings, policy) {
+        Ok(s) => s,
+        Err(e) => return Ok(report_error(&e, color)),
+    };
+    let name = &started.name;
     if args.detach {
-        let log = store_path.with_file_name(format!("{name}.log"));
-        let out = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut cmd = std::process::Command::new(std::env::current_exe()?);
-        cmd.arg("resume").arg(&name).arg("--store").arg(store_path);
-        if let Some(llm) = &args.llm {
-            cmd.arg("--llm").arg(llm);
-        }
-        for o in &args.llm_for {
-            cmd.arg("--llm-for").arg(o);
-        }
-        if let Some(a) = &args.answers {
-            cmd.arg("--answers").arg(a);
-        }
-        use std::os::unix::process::CommandExt;
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .process_group(0);
-        let child = cmd.spawn().context("cannot start the background run")?;
-        println!("{name}");
-        eprintln!(
-            "started {name} in the background (pid {}); follow it with `troupe status {name}`, its log is {}",
-            child.id(),
-            log.display()
-        );
-        return Ok(ExitStatus::Success);
+        return detach(&host, store_path, name, args);
     }
-    eprintln!("recording {name} in {}", store_path.display());
-    let engine = engine_for(
-        &source,
-        &file,
-        Some(&wf.name),
-        args,
-        inbox(&store, run, args.answers.as_deref())?,
-    )?;
-    let outcome = drive(&store, run, &engine, inputs, args.seed)?;
-    report(&store, run, &engine, outcome, args.json)
+    if started.resumed {
+        eprintln!(
+            "continuing {name} (unfinished, same workflow and inputs); pass --new to start another run"
+        );
+    } else {
+        eprintln!("recording {name} in {}", store_path.display());
+    }
+    let answers = read_answers(args.answers.as_deref())?;
+    let finished =
+        match runtime()?.block_on(host.drive(started.run, &Overrides::default(), answers)) {
+            Ok(f) => f,
+            Err(e) => return Ok(report_error(&e, color)),
+        };
+    report(&finished, args.json)
+}
+
+/// Hands the claimed run to a child process that adopts this process's
+/// lease (its owner id), so no other process can take it in between.
+fn detach(host: &Host, store_path: &Path, name: &str, args: &RunArgs) -> Result<ExitStatus> {
+    let log = detach_log(store_path, name);
+    let out = open_private(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("resume").arg(name).arg("--store").arg(store_path);
+    if let Some(a) = &args.answers {
+        cmd.arg("--answers").arg(a);
+    }
+    use std::os::unix::process::CommandExt;
+    cmd.env(OWNER_ENV, &host.config().owner)
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0);
+    let child = cmd.spawn().context("cannot start the background run")?;
+    crate::out::println(name)?;
+    eprintln!(
+        "started {name} in the background (pid {}); follow it with `troupe status {name}`, its log is {}",
+        child.id(),
+        log.display()
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// `DB.run-3.log` beside the store: one log per store and run.
+fn detach_log(store: &Path, name: &str) -> PathBuf {
+    let file = store
+        .file_name()
+        .map_or_else(|| "troupe.db".into(), |f| f.to_string_lossy().into_owned());
+    store.with_file_name(format!("{file}.{name}.log"))
+}
+
+fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Model and run options a resuming command may override.
+#[derive(Debug, Args)]
+pub struct OverrideArgs {
+    /// Use this default model from now on instead of the recorded one
+    /// (recorded as an override).
+    #[arg(long, value_name = "SPEC")]
+    pub llm: Option<String>,
+    /// A model for one lifeline or action from now on: `KEY=SPEC`.
+    #[arg(long = "llm-for", value_name = "KEY=SPEC")]
+    pub llm_for: Vec<String>,
+    /// A new deadline for every asynchronous action, e.g. `30s`.
+    #[arg(long, value_name = "DURATION", value_parser = crate::commands::run::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// A new durability for the run's records.
+    #[arg(long, value_enum)]
+    pub durability: Option<DurabilityArg>,
+    /// Answer `extern` actions that have no implementation with mock values.
+    #[arg(long)]
+    pub mock_externs: bool,
+    /// Answers to human tasks (JSON keyed by `Lifeline.action` or `action`).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            llm: self.llm.clone(),
+            llm_for: self.llm_for.clone(),
+            timeout_ms: self.timeout.map(|t| t.as_millis() as u64),
+            durability: self.durability.map(Into::into),
+            mock_externs: self.mock_externs,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -357,294 +404,130 @@ pub struct ResumeArgs {
     pub run: String,
     #[command(flatten)]
     pub store: StoreArg,
-    /// Model options, as for `troupe run`.
-    #[arg(long, value_name = "SPEC")]
-    pub llm: Option<String>,
-    #[arg(long = "llm-for", value_name = "KEY=SPEC")]
-    pub llm_for: Vec<String>,
-    /// Answers to human tasks (JSON keyed by `Lifeline.action` or `action`).
-    #[arg(long, value_name = "FILE")]
-    pub answers: Option<PathBuf>,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub with: OverrideArgs,
 }
 
-/// `troupe resume RUN`: continue a run with its recorded source.
-pub fn resume(args: &ResumeArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
+/// `troupe resume RUN`: continue a run with its recorded source, inputs and
+/// settings.
+pub fn resume(args: &ResumeArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
     let run = run_id(&args.run)?;
-    let detail = store.run(run)?;
-    match detail.summary.status.as_str() {
-        "done" | "failed" => {
-            eprintln!(
-                "{} is {} already; nothing to resume",
-                detail.summary.name, detail.summary.status
-            );
-            return Ok(ExitStatus::Success);
-        }
-        "running" | "waiting" => bail!(
-            "{} is being run by another process; wait for it, or stop that process first",
-            detail.summary.name
-        ),
-        _ => {}
-    }
-    let run_args = RunArgs::for_resume(
-        args.llm.clone(),
-        args.llm_for.clone(),
-        args.answers.clone(),
-        args.json,
-    );
-    let file = detail
-        .summary
-        .file
-        .clone()
-        .unwrap_or_else(|| "(recorded source)".into());
-    let engine = engine_for(
-        &detail.source,
-        &file,
-        Some(&detail.summary.workflow),
-        &run_args,
-        inbox(&store, run, args.answers.as_deref())?,
-    )?;
-    let outcome = drive(
-        &store,
-        run,
-        &engine,
-        detail.input_values.clone(),
-        detail.seed,
-    )?;
-    report(&store, run, &engine, outcome, args.json)
-}
-
-#[derive(Debug, Args)]
-pub struct RunsArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// Only runs with this status: running, waiting, stalled, needs_resolution, done, failed.
-    #[arg(long, value_name = "S")]
-    pub status: Option<String>,
-    #[arg(long)]
-    pub json: bool,
-}
-
-pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
-    let runs = store.runs(args.status.as_deref())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&runs)?);
-    } else if runs.is_empty() {
-        eprintln!("no runs");
-    } else {
-        println!(
-            "{:<10} {:<18} {:<17} {:<24} result",
-            "RUN", "WORKFLOW", "STATUS", "UPDATED"
+    let detail = host.store().run(run)?;
+    if detail.summary.status.is_final() {
+        eprintln!(
+            "{} is {} already; nothing to resume{}",
+            detail.summary.name,
+            detail.summary.status,
+            if detail.summary.status == troupe_store::RunStatus::Failed {
+                format!(
+                    " (`troupe retry {}` continues a failed run)",
+                    detail.summary.name
+                )
+            } else {
+                String::new()
+            }
         );
-        for r in runs {
-            let result = match (&r.result, &r.error) {
-                (Some(v), _) => v.to_string(),
-                (None, Some(e)) => e.clone(),
-                _ => String::new(),
-            };
-            let result: String = result.chars().take(60).collect();
-            println!(
-                "{:<10} {:<18} {:<17} {:<24} {result}",
-                r.name, r.workflow, r.status, r.updated_at
-            );
-        }
-    }
-    Ok(ExitStatus::Success)
-}
-
-#[derive(Debug, Args)]
-pub struct RunRefArgs {
-    /// The run, e.g. `run-3`.
-    pub run: String,
-    #[command(flatten)]
-    pub store: StoreArg,
-    #[arg(long)]
-    pub json: bool,
-}
-
-pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
-    let detail = store.run(run_id(&args.run)?)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&detail)?);
         return Ok(ExitStatus::Success);
     }
-    let s = &detail.summary;
-    println!("{}  {}  {}", s.name, s.workflow, s.status);
-    println!("  file      {}", s.file.as_deref().unwrap_or("-"));
-    println!("  inputs    {}", detail.inputs);
-    println!("  model     {}", detail.llm.as_deref().unwrap_or("-"));
-    println!("  created   {}   updated {}", s.created_at, s.updated_at);
-    println!(
-        "  events    {}   steps {}",
-        detail.events,
-        detail.steps.len()
-    );
-    for step in &detail.steps {
-        let out = step
-            .outputs
-            .as_ref()
-            .map(|o| o.to_string())
-            .unwrap_or_default();
-        println!(
-            "    {:<8} {:<7} {} {}",
-            step.kind,
-            step.status,
-            step.key,
-            out.chars().take(60).collect::<String>()
-        );
+    if let Err(e) = host.claim(run) {
+        return Ok(report_error(&e, color));
     }
-    if let Some(r) = &s.result {
-        println!("  result    {r}");
+    drive(&host, run, &args.with, color)
+}
+
+fn drive(
+    host: &Host,
+    run: i64,
+    with: &OverrideArgs,
+    color: crate::ColorChoice,
+) -> Result<ExitStatus> {
+    let answers = read_answers(with.answers.as_deref())?;
+    match runtime()?.block_on(host.drive(run, &with.overrides(), answers)) {
+        Ok(f) => report(&f, with.json),
+        Err(e) => Ok(report_error(&e, color)),
     }
-    if let Some(e) = &s.error {
-        println!("  error     {e}");
-    }
-    Ok(ExitStatus::Success)
 }
 
 #[derive(Debug, Args)]
-pub struct TraceArgs {
+pub struct RetryArgs {
+    /// The failed run, e.g. `run-3`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub with: OverrideArgs,
+}
+
+/// `troupe retry RUN`: continue a failed run from its last durable step.
+pub fn retry(args: &RetryArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
+    let run = run_id(&args.run)?;
+    if let Err(e) = host.retry(run) {
+        return Ok(report_error(&e, color));
+    }
+    drive(&host, run, &args.with, color)
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
     /// The run, e.g. `run-3`.
     pub run: String,
     #[command(flatten)]
     pub store: StoreArg,
-    /// Keep printing events as the run records them, until it ends.
-    #[arg(long)]
-    pub follow: bool,
-    #[arg(long)]
-    pub json: bool,
+    /// Why (recorded with the run).
+    #[arg(long, default_value = "cancelled from the command line")]
+    pub reason: String,
 }
 
-/// The recorded run's program, rebuilt from its recorded source.
-fn recorded_engine(detail: &troupe_store::RunDetail) -> Result<Engine> {
-    let builder = EngineBuilder::from_source(&detail.source)
-        .map_err(|_| anyhow::anyhow!("the recorded source no longer checks"))?;
-    Ok(builder
-        .workflow(&detail.summary.workflow)
-        .mock_unbound_externs(Arc::new(MockBackend::new()))
-        .build()?)
-}
-
-pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
+/// `troupe cancel RUN`.
+pub fn cancel(args: &CancelArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
     let run = run_id(&args.run)?;
-    let detail = store.run(run)?;
-    let engine = recorded_engine(&detail)?;
-    let mut next = 0;
-    let mut time = 0u64;
-    loop {
-        let (events, after) = store.events(run, next)?;
-        next = after;
-        let trace = troupe_runtime::Trace::from_events(time, events);
-        time += trace.entries.len() as u64;
-        if args.json {
-            for e in trace
-                .to_json(engine.program(), engine.workflow())
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                println!("{e}");
+    let name = Store::run_name(run);
+    match host.cancel(run, &args.reason) {
+        Ok(Cancel::Cancelled) => {
+            eprintln!("cancelled {name}");
+            Ok(ExitStatus::Success)
+        }
+        Ok(Cancel::Requested { owner }) => {
+            // The owner stops at its next renewal: wait for it, a while.
+            let deadline = std::time::Instant::now() + host.config().lease * 2;
+            while std::time::Instant::now() < deadline {
+                if host.store().run(run)?.summary.status == troupe_store::RunStatus::Cancelled {
+                    eprintln!("cancelled {name} (its owner {owner} stopped it)");
+                    return Ok(ExitStatus::Success);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
-        } else {
-            print!("{}", trace.render(engine.program(), engine.workflow()));
-        }
-        if !args.follow {
-            break;
-        }
-        let status = store.run(run)?.summary.status;
-        if matches!(
-            status.as_str(),
-            "done" | "failed" | "stalled" | "needs_resolution"
-        ) && store.events(run, next)?.0.is_empty()
-        {
-            break;
-        }
-        // Short-lived reads: a long-lived reader would hold back WAL checkpoints.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    Ok(ExitStatus::Success)
-}
-
-pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
-    let run = run_id(&args.run)?;
-    let detail = store.run(run)?;
-    let engine = recorded_engine(&detail)?;
-    match verify_recorded(&store, run, &engine) {
-        Ok(()) => {
-            let done = detail.summary.status == "done";
-            println!(
-                "{}: the recorded execution ({} events) is {} of `{}`",
-                detail.summary.name,
-                detail.events,
-                if done {
-                    "a complete run"
-                } else {
-                    "a prefix of a run"
-                },
-                detail.summary.workflow
-            );
+            eprintln!("asked {owner} to cancel {name}; it stops at its next lease renewal");
             Ok(ExitStatus::Success)
         }
-        Err(e) if detail.summary.status != "done" => {
-            // An unfinished run is checked as a prefix.
-            let _ = e;
-            println!(
-                "{}: unfinished ({}); recorded {} events so far",
-                detail.summary.name, detail.summary.status, detail.events
-            );
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            Ok(ExitStatus::Failure)
-        }
+        Err(e) => Ok(report_error(&e, color)),
     }
 }
 
 #[derive(Debug, Args)]
-pub struct TasksArgs {
+pub struct DeleteArgs {
+    /// The runs, e.g. `run-3 run-4`.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
     #[command(flatten)]
     pub store: StoreArg,
-    /// Include answered tasks.
-    #[arg(long)]
-    pub all: bool,
-    #[arg(long)]
-    pub json: bool,
 }
 
-pub fn tasks(args: &TasksArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
-    let tasks = store.tasks(args.all)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&tasks)?);
-    } else if tasks.is_empty() {
-        eprintln!("no pending tasks");
-    } else {
-        for t in tasks {
-            let answer = t
-                .answer
-                .as_deref()
-                .map(|a| format!(" = {a} (by {})", t.answered_by.as_deref().unwrap_or("?")))
-                .unwrap_or_default();
-            println!(
-                "{:<8} {:<8} {:<8} {}/{}  {}{answer}",
-                t.id, t.run, t.kind, t.lifeline, t.action, t.status
-            );
-            for line in t.prompt.lines() {
-                println!("    {line}");
-            }
-            if !t.options.is_empty() {
-                println!("    choices: {}", t.options.join(", "));
-            }
+/// `troupe delete RUN…`.
+pub fn delete(args: &DeleteArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
+    let mut status = ExitStatus::Success;
+    for r in &args.runs {
+        let run = run_id(r)?;
+        match host.delete(run) {
+            Ok(()) => eprintln!("deleted {}", Store::run_name(run)),
+            Err(e) => status = report_error(&e, color),
         }
     }
-    Ok(ExitStatus::Success)
+    Ok(status)
 }
 
 #[derive(Debug, Args)]
@@ -660,10 +543,11 @@ pub struct AnswerArgs {
     /// Decline.
     #[arg(long)]
     pub no: bool,
-    /// The answer as text: a choice of a select, or the text of an input or edit.
+    /// The answer as text, read by the task's type: a choice of a select,
+    /// a number for an `Int`, the text of an input or edit.
     #[arg(long, value_name = "V")]
     pub value: Option<String>,
-    /// The answer as JSON (records, lists, numbers).
+    /// The answer as JSON (records, lists).
     #[arg(long, value_name = "J")]
     pub json: Option<String>,
     /// Who answers (recorded with the answer).
@@ -671,42 +555,29 @@ pub struct AnswerArgs {
     pub by: String,
 }
 
-pub fn answer(args: &AnswerArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
-    let task = store.task(&args.task)?;
-    let answer = if args.yes {
-        serde_json::Value::Bool(true)
+pub fn answer(args: &AnswerArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
+    let input = if args.yes {
+        AnswerInput::Yes
     } else if args.no {
-        serde_json::Value::Bool(false)
+        AnswerInput::No
     } else if let Some(v) = &args.value {
-        if task.kind == "select" && !task.options.contains(v) {
-            bail!(
-                "`{v}` is not a choice of {}; the choices are {}",
-                task.id,
-                task.options.join(", ")
-            );
-        }
-        serde_json::Value::String(v.clone())
+        AnswerInput::Value(v.clone())
     } else {
-        let text = args.json.as_deref().unwrap_or("null");
-        serde_json::from_str(text).context("--json is not valid JSON")?
+        AnswerInput::Json(args.json.clone().unwrap_or_default())
     };
-    if task.kind == "confirm" && !answer.is_boolean() {
-        bail!("{} asks for a confirmation: answer --yes or --no", task.id);
-    }
-    match store.answer(&args.task, &answer, &args.by) {
+    match host.answer(&args.task, input, &args.by) {
         Ok(t) => {
             eprintln!(
                 "answered {} ({}/{}) for {}",
-                t.id, t.lifeline, t.action, t.run
+                t.id,
+                sanitize(&t.lifeline),
+                sanitize(&t.action),
+                t.run
             );
             Ok(ExitStatus::Success)
         }
-        Err(troupe_store::StoreError::Conflict(msg)) => {
-            eprintln!("error: {msg}");
-            Ok(ExitStatus::Failure)
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => Ok(report_error(&e, color)),
     }
 }
 
@@ -715,7 +586,7 @@ pub fn answer(args: &AnswerArgs) -> Result<ExitStatus> {
 pub struct ResolveArgs {
     /// The run, e.g. `run-3`.
     pub run: String,
-    /// The step, e.g. `Ledger/record_decision#0` (see `troupe status RUN`).
+    /// The step, e.g. `Ledger/record_decision#0` (shown by `troupe status RUN`).
     pub step: String,
     #[command(flatten)]
     pub store: StoreArg,
@@ -728,54 +599,22 @@ pub struct ResolveArgs {
     pub retry: bool,
 }
 
-pub fn resolve(args: &ResolveArgs) -> Result<ExitStatus> {
-    let store = args.store.open()?;
+pub fn resolve(args: &ResolveArgs, color: crate::ColorChoice) -> Result<ExitStatus> {
+    let host = args.store.host()?;
     let run = run_id(&args.run)?;
-    let detail = store.run(run)?;
-    match &args.done {
-        None => store.resolve(run, &args.step, None)?,
+    let how = match &args.done {
+        None => Resolution::Retry,
         Some(text) => {
-            let engine = recorded_engine(&detail)?;
-            let key = troupe_runtime::StepKey::parse(&args.step)
-                .context("a step looks like Lifeline/action#0")?;
-            let action = engine
-                .program()
-                .actions
-                .iter()
-                .find(|a| a.name == key.action)
-                .with_context(|| format!("no action `{}`", key.action))?;
-            let json: serde_json::Value =
-                serde_json::from_str(text).context("--done is not valid JSON")?;
-            let items = match (&json, action.outputs.len()) {
-                (serde_json::Value::Array(items), n) if n != 1 => items.clone(),
-                (j, _) => vec![j.clone()],
-            };
-            if items.len() != action.outputs.len() {
-                bail!(
-                    "`{}` has {} output(s); --done gave {}",
-                    action.name,
-                    action.outputs.len(),
-                    items.len()
-                );
-            }
-            let values = items
-                .iter()
-                .zip(&action.outputs)
-                .map(|(j, p)| {
-                    Value::from_json(j, &p.ty, engine.types())
-                        .map_err(|e| anyhow::anyhow!("output `{}`: {e}", p.name))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            store.resolve(
-                run,
-                &args.step,
-                Some((&values, serde_json::Value::Array(items))),
-            )?;
+            Resolution::Done(serde_json::from_str(text).context("--done is not valid JSON")?)
         }
+    };
+    if let Err(e) = host.resolve(run, &args.step, how) {
+        return Ok(report_error(&e, color));
     }
+    let name = Store::run_name(run);
     eprintln!(
-        "settled {} of {}; continue it with `troupe resume {}`",
-        args.step, detail.summary.name, detail.summary.name
+        "settled {} of {name}; continue it with `troupe resume {name}`",
+        args.step
     );
     Ok(ExitStatus::Success)
 }

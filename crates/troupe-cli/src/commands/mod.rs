@@ -5,6 +5,7 @@ pub mod check;
 pub mod contracts;
 pub mod durable;
 pub mod explain;
+pub mod inspect;
 pub mod lsp;
 pub mod mcp;
 pub mod models;

@@ -1,7 +1,8 @@
 //! `troupe run`: run a workflow and print its result (and trace).
 
-use crate::render::{self, FileReport};
-use crate::terminal::TerminalInbox;
+use crate::commands::durable;
+use crate::out;
+use crate::terminal::{TerminalInbox, sanitize};
 use crate::{ColorChoice, ExitStatus};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -9,8 +10,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use troupe_llm::{LlmBackend, LlmConfig, MockBackend, Router, parse_override};
-use troupe_runtime::{EngineBuilder, HumanInbox, NoHumans, RunOptions, ScriptedHumans};
+use troupe_host::{Backends, Compiled};
+use troupe_runtime::{HumanInbox, NoHumans, RunOptions, ScriptedHumans};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -57,8 +58,9 @@ pub struct RunArgs {
     pub timeout: Option<Duration>,
     /// Record the run durably in this store (default `.troupe/troupe.db`):
     /// a restarted `troupe run` or `troupe resume` continues it without
-    /// redoing finished work. Unfinished runs of the same file whose process
-    /// is gone are resumed first.
+    /// redoing finished work. An unfinished run of the same file with the
+    /// same workflow and inputs whose owner is gone is continued instead of
+    /// starting a new one; one that waits for `troupe resolve` is refused.
     #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = crate::commands::durable::DEFAULT_STORE)]
     pub store: Option<PathBuf>,
     /// With --store: start the run in the background and print its id.
@@ -70,35 +72,12 @@ pub struct RunArgs {
     /// With --store: `full` (survives power loss) or `normal` (faster).
     #[arg(long, value_enum, default_value_t = crate::commands::durable::DurabilityArg::Full)]
     pub durability: crate::commands::durable::DurabilityArg,
-}
-
-impl RunArgs {
-    /// The options of `troupe resume`, which continues a recorded run.
-    pub fn for_resume(
-        llm: Option<String>,
-        llm_for: Vec<String>,
-        answers: Option<PathBuf>,
-        json: bool,
-    ) -> RunArgs {
-        RunArgs {
-            file: PathBuf::new(),
-            workflow: None,
-            inputs: Vec::new(),
-            input_json: None,
-            llm,
-            llm_for,
-            answers,
-            trace: false,
-            json,
-            no_verify: false,
-            seed: 0,
-            timeout: None,
-            store: None,
-            detach: false,
-            new: false,
-            durability: crate::commands::durable::DurabilityArg::Full,
-        }
-    }
+    /// Answer `extern` actions that have no implementation with mock
+    /// values (marked `mock` in the recorded steps). Without it such a
+    /// workflow refuses to run; give an effect a command in `troupe.toml`
+    /// (`[externs.NAME] command = [...]`, see `troupe run --help`).
+    #[arg(long)]
+    pub mock_externs: bool,
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -108,65 +87,46 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("expected NAME=VALUE, found {s:?}"))
 }
 
+/// A duration such as `30s`, `500ms` or `2m` (humantime), between 1 ms and
+/// 30 days.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s.split_at(
-        s.find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(s.len()),
-    );
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("expected a duration such as 30s or 500ms, found {s:?}"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("unknown unit {unit:?}: use ms, s, m or h")),
-    };
-    Ok(Duration::from_secs_f64(secs))
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e}: expected a duration such as 30s, 500ms or 2m"))?;
+    if d < Duration::from_millis(1) || d > Duration::from_secs(30 * 86_400) {
+        return Err(format!("{s} is out of range: give between 1ms and 30 days"));
+    }
+    Ok(d)
 }
 
 pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     if let Some(store) = &args.store {
-        return crate::commands::durable::run(args, store);
+        return crate::commands::durable::run(args, store, color);
     }
-    let shown = args.file.display().to_string();
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read {shown}: {e}");
-            return Ok(ExitStatus::Usage);
-        }
+    let compiled = match Compiled::load(&args.file, args.workflow.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return Ok(durable::report_error(&e, color)),
     };
-    let builder = match EngineBuilder::from_source(&text) {
-        Ok(b) => b,
-        Err(diagnostics) => {
-            let mut buf = Vec::new();
-            let report = FileReport {
-                path: &shown,
-                text: &text,
-                diagnostics: &diagnostics,
-            };
-            render::render_text(&report, color.enabled_for_stderr(), &mut buf);
-            eprint!("{}", String::from_utf8_lossy(&buf));
-            eprintln!("error: {shown} does not check; nothing was run");
-            return Ok(ExitStatus::Failure);
-        }
-    };
-    if !contracts_allow(&args.file, &text, color) {
-        return Ok(ExitStatus::Failure);
-    }
-    let mut builder = configure(builder, args.workflow.as_deref(), args)?;
-    builder = builder.humans(human_inbox(args.answers.as_deref())?);
-    let engine = builder.build()?;
     let json = args
         .input_json
         .as_deref()
         .map(serde_json::from_str::<serde_json::Value>)
         .transpose()
         .context("--input-json is not valid JSON")?;
-    let inputs = engine.parse_inputs(&args.inputs, json.as_ref())?;
+    let inputs = match compiled.parse_inputs(&args.inputs, json.as_ref()) {
+        Ok(i) => i,
+        Err(e) => return Ok(durable::report_error(&e, color)),
+    };
+    let backends = Backends::new(durable::host_config()?, Arc::new(troupe_mcp::McpTools));
+    let settings = durable::settings_of(args);
+    let (engine, tools) = match backends.engine(
+        &compiled,
+        &settings,
+        "run-1",
+        human_inbox(args.answers.as_deref())?,
+    ) {
+        Ok(e) => e,
+        Err(e) => return Ok(durable::report_error(&e, color)),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -176,10 +136,17 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         trace: true,
         ..RunOptions::default()
     };
-    let outcome = match rt.block_on(engine.run(inputs, options)) {
+    let outcome = rt.block_on(async {
+        let outcome = engine.run(inputs, options).await;
+        if let Some(close) = tools.close {
+            close().await;
+        }
+        outcome
+    });
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", sanitize(&e.to_string()));
             return Ok(ExitStatus::Failure);
         }
     };
@@ -190,7 +157,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         match engine.verify("run-1", trace) {
             Ok(()) => Some(true),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", sanitize(&e.to_string()));
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -211,12 +178,14 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         if args.trace {
             doc["trace"] = trace.to_json(engine.program(), engine.workflow());
         }
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out::println(&serde_json::to_string_pretty(&doc)?)?;
     } else {
         if args.trace {
-            print!("{}", trace.render(engine.program(), engine.workflow()));
+            out::print(&sanitize(
+                &trace.render(engine.program(), engine.workflow()),
+            ))?;
         }
-        print_results(&outcome.results, types);
+        print_results(&outcome.results, types)?;
         if verified == Some(true) {
             eprintln!(
                 "verified: the run ({} events) is a run of `{}`",
@@ -229,86 +198,19 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
 }
 
 /// Prints results as `name = value`: text as it is, other values as JSON.
-pub fn print_results(results: &[(String, troupe_check::Value)], types: &troupe_check::TypeTable) {
+pub fn print_results(
+    results: &[(String, troupe_check::Value)],
+    types: &troupe_check::TypeTable,
+) -> std::io::Result<()> {
+    let mut text = String::new();
     for (name, value) in results {
         let shown = match value {
             troupe_check::Value::Text(s) => s.to_string(),
             other => other.to_json(types).to_string(),
         };
-        println!("{name} = {shown}");
+        text += &format!("{name} = {}\n", sanitize(&shown));
     }
-}
-
-/// The CLI's backends for a run: the LLM router, MCP tools, mock values for
-/// `extern`s without host code (said on stderr), the workflow and deadline.
-pub fn configure(
-    builder: EngineBuilder,
-    workflow: Option<&str>,
-    args: &RunArgs,
-) -> Result<EngineBuilder> {
-    let router = llm_router(args.llm.as_deref(), &args.llm_for)?;
-    let tools = troupe_mcp::McpToolHost::for_program(builder.program());
-    let mut builder = builder
-        .llm(router)
-        .tools(Arc::new(tools))
-        .mock_unbound_externs(Arc::new(MockBackend::new()));
-    if let Some(name) = workflow {
-        builder = builder.workflow(name);
-    }
-    if let Some(t) = args.timeout {
-        builder = builder.default_timeout(t);
-    }
-    let mocked = builder.unbound_externs();
-    if !mocked.is_empty() {
-        eprintln!(
-            "note: no host code is registered for {}; using mock values",
-            mocked.join(", ")
-        );
-    }
-    Ok(builder)
-}
-
-/// Verifies a well-typed file against the contracts of the tools it calls;
-/// renders the findings, and refuses to run on an error (a transaction
-/// without a person's confirmation, a requirement that does not hold).
-pub fn contracts_allow(file: &std::path::Path, text: &str, color: ColorChoice) -> bool {
-    let Some(program) = troupe_check::check_text(text).0 else {
-        return true;
-    };
-    let base = file.parent().unwrap_or(std::path::Path::new("."));
-    let findings = troupe_contracts::verify_workflows_in_source(&program, text, base);
-    let errors: Vec<_> = findings.into_iter().filter(|d| d.is_error()).collect();
-    if errors.is_empty() {
-        return true;
-    }
-    let shown = file.display().to_string();
-    let mut buf = Vec::new();
-    render::render_text(
-        &FileReport {
-            path: &shown,
-            text,
-            diagnostics: &errors,
-        },
-        color.enabled_for_stderr(),
-        &mut buf,
-    );
-    eprint!("{}", String::from_utf8_lossy(&buf));
-    eprintln!("error: {shown} breaks the contracts of the tools it calls; nothing was run");
-    false
-}
-
-/// The LLM router from `troupe.toml` (if any) and the command line.
-pub fn llm_router(default: Option<&str>, overrides: &[String]) -> Result<Arc<dyn LlmBackend>> {
-    let config = LlmConfig::discover(std::env::current_dir()?)?;
-    let overrides = overrides
-        .iter()
-        .map(|s| parse_override(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let router = Router::from_config(&config, &overrides, default)?;
-    if router.uses_mock_by_default() {
-        eprintln!("note: no model configured; using the mock model (choose one with --llm SPEC)");
-    }
-    Ok(Arc::new(router))
+    out::print(&text)
 }
 
 fn human_inbox(answers: Option<&std::path::Path>) -> Result<Arc<dyn HumanInbox>> {

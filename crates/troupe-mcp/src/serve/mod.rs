@@ -50,7 +50,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value as J, json};
-use troupe_llm::{LlmBackend, LlmConfig, Router, parse_override};
 use troupe_store::{Durability, Store, StoreError};
 
 use resources::{JSON_MIME, MERMAID_MIME, RUNS_URI, TASKS_URI};
@@ -105,6 +104,8 @@ pub struct ServeOptions {
     pub llm_for: Vec<String>,
     /// How long a tool call waits for its run.
     pub deadline: Duration,
+    /// `extern` actions without an implementation answer with mock values.
+    pub mock_externs: bool,
 }
 
 impl ServeOptions {
@@ -115,6 +116,7 @@ impl ServeOptions {
             llm: None,
             llm_for: Vec::new(),
             deadline: DEFAULT_DEADLINE,
+            mock_externs: false,
         }
     }
 }
@@ -139,24 +141,6 @@ impl std::fmt::Debug for Server {
             .field("workflows", &self.inner.workflows)
             .finish()
     }
-}
-
-fn llm_router(options: &ServeOptions) -> Result<Arc<dyn LlmBackend>, ServeError> {
-    let dir = std::env::current_dir().map_err(|e| ServeError::Io {
-        path: "(current directory)".into(),
-        message: e.to_string(),
-    })?;
-    let config = LlmConfig::discover(dir).map_err(|e| ServeError::Llm(e.to_string()))?;
-    let overrides = options
-        .llm_for
-        .iter()
-        .map(|s| parse_override(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ServeError::Llm(e.to_string()))?;
-    let default = options.llm.as_deref().unwrap_or(DEFAULT_LLM);
-    let router = Router::from_config(&config, &overrides, Some(default))
-        .map_err(|e| ServeError::Llm(e.to_string()))?;
-    Ok(Arc::new(router))
 }
 
 fn schema(value: J) -> Arc<Map<String, J>> {
@@ -222,8 +206,27 @@ impl Server {
             })?;
         }
         let store = Store::open(&options.store, Durability::Full)?;
-        let llm = llm_router(options)?;
-        let llm_name = options.llm.clone().unwrap_or_else(|| DEFAULT_LLM.into());
+        let settings = troupe_host::RunSettings {
+            llm: Some(options.llm.clone().unwrap_or_else(|| DEFAULT_LLM.into())),
+            llm_for: options.llm_for.clone(),
+            mock_externs: options.mock_externs,
+            ..troupe_host::RunSettings::default()
+        };
+        // The model configuration is checked before any run starts.
+        let dir = std::env::current_dir().map_err(|e| ServeError::Io {
+            path: "(current directory)".into(),
+            message: e.to_string(),
+        })?;
+        let config =
+            troupe_llm::LlmConfig::discover(dir).map_err(|e| ServeError::Llm(e.to_string()))?;
+        let overrides = settings
+            .llm_for
+            .iter()
+            .map(|s| troupe_llm::parse_override(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ServeError::Llm(e.to_string()))?;
+        troupe_llm::Router::from_config(&config, &overrides, settings.llm.as_deref())
+            .map_err(|e| ServeError::Llm(e.to_string()))?;
         let mut tools: Vec<Tool> = workflows
             .iter()
             .map(|w| {
@@ -238,7 +241,7 @@ impl Server {
         Ok(Server {
             inner: Arc::new(Inner {
                 workflows,
-                runs: Runs::new(store, llm, llm_name),
+                runs: Runs::new(store, settings)?,
                 deadline: options.deadline,
                 tools,
             }),

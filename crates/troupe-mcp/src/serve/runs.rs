@@ -1,9 +1,9 @@
-//! Durable runs started by the server: the same sequence as `troupe run FILE
-//! --store DB` (parse inputs, record the run, claim it, open its journal,
-//! run the engine with a `StoreInbox`), on a task of the server's runtime, so
-//! a run that waits on people or takes long goes on after the tool call
-//! returned. Answers to human tasks go through the store (`Store::answer`),
-//! validated as `troupe answer` validates them.
+//! Durable runs started by the server, through the run lifecycle of
+//! `troupe-host` (the same code path as `troupe run FILE --store DB`): the
+//! workflow is loaded and verified once, a call starts a run under this
+//! server's lease and drives it on a task of the server's runtime, so a run
+//! that waits on people or takes long goes on after the tool call returned.
+//! Answers go through the host, which reads them by the task's type.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,22 +11,20 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as J, json};
 use tokio::sync::watch;
-use troupe_llm::{LlmBackend, MockBackend};
-use troupe_runtime::{EngineBuilder, RunError, RunOptions};
-use troupe_store::{NewRun, Store, StoreError, StoreInbox, TaskRow};
+use troupe_host::{AnswerInput, Host, Notice, Overrides, RunEnd, RunSettings, StartPolicy};
+use troupe_store::{RunStatus, Store, StoreError, TaskRow};
 
 use super::ServeError;
 use super::workflows::WorkflowEntry;
-use crate::McpToolHost;
 
 /// How a run of this process ended: its results (a JSON object) or its error.
-pub type RunEnd = Result<Map<String, J>, String>;
+pub type RunResult = Result<Map<String, J>, String>;
 
 /// A run driven by this process.
 #[derive(Clone)]
 struct LiveRun {
     /// `Some` once the run ended.
-    end: watch::Receiver<Option<RunEnd>>,
+    end: watch::Receiver<Option<RunResult>>,
     /// Counts the human tasks the run started waiting on.
     waits: watch::Receiver<u64>,
 }
@@ -35,39 +33,60 @@ struct LiveRun {
 #[derive(Debug)]
 pub enum Progress {
     /// It ended (in this process).
-    Ended(RunEnd),
+    Ended(RunResult),
     /// It waits on people: a new human task is pending.
     Waiting,
     /// Still going after the deadline (or not run by this process).
     Running,
 }
 
-/// The runs of one store, and the backends new runs get.
+/// Wait counters of the runs this process drives, fed by the host's notices.
+type Waits = Arc<Mutex<HashMap<String, Arc<watch::Sender<u64>>>>>;
+
+/// The runs of one store, and the settings new runs get.
 pub struct Runs {
-    store: Store,
-    llm: Arc<dyn LlmBackend>,
-    llm_name: String,
+    host: Host,
+    settings: RunSettings,
+    waits: Waits,
     live: Mutex<HashMap<i64, LiveRun>>,
 }
 
 impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runs").field("llm", &self.llm_name).finish()
+        f.debug_struct("Runs")
+            .field("settings", &self.settings)
+            .finish()
     }
 }
 
 impl Runs {
-    pub fn new(store: Store, llm: Arc<dyn LlmBackend>, llm_name: String) -> Runs {
-        Runs {
-            store,
-            llm,
-            llm_name,
+    /// The runs of `store`, started with `settings` (models, mock externs).
+    pub fn new(store: Store, settings: RunSettings) -> Result<Runs, ServeError> {
+        let dir = std::env::current_dir().map_err(|e| ServeError::Io {
+            path: "(current directory)".into(),
+            message: e.to_string(),
+        })?;
+        let waits: Waits = Arc::default();
+        let mut config = troupe_host::HostConfig::new(dir);
+        let feed = waits.clone();
+        config.observer = Some(Arc::new(move |n: &Notice| {
+            if let Notice::Waiting { run, .. } = n
+                && let Ok(map) = feed.lock()
+                && let Some(tx) = map.get(run)
+            {
+                tx.send_modify(|n| *n += 1);
+            }
+        }));
+        Ok(Runs {
+            host: Host::new(store, config, Arc::new(crate::McpTools)),
+            settings,
+            waits,
             live: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        self.host.store()
     }
 
     /// Starts a durable run of `entry` with `arguments` (a JSON object keyed
@@ -77,63 +96,36 @@ impl Runs {
         entry: &WorkflowEntry,
         arguments: &Map<String, J>,
     ) -> Result<i64, ServeError> {
-        let program = entry.program.clone();
-        let wf = program
-            .workflow(&entry.name)
-            .ok_or_else(|| ServeError::Workflows(format!("no workflow `{}`", entry.name)))?;
         let inputs = entry
-            .probe
+            .compiled
             .parse_inputs(&[], Some(&J::Object(arguments.clone())))
             .map_err(|e| ServeError::Input(e.to_string()))?;
-        let inputs_json: Map<_, _> = wf
-            .inputs
-            .iter()
-            .zip(&inputs)
-            .map(|(v, value)| (wf.var(*v).name.clone(), value.to_json(&program.types)))
-            .collect();
-        let (fingerprint, canonical) = troupe_store::fingerprint(&program, wf);
-        let run = self.store.create_run(&NewRun {
-            workflow: wf.name.clone(),
-            file: Some(entry.file.display().to_string()),
-            source: entry.source.clone(),
-            fingerprint,
-            canonical,
-            inputs_json: J::Object(inputs_json).to_string(),
-            inputs: inputs.clone(),
-            seed: 0,
-            lifelines: wf.lifelines.len(),
-            llm: self.llm_name.clone(),
-        })?;
-        let name = wf.name.clone();
-        self.launch(run, program, &name, inputs, 0)?;
-        Ok(run)
+        let started = self
+            .host
+            .start(&entry.compiled, inputs, &self.settings, StartPolicy::New)
+            .map_err(|e| ServeError::Input(e.to_string()))?;
+        self.launch(started.run)?;
+        Ok(started.run)
     }
 
-    /// Resumes `run` in this process if it is unfinished and its process is
-    /// gone (`stalled`), with its recorded source, inputs and seed; recorded
-    /// steps are not redone. Returns whether it was resumed.
+    /// Resumes `run` in this process if it is unfinished and nobody holds
+    /// its lease (`stalled`), with its recorded source, inputs and settings;
+    /// recorded steps are not redone. Returns whether it was resumed.
     pub fn resume_stalled(&self, run: i64) -> Result<bool, ServeError> {
         if self.is_live(run) {
             return Ok(false);
         }
-        let detail = self.store.run(run)?;
-        if detail.summary.status != "stalled" {
+        let detail = self.store().run(run)?;
+        if detail.summary.status != RunStatus::Stalled {
             return Ok(false);
         }
-        let (program, _) = troupe_check::check_text(&detail.source);
-        let Some(program) = program else {
-            return Err(ServeError::Internal(format!(
-                "the recorded source of {} no longer checks",
-                detail.summary.name
-            )));
-        };
-        self.launch(
-            run,
-            Arc::new(program),
-            &detail.summary.workflow,
-            detail.input_values.clone(),
-            detail.seed,
-        )?;
+        match self.host.claim(run) {
+            Ok(()) => {}
+            // Another process claimed it first: it runs it.
+            Err(troupe_host::HostError::Owned { .. }) => return Ok(false),
+            Err(e) => return Err(ServeError::Internal(e.to_string())),
+        }
+        self.launch(run)?;
         Ok(true)
     }
 
@@ -144,40 +136,15 @@ impl Runs {
             .unwrap_or(false)
     }
 
-    /// Drives a recorded run on a task of the current runtime: the engine
-    /// with the server's model, a `StoreInbox` and an MCP tool host; the
-    /// run's journal (which replays what the run recorded already).
-    fn launch(
-        &self,
-        run: i64,
-        program: Arc<troupe_check::ir::Program>,
-        workflow: &str,
-        inputs: Vec<troupe_check::Value>,
-        seed: u64,
-    ) -> Result<(), ServeError> {
+    /// Drives a claimed run on a task of the current runtime.
+    fn launch(&self, run: i64) -> Result<(), ServeError> {
+        let name = Store::run_name(run);
         let (waits_tx, waits_rx) = watch::channel(0u64);
         let waits_tx = Arc::new(waits_tx);
-        let on_wait = {
-            let waits_tx = waits_tx.clone();
-            Arc::new(move |_: &str, _: &troupe_runtime::HumanTask| {
-                waits_tx.send_modify(|n| *n += 1);
-            })
-        };
-        let inbox = StoreInbox::new(self.store.clone(), run).on_wait(on_wait);
-        let tools = Arc::new(McpToolHost::for_program(&program));
-        let engine = EngineBuilder::from_program((*program).clone())
-            .workflow(workflow)
-            .llm(self.llm.clone())
-            .mock_unbound_externs(Arc::new(MockBackend::new()))
-            .humans(Arc::new(inbox))
-            .tools(tools.clone())
-            .build()
-            .map_err(|e| self.failed(run, e.to_string()))?;
-        self.store.claim(run)?;
-        let journal = self
-            .store
-            .journal(run, Arc::new(engine.types().clone()))
-            .map_err(|e| self.failed(run, e.to_string()))?;
+        self.waits
+            .lock()
+            .map_err(|_| ServeError::Internal("the wait table is poisoned".into()))?
+            .insert(name.clone(), waits_tx.clone());
         let (end_tx, end_rx) = watch::channel(None);
         self.live
             .lock()
@@ -189,41 +156,30 @@ impl Runs {
                     waits: waits_rx,
                 },
             );
-        let store = self.store.clone();
-        let options = RunOptions {
-            run_id: Store::run_name(run),
-            seed,
-            trace: false,
-            journal: Some(journal),
-            ..RunOptions::default()
-        };
+        let host = self.host.clone();
+        let waits = self.waits.clone();
         tokio::spawn(async move {
-            let outcome = engine.run(inputs, options).await;
-            let end = match outcome {
-                Ok(o) => Ok(o
-                    .results
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_json(engine.types())))
-                    .collect()),
-                Err(e) => {
-                    if let RunError::NeedsResolution { .. } = &e {
-                        let _ = store.needs_resolution(run, &e.to_string());
-                    }
-                    Err(e.to_string())
-                }
+            let end = match host.drive(run, &Overrides::default(), None).await {
+                Ok(f) => match f.end {
+                    RunEnd::Done { results, .. } => Ok(results
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.to_json(f.compiled.types())))
+                        .collect()),
+                    RunEnd::Failed(e) => Err(e.to_string()),
+                    RunEnd::NeedsResolution { message, .. } => Err(message),
+                    RunEnd::Cancelled { reason } => Err(format!("cancelled: {reason}")),
+                    RunEnd::LeaseLost => Err("another process took the run over".into()),
+                },
+                Err(e) => Err(e.to_string()),
             };
-            tools.close_all().await;
+            if let Ok(mut map) = waits.lock() {
+                map.remove(&name);
+            }
             // Keep the sender alive until the end is sent.
             drop(waits_tx);
             let _ = end_tx.send(Some(end));
         });
         Ok(())
-    }
-
-    /// Records a run that could not start as failed; returns the error.
-    fn failed(&self, run: i64, message: String) -> ServeError {
-        let _ = self.store.fail(run, &message);
-        ServeError::Internal(message)
     }
 
     /// How many human tasks `run` (a run of this process) has waited on so
@@ -273,7 +229,7 @@ impl Runs {
     pub fn pending_tasks(&self, run: Option<i64>) -> Result<Vec<TaskRow>, StoreError> {
         let name = run.map(Store::run_name);
         Ok(self
-            .store
+            .store()
             .tasks(false)?
             .into_iter()
             .filter(|t| name.as_ref().is_none_or(|n| &t.run == n))
@@ -283,7 +239,7 @@ impl Runs {
     /// Where a run stands, as the tools report it: `{"run", "workflow",
     /// "status", "results" | "error", "tasks"}`.
     pub fn status_doc(&self, run: i64) -> Result<J, StoreError> {
-        let detail = self.store.run(run)?;
+        let detail = self.store().run(run)?;
         let s = &detail.summary;
         let mut doc = Map::new();
         doc.insert("run".into(), json!(s.name));
@@ -304,46 +260,13 @@ impl Runs {
         Ok(J::Object(doc))
     }
 
-    /// Answers a pending task, validated like `troupe answer`: a confirm
-    /// takes a boolean, a select one of its options. Returns the task.
+    /// Answers a pending task: read by the task's expected type (a confirm
+    /// takes true or false, a select one of its options, an `Int` a number);
+    /// a wrong answer is refused and the task stays pending.
     pub fn answer(&self, task: &str, answer: &J, by: &str) -> Result<TaskRow, ServeError> {
-        let row = self.store.task(task)?;
-        if row.status != "pending" {
-            return Err(ServeError::Input(format!(
-                "{} is {} already{}",
-                row.id,
-                row.status,
-                row.answer
-                    .as_deref()
-                    .map(|a| format!(" (answer {a})"))
-                    .unwrap_or_default()
-            )));
-        }
-        match row.kind.as_str() {
-            "confirm" if !answer.is_boolean() => {
-                return Err(ServeError::Input(format!(
-                    "{} asks for a confirmation: answer true or false",
-                    row.id
-                )));
-            }
-            "select" => {
-                let ok = answer
-                    .as_str()
-                    .is_some_and(|v| row.options.iter().any(|o| o == v));
-                if !ok {
-                    return Err(ServeError::Input(format!(
-                        "{answer} is not a choice of {}; the choices are {}",
-                        row.id,
-                        row.options.join(", ")
-                    )));
-                }
-            }
-            "input" | "edit" if answer.is_null() => {
-                return Err(ServeError::Input(format!("{} needs an answer", row.id)));
-            }
-            _ => {}
-        }
-        Ok(self.store.answer(task, answer, by)?)
+        self.host
+            .answer(task, AnswerInput::Raw(answer.clone()), by)
+            .map_err(|e| ServeError::Input(e.to_string()))
     }
 }
 
@@ -357,6 +280,7 @@ pub fn task_json(t: &TaskRow) -> J {
         "kind": t.kind,
         "prompt": t.prompt,
         "status": t.status,
+        "expects": t.ty,
     });
     if let Some(obj) = doc.as_object_mut() {
         if !t.options.is_empty() {

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value as J, json};
 use troupe_check::ir::Program;
-use troupe_llm::MockBackend;
-use troupe_runtime::{Engine, EngineBuilder};
+use troupe_host::{Compiled, HostError};
 
 use super::ServeError;
 
@@ -29,8 +28,8 @@ pub struct WorkflowEntry {
     pub description: String,
     /// The tool's input schema (an object with one required property per input).
     pub input_schema: Map<String, J>,
-    /// An engine of the workflow without backends, to parse inputs with.
-    pub probe: Engine,
+    /// The workflow, checked and verified against its tools' contracts.
+    pub compiled: Arc<Compiled>,
 }
 
 impl std::fmt::Debug for WorkflowEntry {
@@ -126,24 +125,30 @@ fn load_file(file: &Path) -> Result<Vec<WorkflowEntry>, ServeError> {
         path: file.display().to_string(),
         message: e.to_string(),
     })?;
-    let (program, diagnostics) = troupe_check::check_text(&source);
-    let Some(program) = program else {
-        return Err(ServeError::Workflows(format!(
-            "{} does not check ({} problem(s)); see `troupe check {}`",
-            file.display(),
-            diagnostics.len(),
-            file.display()
-        )));
+    // The same loading as `troupe run`: check, then the contracts of the
+    // tools the workflows call; a workflow that breaks them is not served.
+    let base = file
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned);
+    let shown = file.display().to_string();
+    let first = Compiled::from_source(source.clone(), &shown, &base, None);
+    let program = match first {
+        Ok(c) => c.program.clone(),
+        Err(HostError::WhichWorkflow { .. }) => {
+            // Several workflows: each is compiled on its own below.
+            Arc::new(
+                troupe_check::check_text(&source)
+                    .0
+                    .ok_or_else(|| ServeError::Workflows(format!("{shown} does not check")))?,
+            )
+        }
+        Err(e) => return Err(refusal(file, e)),
     };
-    let program = Arc::new(program);
     let comment = leading_comment(&source);
     let mut out = Vec::new();
     for wf in &program.workflows {
-        let probe = EngineBuilder::from_program((*program).clone())
-            .workflow(&wf.name)
-            .mock_unbound_externs(Arc::new(MockBackend::new()))
-            .build()
-            .map_err(|e| ServeError::Workflows(format!("{}: {e}", file.display())))?;
+        let compiled = Compiled::from_source(source.clone(), &shown, &base, Some(&wf.name))
+            .map_err(|e| refusal(file, e))?;
         let description = match &comment {
             Some(c) => c.clone(),
             None => format!(
@@ -159,10 +164,29 @@ fn load_file(file: &Path) -> Result<Vec<WorkflowEntry>, ServeError> {
             input_schema: input_schema(&program, wf),
             program: program.clone(),
             description,
-            probe,
+            compiled: Arc::new(compiled),
         });
     }
     Ok(out)
+}
+
+/// Why a file is not served, with the first diagnostics spelled out.
+fn refusal(file: &Path, e: HostError) -> ServeError {
+    let shown = file.display();
+    match &e {
+        HostError::DoesNotCheck { diagnostics, .. } | HostError::Contracts { diagnostics, .. } => {
+            let first: Vec<String> = diagnostics
+                .iter()
+                .take(3)
+                .map(|d| format!("{}: {}", d.code.as_str(), d.message))
+                .collect();
+            ServeError::Workflows(format!(
+                "{e}: {}; see `troupe check {shown}`",
+                first.join("; ")
+            ))
+        }
+        _ => ServeError::Workflows(format!("{shown}: {e}")),
+    }
 }
 
 #[cfg(test)]

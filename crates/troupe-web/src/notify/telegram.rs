@@ -238,7 +238,7 @@ impl Telegram {
             let store = self.store.clone();
             let id = format!("task-{}", a.task);
             let task = blocking(move || Ok(store.task(&id)?)).await?;
-            if task.status != "pending" {
+            if task.status != troupe_store::TaskStatus::Pending {
                 let note = format!(
                     "✅ Answered: {} (by {})",
                     clip(task.answer.as_deref().unwrap_or("?"), 200),

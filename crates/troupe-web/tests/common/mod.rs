@@ -6,8 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use troupe_runtime::{EngineBuilder, RunOptions};
-use troupe_store::{Durability, NewRun, Store, StoreInbox, TaskRow};
+use troupe_store::{Durability, Store, TaskRow};
 use troupe_web::{NotifyConfig, ServeOptions};
 
 pub const APPROVAL: &str = include_str!("../../../../examples/local_approval.troupe");
@@ -53,67 +52,43 @@ pub fn start_run(
     source: &str,
     inputs: &[(&str, &str)],
 ) -> (i64, std::thread::JoinHandle<Result<String, String>>) {
-    let (program, diags) = troupe_check::check_text(source);
-    let program = program.unwrap_or_else(|| panic!("the test workflow does not check: {diags:?}"));
-    let wf = program.workflows[0].clone();
-    let (fingerprint, canonical) = troupe_store::fingerprint(&program, &wf);
-    let engine = EngineBuilder::from_source(source)
-        .expect("checks")
-        .mock_unbound_externs(Arc::new(troupe_llm::MockBackend::new()));
-    let probe = EngineBuilder::from_source(source)
-        .expect("checks")
-        .mock_unbound_externs(Arc::new(troupe_llm::MockBackend::new()))
-        .build()
-        .expect("builds");
+    let compiled = troupe_host::Compiled::from_source(
+        source.to_owned(),
+        "test.troupe",
+        std::path::Path::new("."),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("the test workflow does not load: {e}"));
     let pairs: Vec<(String, String)> = inputs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let values = probe.parse_inputs(&pairs, None).expect("inputs");
-    let inputs_json: serde_json::Map<String, serde_json::Value> = wf
-        .inputs
-        .iter()
-        .zip(&values)
-        .map(|(v, value)| (wf.var(*v).name.clone(), value.to_json(&program.types)))
-        .collect();
-    let run = store
-        .create_run(&NewRun {
-            workflow: wf.name.clone(),
-            file: Some("test.troupe".into()),
-            source: source.to_owned(),
-            fingerprint,
-            canonical,
-            inputs_json: serde_json::Value::Object(inputs_json).to_string(),
-            inputs: values.clone(),
-            seed: 0,
-            lifelines: wf.lifelines.len(),
-            llm: "mock".into(),
-        })
-        .expect("create the run");
-    let engine = engine
-        .humans(Arc::new(StoreInbox::new(store.clone(), run)))
-        .build()
-        .expect("builds");
-    let store = store.clone();
+    let values = compiled.parse_inputs(&pairs, None).expect("inputs");
+    let mut config = troupe_host::HostConfig::new(std::env::temp_dir());
+    config.lease = Duration::from_secs(5);
+    let host = troupe_host::Host::new(store.clone(), config, Arc::new(troupe_host::NoTools));
+    let settings = troupe_host::RunSettings {
+        llm: Some("mock".into()),
+        mock_externs: true,
+        ..troupe_host::RunSettings::default()
+    };
+    let started = host
+        .start(&compiled, values, &settings, troupe_host::StartPolicy::New)
+        .expect("start the run");
+    let run = started.run;
     let handle = std::thread::spawn(move || {
-        store.claim(run).map_err(|e| e.to_string())?;
-        let journal = store
-            .journal(run, Arc::new(engine.types().clone()))
-            .map_err(|e| e.to_string())?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let options = RunOptions {
-            run_id: Store::run_name(run),
-            journal: Some(journal),
-            ..RunOptions::default()
-        };
-        let outcome = rt
-            .block_on(engine.run(values, options))
+        let finished = rt
+            .block_on(host.drive(run, &troupe_host::Overrides::default(), None))
             .map_err(|e| e.to_string())?;
-        Ok(format!("{:?}", outcome.results))
+        match finished.end {
+            troupe_host::RunEnd::Done { results, .. } => Ok(format!("{results:?}")),
+            other => Err(format!("{other:?}")),
+        }
     });
     (run, handle)
 }
@@ -146,7 +121,7 @@ pub fn wait_status(store: &Store, run: i64, status: &str) {
     let start = Instant::now();
     loop {
         let now = store.run(run).expect("run").summary.status;
-        if now == status {
+        if now.as_str() == status {
             return;
         }
         assert!(

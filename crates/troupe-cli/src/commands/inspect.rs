@@ -1,0 +1,333 @@
+//! Reading recorded runs: `runs`, `status`, `trace`, `verify`, `tasks`.
+//! Argument parsing and rendering only; the store and the host answer.
+
+use crate::ExitStatus;
+use crate::commands::durable::{StoreArg, run_id};
+use crate::out;
+use crate::terminal::sanitize;
+use anyhow::Result;
+use clap::Args;
+use troupe_host::Compiled;
+use troupe_store::{RunStatus, Store};
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Only runs with this status.
+    #[arg(long, value_name = "S", value_parser = parse_status)]
+    pub status: Option<RunStatus>,
+    /// Delete the ended runs (done, failed, cancelled) beyond the newest
+    /// KEEP, with their events, steps and tasks.
+    #[arg(long, value_name = "KEEP")]
+    pub prune: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_status(s: &str) -> Result<RunStatus, String> {
+    s.parse()
+}
+
+pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
+    if let Some(keep) = args.prune {
+        let host = args.store.host()?;
+        let ids = host.prune(keep)?;
+        eprintln!("deleted {} ended run(s), kept the newest {keep}", ids.len());
+        if args.json {
+            let names: Vec<String> = ids.into_iter().map(Store::run_name).collect();
+            out::println(&serde_json::json!({ "deleted": names }).to_string())?;
+        }
+        return Ok(ExitStatus::Success);
+    }
+    let store = args.store.open()?;
+    let runs = store.runs(args.status)?;
+    if args.json {
+        out::println(&serde_json::to_string_pretty(&runs)?)?;
+    } else if runs.is_empty() {
+        eprintln!("no runs");
+    } else {
+        out::println(&format!(
+            "{:<10} {:<18} {:<17} {:<24} result",
+            "RUN", "WORKFLOW", "STATUS", "UPDATED"
+        ))?;
+        for r in runs {
+            let result = match (&r.result, &r.error) {
+                (Some(v), _) => v.to_string(),
+                (None, Some(e)) => e.clone(),
+                _ => String::new(),
+            };
+            let result: String = result.chars().take(60).collect();
+            out::println(&format!(
+                "{:<10} {:<18} {:<17} {:<24} {}",
+                r.name,
+                sanitize(&r.workflow),
+                r.status.as_str(),
+                r.updated_at,
+                sanitize(&result)
+            ))?;
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+#[derive(Debug, Args)]
+pub struct RunRefArgs {
+    /// The run, e.g. `run-3`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
+    let store = args.store.open()?;
+    let detail = store.run(run_id(&args.run)?)?;
+    if args.json {
+        out::println(&serde_json::to_string_pretty(&detail)?)?;
+        return Ok(ExitStatus::Success);
+    }
+    let s = &detail.summary;
+    let mut text = format!("{}  {}  {}\n", s.name, sanitize(&s.workflow), s.status);
+    text += &format!(
+        "  file      {}\n",
+        sanitize(s.file.as_deref().unwrap_or("-"))
+    );
+    text += &format!("  inputs    {}\n", sanitize(&detail.inputs.to_string()));
+    text += &format!("  settings  {}\n", sanitize(&detail.settings.to_string()));
+    text += &format!("  created   {}   updated {}\n", s.created_at, s.updated_at);
+    if let Some(owner) = &s.owner {
+        text += &format!(
+            "  owner     {owner} (lease for {} more)\n",
+            humantime::format_duration(std::time::Duration::from_millis(
+                s.lease_expires_in_ms.max(0) as u64 / 1000 * 1000
+            ))
+        );
+    }
+    text += &format!(
+        "  events    {}   steps {}\n",
+        detail.events,
+        detail.steps.len()
+    );
+    for step in &detail.steps {
+        let out = step
+            .outputs
+            .as_ref()
+            .map(|o| o.to_string())
+            .unwrap_or_default();
+        text += &format!(
+            "    {:<8} {:<7} {} {}\n",
+            step.kind,
+            step.status.as_str(),
+            sanitize(&step.key),
+            sanitize(&out.chars().take(60).collect::<String>())
+        );
+    }
+    for t in &detail.pending_tasks {
+        text += &format!(
+            "  waits on  {} ({} at {}, a {} since {}): `troupe answer {} …`\n",
+            t.id,
+            sanitize(&t.action),
+            sanitize(&t.lifeline),
+            sanitize(&t.ty),
+            t.created_at,
+            t.id
+        );
+    }
+    if s.status == RunStatus::NeedsResolution {
+        for step in detail
+            .steps
+            .iter()
+            .filter(|st| st.status == troupe_store::StepStatus::Started)
+        {
+            text += &format!(
+                "  settle    `troupe resolve {} {} --done JSON` (it happened) or `--retry` (it did not)\n",
+                s.name, step.key
+            );
+        }
+    }
+    if let Some(r) = &s.result {
+        text += &format!("  result    {}\n", sanitize(&r.to_string()));
+    }
+    if let Some(e) = &s.error {
+        text += &format!("  error     {}\n", sanitize(e));
+    }
+    out::print(&text)?;
+    Ok(ExitStatus::Success)
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// The run, e.g. `run-3`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Keep printing events as the run records them, until it ends.
+    #[arg(long)]
+    pub follow: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
+    let store = args.store.open()?;
+    let run = run_id(&args.run)?;
+    let detail = store.run(run)?;
+    let compiled = Compiled::recorded(&detail)?;
+    let (program, workflow) = (&compiled.program, compiled.workflow());
+    let mut next = 0;
+    let mut time = 0u64;
+    loop {
+        let (events, after) = store.events(run, next)?;
+        next = after;
+        let trace = troupe_runtime::Trace::from_events(time, events);
+        time += trace.entries.len() as u64;
+        if args.json {
+            for e in trace
+                .to_json(program, workflow)
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                out::println(&e.to_string())?;
+            }
+        } else {
+            out::print(&sanitize_lines(&trace.render(program, workflow)))?;
+        }
+        if !args.follow {
+            break;
+        }
+        let status = store.run(run)?.summary.status;
+        if (status.is_final() || matches!(status, RunStatus::Stalled | RunStatus::NeedsResolution))
+            && store.events(run, next)?.0.is_empty()
+        {
+            break;
+        }
+        // Short-lived reads: a long-lived reader would hold back WAL checkpoints.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Sanitizes each line of a rendered text, keeping its line breaks.
+fn sanitize_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        out.push_str(&sanitize(body));
+        out.push_str(nl);
+    }
+    out
+}
+
+pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
+    let host = args.store.host()?;
+    let run = run_id(&args.run)?;
+    let detail = host.store().run(run)?;
+    let s = &detail.summary;
+    let done = s.status == RunStatus::Done;
+    let verdict = host.verify(run)?;
+    if args.json {
+        let doc = serde_json::json!({
+            "run": s.name,
+            "status": s.status,
+            "events": detail.events,
+            "complete": done,
+            "verified": verdict.is_ok(),
+            "error": verdict.as_ref().err(),
+        });
+        out::println(&serde_json::to_string_pretty(&doc)?)?;
+        return Ok(if verdict.is_ok() || !done {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        });
+    }
+    match verdict {
+        Ok(n) => {
+            out::println(&format!(
+                "{}: the recorded execution ({n} events) is {} of `{}`",
+                s.name,
+                if done {
+                    "a complete run"
+                } else {
+                    "a prefix of a run"
+                },
+                sanitize(&s.workflow)
+            ))?;
+            Ok(ExitStatus::Success)
+        }
+        Err(_) if !done => {
+            out::println(&format!(
+                "{}: unfinished ({}); recorded {} events so far",
+                s.name, s.status, detail.events
+            ))?;
+            Ok(ExitStatus::Success)
+        }
+        Err(e) => {
+            eprintln!("error: {}", sanitize(&e));
+            Ok(ExitStatus::Failure)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Include answered and cancelled tasks.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn tasks(args: &TasksArgs) -> Result<ExitStatus> {
+    let store = args.store.open()?;
+    let tasks = store.tasks(args.all)?;
+    if args.json {
+        out::println(&serde_json::to_string_pretty(&tasks)?)?;
+        return Ok(ExitStatus::Success);
+    }
+    if tasks.is_empty() {
+        eprintln!("no pending tasks");
+        return Ok(ExitStatus::Success);
+    }
+    let mut text = String::new();
+    for t in tasks {
+        let answer = t
+            .answer
+            .as_deref()
+            .map(|a| {
+                format!(
+                    " = {} (by {})",
+                    sanitize(a),
+                    sanitize(t.answered_by.as_deref().unwrap_or("?"))
+                )
+            })
+            .unwrap_or_default();
+        text += &format!(
+            "{:<8} {:<8} {:<8} {}/{}  {}  expects {}{answer}\n",
+            t.id,
+            t.run,
+            t.kind.as_str(),
+            sanitize(&t.lifeline),
+            sanitize(&t.action),
+            t.status.as_str(),
+            sanitize(&t.ty)
+        );
+        for line in t.prompt.lines() {
+            text += &format!("    {}\n", sanitize(line));
+        }
+        if !t.options.is_empty() {
+            let options: Vec<String> = t.options.iter().map(|o| sanitize(o).into_owned()).collect();
+            text += &format!("    choices: {}\n", options.join(", "));
+        }
+    }
+    out::print(&text)?;
+    Ok(ExitStatus::Success)
+}

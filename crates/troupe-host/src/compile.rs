@@ -1,0 +1,170 @@
+//! Loading a workflow once: parse, check, contract verification and the
+//! fingerprint together, yielding one compiled workflow that every run of
+//! it shares.
+
+use crate::HostError;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use troupe_check::Value;
+use troupe_check::ir::{Program, Workflow};
+use troupe_store::RunDetail;
+use troupe_syntax::Diagnostic;
+
+/// A workflow that checks and keeps the contracts of the tools it calls.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The file as the user named it (or `(recorded source)`).
+    pub file: String,
+    pub source: String,
+    pub program: Arc<Program>,
+    workflow: usize,
+    /// The fingerprint of the workflow's structure and its canonical form.
+    pub fingerprint: String,
+    pub canonical: String,
+    /// Contract findings that are not errors (warnings, notes).
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Compiled {
+    /// Reads, checks and verifies `path`; `workflow` chooses one of
+    /// several.
+    pub fn load(path: &Path, workflow: Option<&str>) -> Result<Compiled, HostError> {
+        let source = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_owned);
+        Compiled::from_source(source, &path.display().to_string(), &base, workflow)
+    }
+
+    /// Checks and verifies a source text; `base` is the directory contract
+    /// sidecars are found relative to.
+    pub fn from_source(
+        source: String,
+        file: &str,
+        base: &Path,
+        workflow: Option<&str>,
+    ) -> Result<Compiled, HostError> {
+        let (program, diagnostics) = troupe_check::check_text(&source);
+        let Some(program) = program else {
+            return Err(HostError::DoesNotCheck {
+                file: file.to_owned(),
+                source_text: source,
+                diagnostics,
+            });
+        };
+        let findings = troupe_contracts::verify_workflows_in_source(&program, &source, base);
+        let (errors, warnings): (Vec<_>, Vec<_>) =
+            findings.into_iter().partition(Diagnostic::is_error);
+        if !errors.is_empty() {
+            return Err(HostError::Contracts {
+                file: file.to_owned(),
+                source_text: source,
+                diagnostics: errors,
+            });
+        }
+        let mut compiled = Compiled::unverified(source, file, program, workflow)?;
+        compiled.warnings = warnings;
+        Ok(compiled)
+    }
+
+    /// A recorded run's workflow, from the source recorded with it. Its
+    /// contracts were verified when the run started; they are not again
+    /// (the sidecar files may have moved since).
+    pub fn recorded(detail: &RunDetail) -> Result<Compiled, HostError> {
+        let (program, diagnostics) = troupe_check::check_text(&detail.source);
+        let Some(program) = program else {
+            return Err(HostError::Recorded {
+                run: detail.summary.name.clone(),
+                message: format!("{} diagnostic(s)", diagnostics.len()),
+            });
+        };
+        let file = detail
+            .summary
+            .file
+            .clone()
+            .unwrap_or_else(|| "(recorded source)".into());
+        Compiled::unverified(
+            detail.source.clone(),
+            &file,
+            program,
+            Some(&detail.summary.workflow),
+        )
+    }
+
+    fn unverified(
+        source: String,
+        file: &str,
+        program: Program,
+        workflow: Option<&str>,
+    ) -> Result<Compiled, HostError> {
+        let names =
+            || -> Vec<String> { program.workflows.iter().map(|w| w.name.clone()).collect() };
+        let index = match workflow {
+            Some(name) => program
+                .workflows
+                .iter()
+                .position(|w| w.name == name)
+                .ok_or_else(|| HostError::NoSuchWorkflow {
+                    file: file.to_owned(),
+                    name: name.to_owned(),
+                    available: names(),
+                })?,
+            None if program.workflows.len() == 1 => 0,
+            None if program.workflows.is_empty() => {
+                return Err(HostError::NoWorkflow {
+                    file: file.to_owned(),
+                });
+            }
+            None => {
+                return Err(HostError::WhichWorkflow {
+                    file: file.to_owned(),
+                    available: names(),
+                });
+            }
+        };
+        let (fingerprint, canonical) =
+            troupe_store::fingerprint(&program, &program.workflows[index]);
+        Ok(Compiled {
+            file: file.to_owned(),
+            source,
+            program: Arc::new(program),
+            workflow: index,
+            fingerprint,
+            canonical,
+            warnings: Vec::new(),
+        })
+    }
+
+    pub fn workflow(&self) -> &Workflow {
+        &self.program.workflows[self.workflow]
+    }
+
+    pub fn types(&self) -> &troupe_check::TypeTable {
+        &self.program.types
+    }
+
+    /// Parses inputs given as `name=value` texts and/or a JSON object.
+    pub fn parse_inputs(
+        &self,
+        pairs: &[(String, String)],
+        json: Option<&serde_json::Value>,
+    ) -> Result<Vec<Value>, HostError> {
+        troupe_runtime::parse_inputs(self.workflow(), self.types(), pairs, json)
+            .map_err(|e| HostError::Input(e.to_string()))
+    }
+
+    /// The inputs as a JSON object keyed by input name.
+    pub fn inputs_json(&self, inputs: &[Value]) -> serde_json::Value {
+        let wf = self.workflow();
+        serde_json::Value::Object(
+            wf.inputs
+                .iter()
+                .zip(inputs)
+                .map(|(v, value)| (wf.var(*v).name.clone(), value.to_json(self.types())))
+                .collect(),
+        )
+    }
+}

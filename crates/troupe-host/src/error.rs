@@ -1,0 +1,91 @@
+//! What can go wrong owning durable runs, in the host's own vocabulary: no
+//! flag names and no exit codes (the binary maps these to its own).
+
+use std::path::PathBuf;
+use troupe_store::{RunStatus, StoreError};
+use troupe_syntax::Diagnostic;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not check; the diagnostics say why.
+    #[error("{file} does not check ({} problem(s))", diagnostics.len())]
+    DoesNotCheck {
+        file: String,
+        source_text: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The workflow breaks the contracts of the tools it calls.
+    #[error("{file} breaks the contracts of the tools it calls ({} error(s))", diagnostics.len())]
+    Contracts {
+        file: String,
+        source_text: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    #[error("{file} has no workflow `{name}`; it has {}", available.join(", "))]
+    NoSuchWorkflow {
+        file: String,
+        name: String,
+        available: Vec<String>,
+    },
+    #[error("{file} declares no workflow")]
+    NoWorkflow { file: String },
+    /// Several workflows and none chosen.
+    #[error("{file} declares several workflows ({}); choose one", available.join(", "))]
+    WhichWorkflow {
+        file: String,
+        available: Vec<String>,
+    },
+    #[error("input: {0}")]
+    Input(String),
+    #[error(
+        "no implementation for the extern action(s) {}: give each a command in troupe.toml ([externs.NAME] command = [...]) or run with mocked externs",
+        names.join(", ")
+    )]
+    UnboundExterns { names: Vec<String> },
+    #[error("troupe.toml: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Llm(#[from] troupe_llm::ConfigError),
+    /// Another process holds the run's lease.
+    #[error("{run} is being run by {owner} (its lease runs for {} more unless renewed); wait for it, or cancel it", humantime::format_duration(std::time::Duration::from_millis(*expires_in_ms as u64)))]
+    Owned {
+        run: String,
+        owner: String,
+        expires_in_ms: i64,
+    },
+    /// A run waits for a person to settle an unfinished effect.
+    #[error("{run} waits for `troupe resolve {run} {step} --done JSON` or `--retry`: {message}")]
+    NeedsResolution {
+        run: String,
+        step: String,
+        message: String,
+    },
+    #[error("{run} is {status}; {hint}")]
+    WrongState {
+        run: String,
+        status: RunStatus,
+        hint: String,
+    },
+    /// An answer of the wrong type: the task stays pending.
+    #[error("{task} expects {expected} ({why}); for example: {example}")]
+    InvalidAnswer {
+        task: String,
+        expected: String,
+        why: String,
+        example: String,
+    },
+    #[error("the recorded source of {run} no longer checks: {message}")]
+    Recorded { run: String, message: String },
+    #[error(transparent)]
+    Run(#[from] troupe_runtime::RunError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot start the run's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}

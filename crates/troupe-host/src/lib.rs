@@ -1,0 +1,849 @@
+//! troupe-host: the one owner of durable runs.
+//!
+//! The CLI, `troupe serve`, `troupe mcp serve` and the benchmarks are thin
+//! layers over this crate. It owns a run's whole lifecycle:
+//!
+//! - **load once** ([`Compiled`]): parse, check, contract verification and
+//!   the fingerprint together;
+//! - **backends** ([`Host::engine`]): the model router from `troupe.toml`
+//!   and the run's recorded settings, command `extern`s from `troupe.toml`,
+//!   the durable human inbox, and MCP tools through [`ToolsFactory`];
+//! - **runs**: [`Host::start`] (new, or resume the same unfinished run),
+//!   [`Host::drive`], [`Host::answer`] (typed), [`Host::resolve`],
+//!   [`Host::cancel`], [`Host::retry`], [`Host::delete`], [`Host::verify`].
+//!
+//! A process runs a run only while it holds the run's *lease* (see
+//! `troupe_store::Claim`): claiming is an atomic compare-and-swap in the
+//! store, the owner renews the lease while it runs, and a crashed owner's
+//! lease expires after [`HostConfig::lease`]. So of any number of processes
+//! that start or resume one run at the same moment, exactly one runs it.
+//!
+//! A run's settings ([`RunSettings`]) are recorded with it and used again on
+//! resume unless explicitly overridden (and the override is recorded).
+
+mod answer;
+mod compile;
+mod error;
+pub mod externs;
+mod settings;
+
+pub use answer::{AnswerInput, example as example_answer};
+pub use compile::Compiled;
+pub use error::HostError;
+pub use settings::{DurabilitySetting, Overrides, RunSettings};
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use troupe_check::Value;
+use troupe_check::ir::{ActionKind, Program};
+use troupe_llm::{BoxFuture, LlmBackend, LlmConfig, MockBackend, Router, parse_override};
+use troupe_runtime::{
+    Engine, EngineBuilder, Externs, HumanInbox, HumanTask, RunError, RunOptions, StepKey, ToolHost,
+    Trace,
+};
+use troupe_store::{
+    Claim, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreError, StoreInbox,
+    TaskRow, TaskStatus,
+};
+
+/// The lease a run is claimed for unless configured otherwise.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+
+/// The tools of a run: a host, and what to do when the run ends.
+pub struct ToolSession {
+    pub host: Arc<dyn ToolHost>,
+    /// Closes the connections the run opened (MCP servers).
+    pub close: Option<Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>>,
+}
+
+impl std::fmt::Debug for ToolSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSession")
+            .field("host", &self.host)
+            .finish()
+    }
+}
+
+/// Makes the tool host of a run (the MCP host lives in `troupe-mcp`, which
+/// builds on this crate; it comes in through this trait).
+pub trait ToolsFactory: Send + Sync + std::fmt::Debug {
+    fn session(&self, program: &Program) -> ToolSession;
+}
+
+/// No tools: a run that calls one fails with a clear error.
+#[derive(Debug, Default)]
+pub struct NoTools;
+
+impl ToolsFactory for NoTools {
+    fn session(&self, _: &Program) -> ToolSession {
+        #[derive(Debug)]
+        struct Refuse;
+        impl ToolHost for Refuse {
+            fn call(
+                &self,
+                call: troupe_runtime::ToolCall,
+            ) -> BoxFuture<'static, Result<Vec<Value>, String>> {
+                Box::pin(async move {
+                    Err(format!(
+                        "no tool host is configured here, so `{}` cannot be called",
+                        call.tool
+                    ))
+                })
+            }
+        }
+        ToolSession {
+            host: Arc::new(Refuse),
+            close: None,
+        }
+    }
+}
+
+/// What the host tells its caller while it works, for the caller to show.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// No model is configured: the mock model answers.
+    MockModel,
+    /// These `extern`s answer with mock values.
+    MockedExterns(Vec<String>),
+    /// A run is resumed; this many recorded steps are not redone.
+    Resuming { run: String, recorded_steps: usize },
+    /// A new run was started although unfinished runs of the same file
+    /// exist (other inputs, or another version of the workflow).
+    NewBeside { run: String, others: Vec<String> },
+    /// The run waits on a person.
+    Waiting {
+        run: String,
+        task: String,
+        lifeline: String,
+        action: String,
+        kind: troupe_store::TaskKind,
+        ty: String,
+    },
+}
+
+pub type Observer = dyn Fn(&Notice) + Send + Sync;
+
+/// How the host runs.
+#[derive(Clone)]
+pub struct HostConfig {
+    /// How long a claim lasts without renewal; a crashed owner's runs are
+    /// taken over after at most this long.
+    pub lease: Duration,
+    /// This process's owner id (fresh per process unless handed over, as
+    /// `--detach` hands it to its child).
+    pub owner: String,
+    /// Where `troupe.toml` is looked for.
+    pub config_dir: PathBuf,
+    pub observer: Option<Arc<Observer>>,
+}
+
+impl std::fmt::Debug for HostConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostConfig")
+            .field("lease", &self.lease)
+            .field("owner", &self.owner)
+            .field("config_dir", &self.config_dir)
+            .finish()
+    }
+}
+
+impl HostConfig {
+    pub fn new(config_dir: PathBuf) -> HostConfig {
+        HostConfig {
+            lease: DEFAULT_LEASE,
+            owner: new_owner_id(),
+            config_dir,
+            observer: None,
+        }
+    }
+}
+
+/// A fresh owner id: host, process and a per-process nonce, so that a
+/// reused process id never looks like a live owner.
+pub fn new_owner_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{host}:{}:{:x}",
+        std::process::id(),
+        nanos & 0xffff_ffff_ffff
+    )
+}
+
+/// How `start` treats unfinished runs of the same workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartPolicy {
+    /// Resume an unfinished run with the same fingerprint and inputs;
+    /// refuse over one that waits for `resolve`; otherwise start a new one.
+    #[default]
+    ResumeSame,
+    /// Always start a new run.
+    New,
+}
+
+/// What `start` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub run: i64,
+    pub name: String,
+    /// An unfinished run was claimed rather than a new one created.
+    pub resumed: bool,
+}
+
+/// How a driven run ended.
+#[derive(Debug)]
+pub enum RunEnd {
+    Done {
+        results: Vec<(String, Value)>,
+        /// `Ok(events)` when the recorded execution is a run of the
+        /// workflow; the error otherwise.
+        verified: Result<u64, String>,
+    },
+    Failed(RunError),
+    /// Waits for `troupe resolve`.
+    NeedsResolution {
+        step: String,
+        message: String,
+    },
+    Cancelled {
+        reason: String,
+    },
+    /// The lease expired and another process took the run over.
+    LeaseLost,
+}
+
+/// A driven run and the workflow it ran.
+#[derive(Debug)]
+pub struct Finished {
+    pub run: i64,
+    pub name: String,
+    pub compiled: Arc<Compiled>,
+    pub end: RunEnd,
+}
+
+/// How `resolve` settles a step.
+#[derive(Debug, Clone)]
+pub enum Resolution {
+    /// The effect happened: these outputs (a JSON array, one item per
+    /// output, or the value of a single output).
+    Done(serde_json::Value),
+    /// It did not: perform it again when the run resumes.
+    Retry,
+}
+
+/// What `cancel` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancel {
+    /// The run had no live owner and is cancelled now.
+    Cancelled,
+    /// Its owner stops it at its next lease renewal.
+    Requested { owner: String },
+}
+
+/// The backends of runs: models, command externs, tools. Needs no store:
+/// in-memory runs (`troupe run` without `--store`) use it directly.
+#[derive(Clone)]
+pub struct Backends {
+    config: HostConfig,
+    tools: Arc<dyn ToolsFactory>,
+}
+
+impl std::fmt::Debug for Backends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backends")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Backends {
+    pub fn new(config: HostConfig, tools: Arc<dyn ToolsFactory>) -> Backends {
+        Backends { config, tools }
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    fn notify(&self, notice: Notice) {
+        if let Some(o) = &self.config.observer {
+            o(&notice);
+        }
+    }
+
+    /// The engine of a run of `compiled` with `settings`: the model router,
+    /// command externs (mocks only when the settings ask for them), tools
+    /// and `humans`. Refuses a workflow whose `extern`s have no
+    /// implementation unless mocks are asked for.
+    pub fn engine(
+        &self,
+        compiled: &Compiled,
+        settings: &RunSettings,
+        run_name: &str,
+        humans: Arc<dyn HumanInbox>,
+    ) -> Result<(Engine, ToolSession), HostError> {
+        let config = LlmConfig::discover(&self.config.config_dir)?;
+        let overrides = settings
+            .llm_for
+            .iter()
+            .map(|s| parse_override(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let router = Router::from_config(&config, &overrides, settings.llm.as_deref())?;
+        if router.uses_mock_by_default() {
+            self.notify(Notice::MockModel);
+        }
+        let commands = externs::load(&self.config.config_dir)?;
+        let mut ext = Externs::new();
+        externs::register(&compiled.program, &commands, run_name, &mut ext)?;
+        let tools = self.tools.session(&compiled.program);
+        let llm: Arc<dyn LlmBackend> = Arc::new(router);
+        let mut builder = EngineBuilder::from_program((*compiled.program).clone())
+            .workflow(&compiled.workflow().name)
+            .llm(llm)
+            .externs(ext)
+            .humans(humans)
+            .tools(tools.host.clone());
+        if let Some(t) = settings.timeout() {
+            builder = builder.default_timeout(t);
+        }
+        let unbound = builder.unbound_externs();
+        if !unbound.is_empty() {
+            if !settings.mock_externs {
+                return Err(HostError::UnboundExterns { names: unbound });
+            }
+            self.notify(Notice::MockedExterns(unbound));
+            builder = builder.mock_unbound_externs(Arc::new(MockBackend::new()));
+        }
+        Ok((builder.build()?, tools))
+    }
+
+    /// The `extern` actions of `compiled` that would have no
+    /// implementation (no command in `troupe.toml`).
+    pub fn unbound_externs(&self, compiled: &Compiled) -> Result<Vec<String>, HostError> {
+        let commands = externs::load(&self.config.config_dir)?;
+        Ok(compiled
+            .program
+            .actions
+            .iter()
+            .filter(|a| match &a.kind {
+                ActionKind::Pure { body: None } => true,
+                ActionKind::Effect { .. } => !commands.contains_key(&a.name),
+                _ => false,
+            })
+            .map(|a| a.name.clone())
+            .collect())
+    }
+}
+
+/// The owner of durable runs in one store.
+#[derive(Clone)]
+pub struct Host {
+    store: Store,
+    config: HostConfig,
+    backends: Backends,
+    /// Recorded programs by run, for typed answers.
+    recorded: Arc<Mutex<HashMap<i64, Arc<Compiled>>>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Host {
+    pub fn new(store: Store, config: HostConfig, tools: Arc<dyn ToolsFactory>) -> Host {
+        Host {
+            store,
+            backends: Backends::new(config.clone(), tools),
+            config,
+            recorded: Arc::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn backends(&self) -> &Backends {
+        &self.backends
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    fn notify(&self, notice: Notice) {
+        if let Some(o) = &self.config.observer {
+            o(&notice);
+        }
+    }
+
+    /// Starts a run of `compiled` with `inputs`, or (by `policy`) claims the
+    /// unfinished run with the same fingerprint and inputs. The caller then
+    /// holds the lease and drives the run ([`Host::drive`]).
+    pub fn start(
+        &self,
+        compiled: &Compiled,
+        inputs: Vec<Value>,
+        settings: &RunSettings,
+        policy: StartPolicy,
+    ) -> Result<Started, HostError> {
+        let unbound = self.backends.unbound_externs(compiled)?;
+        if !unbound.is_empty() && !settings.mock_externs {
+            return Err(HostError::UnboundExterns { names: unbound });
+        }
+        let inputs_json = compiled.inputs_json(&inputs);
+        let wf = compiled.workflow();
+        let mut others = Vec::new();
+        if policy == StartPolicy::ResumeSame {
+            for r in self.store.runs(None)? {
+                if r.workflow != wf.name
+                    || r.file.as_deref() != Some(compiled.file.as_str())
+                    || r.status.is_final()
+                {
+                    continue;
+                }
+                let detail = self.store.run(r.id)?;
+                let same =
+                    detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json;
+                if !same {
+                    others.push(format!(
+                        "{} ({}, {})",
+                        r.name,
+                        r.status,
+                        if detail.fingerprint != compiled.fingerprint {
+                            "another version of the workflow"
+                        } else {
+                            "other inputs"
+                        }
+                    ));
+                    continue;
+                }
+                match r.status {
+                    RunStatus::NeedsResolution => {
+                        return Err(needs_resolution(&detail));
+                    }
+                    _ => match self
+                        .store
+                        .claim(r.id, &self.config.owner, self.config.lease)?
+                    {
+                        Claim::Claimed => {
+                            return Ok(Started {
+                                run: r.id,
+                                name: r.name,
+                                resumed: true,
+                            });
+                        }
+                        Claim::Owned {
+                            owner,
+                            expires_in_ms,
+                        } => {
+                            return Err(HostError::Owned {
+                                run: r.name,
+                                owner,
+                                expires_in_ms,
+                            });
+                        }
+                        Claim::Unclaimable(RunStatus::NeedsResolution) => {
+                            return Err(needs_resolution(&self.store.run(r.id)?));
+                        }
+                        // It ended meanwhile: start a new one.
+                        Claim::Unclaimable(_) => {}
+                    },
+                }
+            }
+        }
+        let settings_json = serde_json::to_string(settings)
+            .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
+        let run = self.store.create_run(&NewRun {
+            workflow: wf.name.clone(),
+            file: Some(compiled.file.clone()),
+            source: compiled.source.clone(),
+            fingerprint: compiled.fingerprint.clone(),
+            canonical: compiled.canonical.clone(),
+            inputs_json: inputs_json.to_string(),
+            inputs,
+            seed: settings.seed,
+            lifelines: wf.lifelines.len(),
+            llm: settings.llm_label(),
+            settings: settings_json,
+            owner: Some((self.config.owner.clone(), self.config.lease)),
+        })?;
+        let name = Store::run_name(run);
+        if !others.is_empty() {
+            self.notify(Notice::NewBeside {
+                run: name.clone(),
+                others,
+            });
+        }
+        Ok(Started {
+            run,
+            name,
+            resumed: false,
+        })
+    }
+
+    /// Claims `run` for this process: fails with who owns it, or why it
+    /// cannot go on.
+    pub fn claim(&self, run: i64) -> Result<(), HostError> {
+        match self
+            .store
+            .claim(run, &self.config.owner, self.config.lease)?
+        {
+            Claim::Claimed => Ok(()),
+            Claim::Owned {
+                owner,
+                expires_in_ms,
+            } => Err(HostError::Owned {
+                run: Store::run_name(run),
+                owner,
+                expires_in_ms,
+            }),
+            Claim::Unclaimable(RunStatus::NeedsResolution) => {
+                Err(needs_resolution(&self.store.run(run)?))
+            }
+            Claim::Unclaimable(status) => Err(HostError::WrongState {
+                run: Store::run_name(run),
+                status,
+                hint: match status {
+                    RunStatus::Failed => format!(
+                        "`troupe retry {}` continues it from its last durable step",
+                        Store::run_name(run)
+                    ),
+                    _ => "nothing to resume".into(),
+                },
+            }),
+        }
+    }
+
+    /// The recorded program of `run` (cached).
+    pub fn recorded(&self, run: i64) -> Result<Arc<Compiled>, HostError> {
+        if let Some(c) = self.recorded.lock().ok().and_then(|m| m.get(&run).cloned()) {
+            return Ok(c);
+        }
+        let detail = self.store.run(run)?;
+        let compiled = Arc::new(Compiled::recorded(&detail)?);
+        if let Ok(mut m) = self.recorded.lock() {
+            m.insert(run, compiled.clone());
+        }
+        Ok(compiled)
+    }
+
+    /// Runs `run` (whose lease this process holds) to its end: with its
+    /// recorded source, inputs and settings (plus `overrides`, recorded),
+    /// replaying what it recorded, renewing the lease, stopping when asked
+    /// to cancel. `answers` are scripted answers to its human tasks, keyed
+    /// by `Lifeline.action` or `action`. Releases the lease at the end.
+    pub async fn drive(
+        &self,
+        run: i64,
+        overrides: &Overrides,
+        answers: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Finished, HostError> {
+        let result = self.drive_claimed(run, overrides, answers).await;
+        let _ = self.store.release(run, &self.config.owner);
+        result
+    }
+
+    async fn drive_claimed(
+        &self,
+        run: i64,
+        overrides: &Overrides,
+        answers: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Finished, HostError> {
+        let detail = self.store.run(run)?;
+        let name = detail.summary.name.clone();
+        let compiled = self.recorded(run)?;
+        let mut settings: RunSettings = serde_json::from_value(detail.settings.clone())
+            .unwrap_or_else(|_| RunSettings {
+                llm: detail.llm.clone().filter(|l| l != "default"),
+                seed: detail.seed,
+                ..RunSettings::default()
+            });
+        let before = settings.clone();
+        settings.apply(overrides);
+        if settings != before {
+            let json = serde_json::to_string(&settings)
+                .map_err(|e| HostError::Config(format!("cannot record the settings: {e}")))?;
+            self.store.set_settings(run, &json)?;
+        }
+        // The run's own durability, whatever the store was opened with.
+        let store =
+            if troupe_store::Durability::from(settings.durability) != self.store.durability() {
+                Store::open(self.store.path(), settings.durability.into())?
+            } else {
+                self.store.clone()
+            };
+        let observer = self.config.observer.clone();
+        let types = Arc::new(compiled.types().clone());
+        let run_name = name.clone();
+        let mut inbox = StoreInbox::new(store.clone(), run, types.clone()).on_wait(Arc::new(
+            move |id: &str, task: &HumanTask| {
+                if let Some(o) = &observer {
+                    o(&Notice::Waiting {
+                        run: run_name.clone(),
+                        task: id.to_owned(),
+                        lifeline: task.lifeline.clone(),
+                        action: task.action.clone(),
+                        kind: task.answer.into(),
+                        ty: types.display(&task.ty).to_string(),
+                    });
+                }
+            },
+        ));
+        if let Some(a) = answers {
+            inbox = inbox.scripted(a);
+        }
+        let (engine, tools) = self
+            .backends
+            .engine(&compiled, &settings, &name, Arc::new(inbox))?;
+        let journal = store.journal(run, Arc::new(compiled.types().clone()))?;
+        let recorded_steps = journal.recorded_steps();
+        if recorded_steps > 0 || detail.events > 0 {
+            self.notify(Notice::Resuming {
+                run: name.clone(),
+                recorded_steps,
+            });
+        }
+        let options = RunOptions {
+            run_id: name.clone(),
+            seed: detail.seed,
+            trace: false,
+            journal: Some(journal),
+            ..RunOptions::default()
+        };
+        let renewal = self.renew_until_stopped(run);
+        let outcome = tokio::select! {
+            outcome = engine.run(detail.input_values.clone(), options) => Ok(outcome),
+            stop = renewal => Err(stop),
+        };
+        if let Some(close) = tools.close {
+            close().await;
+        }
+        let end = match outcome {
+            Ok(Ok(o)) => RunEnd::Done {
+                verified: verify_recorded(&self.store, run, &engine),
+                results: o.results,
+            },
+            Ok(Err(RunError::NeedsResolution { step, .. })) => {
+                let message = format!(
+                    "the effect {step} started before a crash and did not finish; it is not declared idempotent"
+                );
+                self.store.needs_resolution(run, &message)?;
+                RunEnd::NeedsResolution { step, message }
+            }
+            Ok(Err(e)) => RunEnd::Failed(e),
+            Err(Stop::Cancel(reason)) => {
+                self.store.mark_cancelled(run, &reason)?;
+                RunEnd::Cancelled { reason }
+            }
+            Err(Stop::Lost) => RunEnd::LeaseLost,
+        };
+        Ok(Finished {
+            run,
+            name,
+            compiled,
+            end,
+        })
+    }
+
+    /// Renews the lease on `run` every third of its length; resolves when
+    /// the run must stop (a cancellation request, or the lease lost).
+    async fn renew_until_stopped(&self, run: i64) -> Stop {
+        let every = (self.config.lease / 3).max(Duration::from_millis(50));
+        loop {
+            tokio::time::sleep(every).await;
+            match self.store.renew(run, &self.config.owner, self.config.lease) {
+                Ok(Renewal::Held { cancel: None }) => {}
+                Ok(Renewal::Held {
+                    cancel: Some(reason),
+                }) => return Stop::Cancel(reason),
+                Ok(Renewal::Lost) => {
+                    tracing::warn!(run, "lost the lease of the run; stopping it");
+                    return Stop::Lost;
+                }
+                // A busy store: try again at the next tick; the lease is
+                // three ticks long.
+                Err(e) => tracing::warn!(run, error = %e, "cannot renew the lease"),
+            }
+        }
+    }
+
+    /// Validates and records an answer to `task`: read as the task's
+    /// expected type, recorded in canonical form; the first answer wins.
+    /// A wrongly typed answer is refused and the task stays pending.
+    pub fn answer(&self, task: &str, input: AnswerInput, by: &str) -> Result<TaskRow, HostError> {
+        let row = self.store.task(task)?;
+        if row.status != TaskStatus::Pending {
+            return Err(HostError::Store(StoreError::Conflict(match row.status {
+                TaskStatus::Cancelled => {
+                    format!("{} was cancelled with its run {}", row.id, row.run)
+                }
+                _ => format!(
+                    "{} was already answered by {} at {}; the first answer wins",
+                    row.id,
+                    row.answered_by.as_deref().unwrap_or("someone"),
+                    row.answered_at.as_deref().unwrap_or("?")
+                ),
+            })));
+        }
+        let run =
+            Store::parse_run_id(&row.run).ok_or_else(|| StoreError::UnknownRun(row.run.clone()))?;
+        let compiled = self.recorded(run)?;
+        let action = compiled
+            .program
+            .actions
+            .iter()
+            .find(|a| a.name == row.action)
+            .ok_or_else(|| HostError::Recorded {
+                run: row.run.clone(),
+                message: format!("it has no action `{}`", row.action),
+            })?;
+        let value = answer::validate(&row.id, action, compiled.types(), &input)?;
+        Ok(self.store.answer(&row.id, &value, by)?)
+    }
+
+    /// Settles an effect that started and never finished, validating the
+    /// outputs of `Resolution::Done` against the action's declaration; the
+    /// run can then be resumed.
+    pub fn resolve(&self, run: i64, step: &str, how: Resolution) -> Result<(), HostError> {
+        match how {
+            Resolution::Retry => self.store.resolve(run, step, None)?,
+            Resolution::Done(json) => {
+                let compiled = self.recorded(run)?;
+                let key = StepKey::parse(step).ok_or_else(|| {
+                    HostError::Input(format!("`{step}` is not a step; a step looks like Lifeline/action#0 (see `troupe status`)"))
+                })?;
+                let action = compiled
+                    .program
+                    .actions
+                    .iter()
+                    .find(|a| a.name == key.action)
+                    .ok_or_else(|| {
+                        HostError::Input(format!("the workflow has no action `{}`", key.action))
+                    })?;
+                let items = match (&json, action.outputs.len()) {
+                    (serde_json::Value::Array(items), n) if n != 1 => items.clone(),
+                    (j, _) => vec![j.clone()],
+                };
+                if items.len() != action.outputs.len() {
+                    return Err(HostError::Input(format!(
+                        "`{}` has {} output(s); the answer gave {}",
+                        action.name,
+                        action.outputs.len(),
+                        items.len()
+                    )));
+                }
+                let values = items
+                    .iter()
+                    .zip(&action.outputs)
+                    .map(|(j, p)| {
+                        Value::from_json(j, &p.ty, compiled.types())
+                            .map_err(|e| HostError::Input(format!("output `{}`: {e}", p.name)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.store
+                    .resolve(run, step, Some((&values, serde_json::Value::Array(items))))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels `run`: at once when nobody runs it; otherwise its owner stops
+    /// its in-flight actions at its next renewal and records `reason`.
+    pub fn cancel(&self, run: i64, reason: &str) -> Result<Cancel, HostError> {
+        if self.store.request_cancel(run, reason)? {
+            return Ok(Cancel::Cancelled);
+        }
+        let owner = self.store.run(run)?.summary.owner.unwrap_or_default();
+        Ok(Cancel::Requested { owner })
+    }
+
+    /// Makes a failed run claimable again; recorded steps are kept, so it
+    /// continues from its last durable step. Claims it for this process.
+    pub fn retry(&self, run: i64) -> Result<(), HostError> {
+        self.store.reopen(run, &[RunStatus::Failed])?;
+        self.claim(run)
+    }
+
+    pub fn delete(&self, run: i64) -> Result<(), HostError> {
+        self.store.delete_run(run)?;
+        if let Ok(mut m) = self.recorded.lock() {
+            m.remove(&run);
+        }
+        Ok(())
+    }
+
+    /// Deletes ended runs beyond the newest `keep`; returns their ids.
+    pub fn prune(&self, keep: usize) -> Result<Vec<i64>, HostError> {
+        let ids = self.store.prunable(keep)?;
+        for id in &ids {
+            self.delete(*id)?;
+        }
+        Ok(ids)
+    }
+
+    /// Checks a recorded run against ⟦P⟧: `Ok(events)` when it is a run
+    /// (a prefix of one when it is unfinished).
+    pub fn verify(&self, run: i64) -> Result<Result<u64, String>, HostError> {
+        let compiled = self.recorded(run)?;
+        let engine = EngineBuilder::from_program((*compiled.program).clone())
+            .workflow(&compiled.workflow().name)
+            .mock_unbound_externs(Arc::new(MockBackend::new()))
+            .build()?;
+        Ok(verify_recorded(&self.store, run, &engine))
+    }
+}
+
+enum Stop {
+    Cancel(String),
+    Lost,
+}
+
+fn needs_resolution(detail: &RunDetail) -> HostError {
+    let step = detail
+        .steps
+        .iter()
+        .find(|s| s.status == StepStatus::Started)
+        .map_or_else(|| "?".to_owned(), |s| s.key.clone());
+    HostError::NeedsResolution {
+        run: detail.summary.name.clone(),
+        step,
+        message: detail.summary.error.clone().unwrap_or_default(),
+    }
+}
+
+/// Checks a recorded run's events against ⟦P⟧.
+fn verify_recorded(store: &Store, run: i64, engine: &Engine) -> Result<u64, String> {
+    let (events, _) = store.events(run, 0).map_err(|e| e.to_string())?;
+    let trace = Trace::from_events(0, events);
+    let n = trace.entries.len() as u64;
+    engine
+        .verify(&Store::run_name(run), &trace)
+        .map(|()| n)
+        .map_err(|e| e.to_string())
+}
+
+/// Scripted answers from a JSON object keyed by `Lifeline.action` or
+/// `action` (a list answers successive tasks).
+pub fn scripted_answers(
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, HostError> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(HostError::Input(
+            "answers: expected a JSON object keyed by `Lifeline.action` or `action`".into(),
+        )),
+        Err(e) => Err(HostError::Input(format!("answers are not JSON: {e}"))),
+    }
+}

@@ -1,0 +1,350 @@
+//! The crash test: durable runs, driven through the run lifecycle as `troupe
+//! run --store` drives them, are killed with SIGKILL (the whole process
+//! group, so the effect's own process dies too) at random points — during
+//! messages, effects, human waits and model calls — and resumed until they
+//! finish. Every result equals the uncrashed result, every recorded
+//! execution verifies against ⟦P⟧, and every effect is applied exactly once,
+//! counted in an external ledger that the effect appends to and that
+//! deduplicates nothing.
+//!
+//! The effect is a command (`[externs.deposit]` in `troupe.toml`) and is
+//! *not* idempotent: a kill between its start and its recorded end leaves
+//! the run waiting for `resolve`, and the test settles it as a person
+//! would, by looking at the ledger: the deposit is there (`Done`) or it is
+//! not (`Retry`).
+//!
+//! The killed process is this test binary itself, re-run with
+//! `TROUPE_CRASH_CHILD` set so that only `crash_child` does anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use troupe_check::Value;
+use troupe_host::{
+    Compiled, Host, HostConfig, NoTools, Overrides, Resolution, RunEnd, RunSettings, StartPolicy,
+};
+use troupe_store::{Durability, Store};
+
+const SOURCE: &str = r#"
+effect deposit(account: Text, amount: Int) -> Int extern
+human approve(amount: Int) -> Bool { ask: "Approve a deposit of {amount}?" }
+llm summarize(total: Int) -> Text { prompt: "Summarize a total of {total}" }
+
+workflow crash(limit: Int @ Bank) {
+  lifelines Bank, Clerk, Auditor
+  act Bank: k = 0
+  act Bank: total = 0
+  while k < limit @ Bank {
+    act Bank: d = deposit("acct", k)
+    act Bank: total = total + d
+    msg Bank(k) -> Clerk(k)
+    if k % 7 == 0 @ Clerk {
+      act Clerk: ok = approve(k)
+    }
+    act Clerk: n = k + 1
+    msg Clerk(n) -> Bank(k)
+  }
+  msg Bank(total) -> Auditor(total)
+  act Auditor: line = summarize(total)
+  return (total @ Bank, line @ Auditor)
+}
+"#;
+
+const LIMIT: i64 = 40;
+const KILLS: usize = 200;
+/// Every incarnation of the run's owner is this test: it adopts the lease
+/// of the process it killed, as `--detach` hands one over.
+const OWNER: &str = "crash-test";
+
+/// `troupe.toml` with the deposit as a command that appends `KEY AMOUNT` to
+/// the ledger and answers the amount.
+fn write_config(dir: &Path) {
+    let ledger = dir.join("ledger");
+    let script = format!(
+        "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
+         echo \"$TROUPE_IDEMPOTENCY_KEY $a\" >> '{}'; echo \"$a\"",
+        ledger.display()
+    );
+    let toml = format!(
+        "[externs.deposit]\ncommand = [\"sh\", \"-c\", {}]\n",
+        toml_string(&script)
+    );
+    std::fs::write(dir.join("troupe.toml"), toml).unwrap();
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+fn host(dir: &Path) -> Host {
+    let store = Store::open(dir.join("store.db"), Durability::Full).unwrap();
+    let mut config = HostConfig::new(dir.to_owned());
+    config.owner = OWNER.into();
+    Host::new(store, config, Arc::new(NoTools))
+}
+
+fn settings() -> RunSettings {
+    RunSettings {
+        llm: Some("mock".into()),
+        seed: 7,
+        ..RunSettings::default()
+    }
+}
+
+fn answers() -> serde_json::Map<String, serde_json::Value> {
+    serde_json::json!({ "approve": true })
+        .as_object()
+        .cloned()
+        .unwrap()
+}
+
+fn compiled() -> Compiled {
+    Compiled::from_source(SOURCE.into(), "crash.troupe", Path::new("."), None).unwrap()
+}
+
+/// Runs or resumes the run of the store given by the environment. Does
+/// nothing in a normal test run.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var("TROUPE_CRASH_CHILD") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let host = host(&dir);
+    let run = match host.store().runs(None).unwrap().first() {
+        Some(r) if r.status == troupe_store::RunStatus::Done => {
+            println!("RESULT {}", r.result.clone().unwrap());
+            return;
+        }
+        Some(r) => match host.claim(r.id) {
+            Ok(()) => r.id,
+            // A kill after the run was found unsettled, before the parent
+            // heard of it.
+            Err(troupe_host::HostError::NeedsResolution { step, .. }) => {
+                println!("RESOLVE {step}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        },
+        None => {
+            host.start(
+                &compiled(),
+                vec![Value::Int(LIMIT)],
+                &settings(),
+                StartPolicy::New,
+            )
+            .unwrap()
+            .run
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let finished = rt
+        .block_on(host.drive(run, &Overrides::default(), Some(answers())))
+        .unwrap();
+    match finished.end {
+        RunEnd::Done { results, verified } => {
+            verified.unwrap();
+            let json: serde_json::Map<String, serde_json::Value> = results
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json(finished.compiled.types())))
+                .collect();
+            println!("RESULT {}", serde_json::Value::Object(json));
+        }
+        RunEnd::NeedsResolution { step, .. } => println!("RESOLVE {step}"),
+        other => panic!("the run ended with {other:?}"),
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn child(dir: &Path) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("TROUPE_CRASH_CHILD", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// SIGKILL to the child's whole process group (the child and any effect
+/// command it started), as a machine crash would stop them all.
+fn kill_group(c: &mut std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", c.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    c.wait().unwrap();
+}
+
+/// The ledger: how many times each deposit was applied.
+fn ledger(dir: &Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
+    let mut applied = BTreeMap::new();
+    for l in text.lines() {
+        *applied
+            .entry(l.split(' ').next().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    applied
+}
+
+/// The uncrashed result, computed in memory through the same backends.
+fn reference_result(dir: &Path) -> serde_json::Value {
+    write_config(dir);
+    let host = host(dir);
+    let started = host
+        .start(
+            &compiled(),
+            vec![Value::Int(LIMIT)],
+            &settings(),
+            StartPolicy::New,
+        )
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let finished = rt
+        .block_on(host.drive(started.run, &Overrides::default(), Some(answers())))
+        .unwrap();
+    let RunEnd::Done { results, verified } = finished.end else {
+        panic!("the reference run did not finish")
+    };
+    verified.unwrap();
+    serde_json::Value::Object(
+        results
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_json(finished.compiled.types())))
+            .collect(),
+    )
+}
+
+#[test]
+fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
+    if std::env::var("TROUPE_CRASH_CHILD").is_ok() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let reference = root.path().join("reference");
+    std::fs::create_dir_all(&reference).unwrap();
+    let expected = reference_result(&reference);
+    let seed = std::env::var("TROUPE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_c0ff_ee15_900d_u64);
+    let mut rng = Rng(seed);
+    let mut kills = 0usize;
+    let mut resolutions = 0usize;
+    let mut runs = 0usize;
+    let started = Instant::now();
+    while kills < KILLS {
+        runs += 1;
+        let dir = root.path().join(format!("run{runs}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_config(&dir);
+        let mut kills_this_run = 0;
+        let result = loop {
+            let mut c = child(&dir);
+            // Early kills land in start-up and the first steps; later ones mid-run.
+            let delay = Duration::from_micros(rng.below(if kills_this_run % 3 == 0 {
+                15_000
+            } else {
+                150_000
+            }));
+            std::thread::sleep(delay);
+            let out = match c.try_wait().unwrap() {
+                Some(_) => Some(c.wait_with_output().unwrap()),
+                None if kills < KILLS * 4 => {
+                    kill_group(&mut c);
+                    kills += 1;
+                    kills_this_run += 1;
+                    None
+                }
+                None => Some(c.wait_with_output().unwrap()),
+            };
+            let Some(out) = out else { continue };
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "the child failed: {}\n{text}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if let Some(step) = text
+                .lines()
+                .find_map(|l| l.split_once("RESOLVE ").map(|(_, s)| s.trim()))
+                .map(str::to_owned)
+            {
+                // A deposit started and its end was not recorded: settle it
+                // from the ledger, as a person would.
+                resolutions += 1;
+                let key = format!("run-1/{step}");
+                let h = host(&dir);
+                let how = match ledger(&dir).get(&key) {
+                    Some(_) => {
+                        let k: i64 = step.rsplit('#').next().unwrap().parse().unwrap();
+                        Resolution::Done(serde_json::json!(k))
+                    }
+                    None => Resolution::Retry,
+                };
+                h.resolve(1, &step, how).unwrap();
+                continue;
+            }
+            break text;
+        };
+        let line = result
+            .lines()
+            .find_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("no result in {result:?}"));
+        let got: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(got, expected, "run {runs} after {kills_this_run} kills");
+
+        // Each deposit applied exactly once, counted by the ledger itself.
+        let applied = ledger(&dir);
+        assert_eq!(applied.len() as i64, LIMIT, "one deposit per round");
+        assert!(
+            applied.values().all(|&n| n == 1),
+            "a deposit applied twice: {applied:?}"
+        );
+
+        // The recorded execution is a run of the workflow.
+        let h = host(&dir);
+        h.verify(1)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("run {runs}: {e}"));
+        let tasks = h.store().tasks(true).unwrap();
+        assert_eq!(tasks.len() as i64, (LIMIT + 6) / 7, "one task per approval");
+    }
+    assert!(
+        kills >= KILLS && runs >= 2,
+        "{kills} kills over {runs} runs"
+    );
+    eprintln!(
+        "crash test: {kills} kills over {runs} runs ({resolutions} resolutions) in {:.1?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,190 @@
+//! Ownership of runs by lease.
+//!
+//! A process runs a run only while it holds the run's lease: an owner id and
+//! an expiry time on the database's clock. Claiming is one conditional
+//! `UPDATE` (a compare-and-swap: it succeeds only when nobody holds a live
+//! lease), so of any number of processes that try to claim a run at the
+//! same moment exactly one wins. The owner renews its lease while it runs;
+//! an owner that crashes stops renewing and its lease expires, after which
+//! any process may claim the run. Nothing depends on process ids, which the
+//! system reuses.
+
+use crate::state::RunStatus;
+use crate::{NOW_MS, Store, StoreError};
+use rusqlite::{OptionalExtension, params};
+use std::time::Duration;
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The caller holds the lease now.
+    Claimed,
+    /// Another owner holds a live lease.
+    Owned {
+        owner: String,
+        /// Milliseconds until the lease expires, unless renewed.
+        expires_in_ms: i64,
+    },
+    /// The run is in a state no claim changes (done, failed, cancelled, or
+    /// waiting for `troupe resolve`).
+    Unclaimable(RunStatus),
+}
+
+/// The answer to a renewal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renewal {
+    /// Still the owner; `cancel` is the reason if someone asked to cancel.
+    Held { cancel: Option<String> },
+    /// The lease was lost (it expired and another process claimed the run):
+    /// the caller must stop at once.
+    Lost,
+}
+
+impl Store {
+    /// Claims `run` for `owner` for `lease`: succeeds when the run is
+    /// unfinished and nobody holds a live lease (or `owner` already does).
+    pub fn claim(&self, run: i64, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
+        let changed = self.with("claim the run", |c| {
+            c.execute(
+                &format!(
+                    "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
+                        status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+                        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting')
+                       AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires < {NOW_MS})"
+                ),
+                params![run, owner, millis(lease)],
+            )
+        })?;
+        if changed == 1 {
+            return Ok(Claim::Claimed);
+        }
+        let row: Option<(String, Option<String>, i64)> = self.with("read the lease", |c| {
+            c.query_row(
+                &format!(
+                    "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1"
+                ),
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+        })?;
+        let Some((status, lease_owner, left)) = row else {
+            return Err(StoreError::UnknownRun(Store::run_name(run)));
+        };
+        let status: RunStatus = status.parse().map_err(StoreError::Sql)?;
+        match lease_owner {
+            Some(owner) if !status.is_final() && status != RunStatus::NeedsResolution => {
+                Ok(Claim::Owned {
+                    owner,
+                    expires_in_ms: left.max(0),
+                })
+            }
+            _ => Ok(Claim::Unclaimable(status)),
+        }
+    }
+
+    /// Extends `owner`'s lease on `run`, and says whether someone asked to
+    /// cancel the run.
+    pub fn renew(&self, run: i64, owner: &str, lease: Duration) -> Result<Renewal, StoreError> {
+        let row: Option<Option<String>> = self.with("renew the lease", |c| {
+            c.query_row(
+                &format!(
+                    "UPDATE runs SET lease_expires = {NOW_MS} + ?3
+                     WHERE id = ?1 AND lease_owner = ?2 RETURNING cancel_requested"
+                ),
+                params![run, owner, millis(lease)],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        Ok(match row {
+            Some(cancel) => Renewal::Held { cancel },
+            None => Renewal::Lost,
+        })
+    }
+
+    /// Gives up `owner`'s lease on `run` (the run ended, or the owner stops).
+    pub fn release(&self, run: i64, owner: &str) -> Result<(), StoreError> {
+        self.with("release the lease", |c| {
+            c.execute(
+                "UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = ?1 AND lease_owner = ?2",
+                params![run, owner],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Asks for `run` to be cancelled. A run with a live owner is cancelled
+    /// by that owner at its next renewal (it stops its in-flight actions
+    /// and records the reason); a run without one is cancelled here.
+    /// Returns whether the run was cancelled here (`false`: its owner will).
+    pub fn request_cancel(&self, run: i64, reason: &str) -> Result<bool, StoreError> {
+        self.with("cancel the run", |c| {
+            let tx = c.unchecked_transaction()?;
+            let row: Option<(String, Option<String>, i64)> = tx
+                .query_row(
+                    &format!(
+                        "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1"
+                    ),
+                    params![run],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let Some((status, owner, left)) = row else {
+                return Ok(None);
+            };
+            let status: RunStatus = status.parse().unwrap_or(RunStatus::Failed);
+            if status.is_final() {
+                return Ok(Some(Err(status)));
+            }
+            let live_owner = owner.is_some() && left > 0;
+            if live_owner {
+                tx.execute(
+                    "UPDATE runs SET cancel_requested = ?2 WHERE id = ?1",
+                    params![run, reason],
+                )?;
+            } else {
+                cancel_now(&tx, run, reason)?;
+            }
+            tx.commit()?;
+            Ok(Some(Ok(!live_owner)))
+        })?
+        .ok_or_else(|| StoreError::UnknownRun(Store::run_name(run)))?
+        .map_err(|status| {
+            StoreError::Conflict(format!(
+                "{} is {status} already; nothing to cancel",
+                Store::run_name(run)
+            ))
+        })
+    }
+
+    /// Records `run` cancelled with `reason` (by its owner, after it stopped
+    /// its actions), closes its pending tasks and releases the lease.
+    pub fn mark_cancelled(&self, run: i64, reason: &str) -> Result<(), StoreError> {
+        self.with("record the cancellation", |c| {
+            let tx = c.unchecked_transaction()?;
+            cancel_now(&tx, run, reason)?;
+            tx.commit()
+        })
+    }
+}
+
+fn cancel_now(tx: &rusqlite::Transaction<'_>, run: i64, reason: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE runs SET status = 'cancelled', error = ?2, cancel_requested = NULL,
+            lease_owner = NULL, lease_expires = 0,
+            updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+         WHERE id = ?1",
+        params![run, format!("cancelled: {reason}")],
+    )?;
+    tx.execute(
+        "UPDATE tasks SET status = 'cancelled' WHERE run = ?1 AND status = 'pending'",
+        params![run],
+    )?;
+    Ok(())
+}
