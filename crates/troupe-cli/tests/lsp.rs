@@ -217,7 +217,10 @@ fn initialize_advertises_the_features_and_shutdown_exits_cleanly() {
 
 /// `troupe check --json` for one file: (code, line, column, end line, end
 /// column, message, hint) per diagnostic, 1-based.
-fn check_json(path: &Path) -> Vec<(String, u64, u64, u64, u64, String, Option<String>)> {
+/// One diagnostic as (code, line, column, end line, end column, message, hint).
+type Flat = (String, u64, u64, u64, u64, String, Option<String>);
+
+fn check_json(path: &Path) -> Vec<Flat> {
     let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
         .args(["check", "--json"])
         .arg(path)
@@ -242,7 +245,7 @@ fn check_json(path: &Path) -> Vec<(String, u64, u64, u64, u64, String, Option<St
         .collect()
 }
 
-fn from_lsp(d: &Value) -> (String, u64, u64, u64, u64, String, Option<String>) {
+fn from_lsp(d: &Value) -> Flat {
     let msg = d["message"].as_str().unwrap();
     let (message, hint) = match msg.split_once("\nhint: ") {
         Some((m, h)) => (m.to_owned(), Some(h.to_owned())),
@@ -284,7 +287,7 @@ fn diagnostics_equal_troupe_check_on_the_whole_error_corpus() {
         if text.is_ascii() {
             assert_eq!(ours, theirs, "{}", path.display());
         } else {
-            let lines = |v: &[(String, u64, u64, u64, u64, String, Option<String>)]| {
+            let lines = |v: &[Flat]| {
                 v.iter()
                     .map(|d| (d.0.clone(), d.1, d.5.clone()))
                     .collect::<Vec<_>>()
