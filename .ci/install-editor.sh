@@ -2,7 +2,8 @@
 # Installs what the editor tests need: Neovim (its built-in LSP client drives
 # `troupe lsp` in crates/troupe-cli/tests/lsp_nvim.rs), Node.js and a C
 # compiler (tree-sitter evaluates grammar.js with node and compiles the
-# generated parser), and the tree-sitter CLI, built from crates.io source at
+# generated parser; npm brings VS Code's TextMate engine for the TextMate
+# grammar test), and the tree-sitter CLI, built from crates.io source at
 # a pinned version (the npm package downloads a prebuilt binary, which these
 # machines cannot fetch). Idempotent: skips whatever is already installed.
 #
@@ -16,6 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()
 command -v nvim >/dev/null 2>&1 || missing+=(neovim)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
@@ -24,6 +26,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "neovim: $(nvim --version | head -1)"
 echo "node: $(node --version)"
+
+# VS Code's TextMate engine for the TextMate grammar's snapshot test
+# (crates/troupe-lsp/tests/textmate.rs): two small npm packages, pinned by
+# the lock file.
+textmate_test="$(cd "$(dirname "$0")/.." && pwd)/editors/textmate/test"
+if [ ! -d "$textmate_test/node_modules/vscode-textmate" ] || [ ! -d "$textmate_test/node_modules/vscode-oniguruma" ]; then
+  (cd "$textmate_test" && npm ci --no-audit --no-fund)
+fi
+echo "vscode-textmate: installed in $textmate_test/node_modules"
 
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 ts="$(command -v tree-sitter || true)"
