@@ -16,8 +16,9 @@ use serde::Serialize;
 use crate::contract::{apply_sidecar, load_sidecar};
 use crate::error::{ContractsError, Result};
 use crate::invert::{InversionReport, MappingStatus, invert};
-use crate::lint::render::render_text;
-use crate::lint::{Severity, lint};
+use crate::lint::render::{render_grouped, render_sarif, render_text};
+use crate::lint::{Severity, lint_all};
+use crate::lock::Lock;
 use crate::mcp::{ToolList, parse_tool_lists};
 use crate::phi::{ToolListsDocument, phi_schema};
 use crate::semantics::{ServiceVerdict, compare_service};
@@ -75,6 +76,14 @@ pub enum ContractsCommand {
     ///
     /// Example: troupe contracts bisim dev/schema.json --service Banks_2
     Bisim(BisimArgs),
+    /// Pin the tool definitions: a SHA-256 of each tool's name, description and schemas.
+    ///
+    /// `lint --lock FILE` then reports every tool whose definition changed since (a
+    /// "rug pull": a description changed after review) as an error, and every tool not
+    /// pinned as a warning.
+    ///
+    /// Example: troupe contracts lock filesystem.json -o troupe.lock.json
+    Lock(LockArgs),
 }
 
 /// Arguments of `lint`.
@@ -88,9 +97,47 @@ pub struct LintArgs {
     /// you do not control; applied to every server in the input.
     #[arg(long, value_name = "FILE")]
     pub contracts: Option<PathBuf>,
-    /// Print the report as JSON.
+    /// Print the report as JSON (same as --format json).
     #[arg(long)]
     pub json: bool,
+    /// Output format: text (findings grouped by rule, with counts), json, or sarif
+    /// (SARIF 2.1.0 for code-scanning tools).
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
+    /// Report only these rules (comma-separated ids, e.g. model-instruction,hidden-unicode).
+    #[arg(long, value_name = "RULES", value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Do not report these rules (comma-separated ids).
+    #[arg(long, value_name = "RULES", value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// Show only this tool, with its scores per principle (the per-tool view).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// A lock file (from `lock`): a tool whose definition changed since is an error
+    /// (rule tool-drift).
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+}
+
+/// Output formats of `lint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormat {
+    /// For people: a summary per rule, then the findings grouped by rule.
+    Text,
+    /// The reports as JSON.
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+}
+
+/// Arguments of `lock`.
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// MCP tools to pin (same formats as `lint`); `-` reads standard input.
+    pub tools: PathBuf,
+    /// Write the lock here instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Arguments of `from-sgd`.
@@ -144,6 +191,7 @@ pub fn run(cmd: ContractsCommand, out: &mut dyn Write) -> Result<i32> {
         ContractsCommand::FromSgd(args) => run_from_sgd(args, out),
         ContractsCommand::ToSgd(args) => run_to_sgd(args, out),
         ContractsCommand::Bisim(args) => run_bisim(args, out),
+        ContractsCommand::Lock(args) => run_lock(args, out),
     }
 }
 
@@ -238,34 +286,78 @@ struct ToSgdOutput<'a> {
 
 fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<i32> {
     let (lists, unmatched) = load_lists(&args.tools, args.contracts.as_deref())?;
-    let reports: Vec<_> = lists.iter().map(lint).collect();
+    let lock = args.lock.as_deref().map(Lock::load).transpose()?;
+    let known: Vec<&str> = crate::lint::rules::ALL.iter().map(|r| r.id).collect();
+    if let Some(unknown) = args
+        .select
+        .iter()
+        .chain(&args.ignore)
+        .find(|id| !known.contains(&id.as_str()))
+    {
+        return Err(ContractsError::UnknownRule(unknown.clone()));
+    }
+    let mut reports = lint_all(&lists, lock.as_ref());
+    for report in &mut reports {
+        report.retain(
+            |f| {
+                (args.select.is_empty() || args.select.iter().any(|r| r == f.rule))
+                    && !args.ignore.iter().any(|r| r == f.rule)
+            },
+            |tool| args.tool.as_deref().is_none_or(|only| only == tool),
+        );
+    }
     let count = |severity| reports.iter().map(|r| r.count(severity)).sum::<usize>();
     let errors = count(Severity::Error);
-    if args.json {
-        let output = LintOutput {
-            servers: &reports,
-            errors,
-            warnings: count(Severity::Warning),
-            infos: count(Severity::Info),
-            unmatched_contracts: &unmatched,
-        };
-        write_json(out, &output, false)?;
+    let format = if args.json {
+        LintFormat::Json
     } else {
-        out.write_all(render_text(&reports).as_bytes())?;
-        for name in &unmatched {
-            writeln!(
-                out,
-                "\nnote: the sidecar has a contract for `{name}`, which no server has"
-            )?;
+        args.format
+    };
+    match format {
+        LintFormat::Json => {
+            let output = LintOutput {
+                servers: &reports,
+                errors,
+                warnings: count(Severity::Warning),
+                infos: count(Severity::Info),
+                unmatched_contracts: &unmatched,
+            };
+            write_json(out, &output, false)?;
         }
-        writeln!(
-            out,
-            "\n{errors} errors, {} warnings, {} infos",
-            count(Severity::Warning),
-            count(Severity::Info)
-        )?;
+        LintFormat::Sarif => {
+            let uri = args.tools.display().to_string();
+            write_json(out, &render_sarif(&reports, &uri), false)?;
+        }
+        LintFormat::Text => {
+            if args.tool.is_some() {
+                out.write_all(render_text(&reports).as_bytes())?;
+            } else {
+                out.write_all(render_grouped(&reports).as_bytes())?;
+            }
+            for name in &unmatched {
+                writeln!(
+                    out,
+                    "\nnote: the sidecar has a contract for `{name}`, which no server has"
+                )?;
+            }
+        }
     }
     Ok(i32::from(errors > 0))
+}
+
+fn run_lock(args: LockArgs, out: &mut dyn Write) -> Result<i32> {
+    let (lists, _) = load_lists(&args.tools, None)?;
+    let lock = Lock::of(&lists);
+    match &args.output {
+        Some(path) => std::fs::write(path, lock.to_json() + "\n").map_err(|source| {
+            ContractsError::WriteFile {
+                path: path.clone(),
+                source,
+            }
+        })?,
+        None => writeln!(out, "{}", lock.to_json())?,
+    }
+    Ok(0)
 }
 
 fn run_from_sgd(args: FromSgdArgs, out: &mut dyn Write) -> Result<i32> {

@@ -41,6 +41,17 @@ pub enum ContractsError {
         /// The underlying decoding error.
         source: serde_json::Error,
     },
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A lint rule id that no rule has.
+    #[error("no lint rule `{0}` (see `troupe contracts lint --help`)")]
+    UnknownRule(String),
     /// A requested service does not exist in the schema.
     #[error("no service named `{0}` in the schema")]
     UnknownService(String),

@@ -11,7 +11,8 @@
 //! * [`invert`] — Φ⁻¹ (MCP → SGD) with a loss report;
 //! * [`lts`], [`bisim`], [`semantics`] — labelled transition systems, strong
 //!   bisimulation with shortest counterexamples, and the semantics of the three formalisms;
-//! * [`lint`] — the MCP+ linter, one rule per file;
+//! * [`lint`] — the MCP+ linter (also a security linter), one rule per file;
+//! * [`lock`] — pins of tool definitions, so that a changed one is found;
 //! * [`cli`] — the `troupe contracts` subcommands;
 //! * [`verify`] — workflows checked against the contracts of the tools they call
 //!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars,
@@ -25,6 +26,7 @@ pub mod error;
 pub(crate) mod fixtures;
 pub mod invert;
 pub mod lint;
+pub mod lock;
 pub mod lts;
 pub mod mcp;
 pub mod naming;

@@ -62,7 +62,7 @@ fn phi_plus_meets_every_principle() {
         for tool in &report.tools {
             assert_eq!(
                 tool.scores.total(),
-                12,
+                15,
                 "{split}/{}: {:#?}",
                 service.service_name,
                 tool.findings

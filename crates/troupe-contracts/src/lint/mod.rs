@@ -1,17 +1,25 @@
-//! The MCP+ linter: scores each tool of an MCP server on the four MCP+ principles and
-//! explains every shortcoming with a finding (rule, severity, JSON pointer into the
-//! `tools/list` result, message, suggested fix).
+//! The MCP+ linter, also a security tool: scores each tool of an MCP server on the four
+//! MCP+ principles plus *safety* (no instructions aimed at the model, no hidden
+//! characters, no shadowing of other servers' tools, declarations that agree with each
+//! other, definitions unchanged since they were pinned) and explains every shortcoming
+//! with a finding (rule, severity, JSON pointer into the `tools/list` result, message,
+//! suggested fix).
 //!
 //! Rules live one per file in [`rules`] (each documents what it checks, why, and an
 //! example). A tool's score per principle is 3 minus the rank of its worst finding for
 //! that principle (info 1, warning 2, error 3): 3/3 means nothing to report.
+//! [`lint_all`] lints several servers together (so that one server's tool can be found
+//! shadowing another's) and against a [`crate::lock::Lock`] (so that a changed
+//! definition is found).
 
 pub mod render;
 pub mod rules;
+pub mod verbs;
 
 use serde::Serialize;
 
 use crate::contract::ToolContract;
+use crate::lock::Lock;
 use crate::mcp::{McpTool, ToolList, tool_pointer};
 
 /// The four MCP+ principles.
@@ -26,15 +34,18 @@ pub enum Principle {
     FailureModes,
     /// requires, precedes, compensated-by, produces → consumes.
     Relations,
+    /// Nothing in the definition attacks or misleads the model or the user.
+    Safety,
 }
 
 impl Principle {
     /// All four, in order.
-    pub const ALL: [Principle; 4] = [
+    pub const ALL: [Principle; 5] = [
         Principle::SemanticCompleteness,
         Principle::ActionBoundaries,
         Principle::FailureModes,
         Principle::Relations,
+        Principle::Safety,
     ];
 
     /// A short human name.
@@ -44,6 +55,7 @@ impl Principle {
             Principle::ActionBoundaries => "boundaries",
             Principle::FailureModes => "failures",
             Principle::Relations => "relations",
+            Principle::Safety => "safety",
         }
     }
 }
@@ -136,6 +148,10 @@ pub struct Context<'a> {
     pub list: &'a ToolList,
     /// Per tool: its contract, or why it could not be decoded.
     pub contracts: Vec<Result<Option<ToolContract>, String>>,
+    /// The tools of the other servers linted together: (server, tool).
+    pub others: Vec<(String, &'a McpTool)>,
+    /// The pinned definitions, if linting against a lock.
+    pub lock: Option<&'a Lock>,
 }
 
 impl<'a> Context<'a> {
@@ -146,7 +162,12 @@ impl<'a> Context<'a> {
             .iter()
             .map(|tool| tool.contract().map_err(|error| error.to_string()))
             .collect();
-        Context { list, contracts }
+        Context {
+            list,
+            contracts,
+            others: Vec::new(),
+            lock: None,
+        }
     }
 
     /// Tool `index`.
@@ -184,6 +205,8 @@ pub struct Scores {
     pub failure_modes: u8,
     /// Principle 4.
     pub relations: u8,
+    /// Safety.
+    pub safety: u8,
 }
 
 impl Scores {
@@ -194,6 +217,7 @@ impl Scores {
             Principle::ActionBoundaries => self.action_boundaries,
             Principle::FailureModes => self.failure_modes,
             Principle::Relations => self.relations,
+            Principle::Safety => self.safety,
         }
     }
 
@@ -212,10 +236,11 @@ impl Scores {
             action_boundaries: score(Principle::ActionBoundaries),
             failure_modes: score(Principle::FailureModes),
             relations: score(Principle::Relations),
+            safety: score(Principle::Safety),
         }
     }
 
-    /// Sum of the four scores (0..=12).
+    /// Sum of the five scores (0..=15).
     pub fn total(&self) -> u8 {
         Principle::ALL
             .iter()
@@ -260,11 +285,52 @@ impl LintReport {
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.tools.iter().flat_map(|tool| &tool.findings)
     }
+
+    /// Keeps the findings for which `keep` holds (and the tools `tool` keeps), and
+    /// scores again.
+    pub fn retain(&mut self, keep: impl Fn(&Finding) -> bool, tool: impl Fn(&str) -> bool) {
+        self.tools.retain(|t| tool(&t.tool));
+        for t in &mut self.tools {
+            t.findings.retain(&keep);
+            t.scores = Scores::from_findings(&t.findings);
+        }
+    }
 }
 
 /// Lints every tool of `list` with every rule of [`rules::ALL`].
 pub fn lint(list: &ToolList) -> LintReport {
-    let context = Context::new(list);
+    lint_in(Context::new(list))
+}
+
+/// Lints several servers together, optionally against a lock: a tool that shadows
+/// another server's tool, and a definition that changed since it was locked, are
+/// found too.
+pub fn lint_all(lists: &[ToolList], lock: Option<&Lock>) -> Vec<LintReport> {
+    lists
+        .iter()
+        .enumerate()
+        .map(|(i, list)| {
+            let mut context = Context::new(list);
+            context.lock = lock;
+            context.others = lists
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .flat_map(|(j, other)| {
+                    let name = other
+                        .server
+                        .clone()
+                        .unwrap_or_else(|| format!("server #{}", j + 1));
+                    other.tools.iter().map(move |t| (name.clone(), t))
+                })
+                .collect();
+            lint_in(context)
+        })
+        .collect()
+}
+
+fn lint_in(context: Context<'_>) -> LintReport {
+    let list = context.list;
     let tools = list
         .tools
         .iter()
@@ -287,6 +353,106 @@ pub fn lint(list: &ToolList) -> LintReport {
         server: list.server.clone(),
         tools,
     }
+}
+
+/// What a piece of text in a tool definition is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// The tool's name.
+    Name,
+    /// A description or title (prose for the model or the user).
+    Prose,
+    /// A property name or another key of a schema.
+    Key,
+    /// Another string value of a schema (enum values, defaults, patterns...).
+    Value,
+}
+
+/// One string of a tool definition, with its JSON pointer.
+#[derive(Debug, Clone)]
+pub struct Text<'a> {
+    /// JSON pointer into the `tools/list` result.
+    pub pointer: String,
+    /// The string.
+    pub text: &'a str,
+    /// What it is.
+    pub kind: TextKind,
+}
+
+/// Schemas deeper than this are not searched further (nor meta-validated).
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// At most this many strings of one tool are searched.
+const MAX_TEXTS: usize = 20_000;
+
+/// Every string of tool `index`'s definition: name, titles, description, and every key
+/// and string value of its schemas (depth-bounded), each with its pointer.
+pub fn texts<'a>(context: &Context<'a>, index: usize) -> Vec<Text<'a>> {
+    let Some(tool) = context.tool(index) else {
+        return vec![];
+    };
+    let base = context.pointer(index);
+    let mut out = vec![Text {
+        pointer: format!("{base}/name"),
+        text: &tool.name,
+        kind: TextKind::Name,
+    }];
+    for (field, text) in [("title", &tool.title), ("description", &tool.description)] {
+        if let Some(text) = text {
+            out.push(Text {
+                pointer: format!("{base}/{field}"),
+                text,
+                kind: TextKind::Prose,
+            });
+        }
+    }
+    if let Some(title) = tool.annotations.as_ref().and_then(|a| a.title.as_ref()) {
+        out.push(Text {
+            pointer: format!("{base}/annotations/title"),
+            text: title,
+            kind: TextKind::Prose,
+        });
+    }
+    let mut stack: Vec<(&'a serde_json::Value, String, usize, bool)> =
+        vec![(&tool.input_schema, format!("{base}/inputSchema"), 0, false)];
+    if let Some(output) = &tool.output_schema {
+        stack.push((output, format!("{base}/outputSchema"), 0, false));
+    }
+    while let Some((value, pointer, depth, prose)) = stack.pop() {
+        if depth > MAX_SCHEMA_DEPTH || out.len() > MAX_TEXTS {
+            continue;
+        }
+        match value {
+            serde_json::Value::String(text) => out.push(Text {
+                pointer,
+                text,
+                kind: if prose {
+                    TextKind::Prose
+                } else {
+                    TextKind::Value
+                },
+            }),
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    stack.push((item, format!("{pointer}/{i}"), depth + 1, false));
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for (key, item) in map {
+                    let at = format!("{pointer}/{}", crate::mcp::pointer_token(key));
+                    out.push(Text {
+                        pointer: at.clone(),
+                        text: key,
+                        kind: TextKind::Key,
+                    });
+                    let prose = matches!(key.as_str(), "description" | "title");
+                    stack.push((item, at, depth + 1, prose));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Splits a name into lower-case words: `git_create_branch` → `git create branch`,
@@ -343,7 +509,7 @@ mod tests {
             .filter(|f| f.severity > Severity::Info)
             .collect();
         assert!(serious.is_empty(), "{serious:#?}");
-        assert!(report.tools.iter().all(|tool| tool.scores.total() == 12));
+        assert!(report.tools.iter().all(|tool| tool.scores.total() == 15));
     }
 
     #[test]

@@ -73,10 +73,52 @@ fn check_relation(
         RelationKind::Produces => results(context, index),
         _ => arguments(context, index),
     };
-    let theirs = arguments(context, other);
+    let mut theirs = arguments(context, other);
+    if relation.kind != RelationKind::Produces {
+        // A requirement may bind a result of the required tool.
+        theirs.extend(results(context, other));
+    }
     let mut findings = Vec::new();
     for (position, binding) in relation.bindings.iter().enumerate() {
-        if !own.contains(&binding.this) {
+        if let Some(via) = &binding.via {
+            let fields = context.index_of(&via.tool).map(|i| {
+                let mut all = arguments(context, i);
+                all.extend(results(context, i));
+                all
+            });
+            match fields {
+                None => findings.push(RULE.finding(
+                    Severity::Error,
+                    format!("{at}/bindings/{position}/via/tool"),
+                    format!(
+                        "binding through `{}`, which is not a tool of this server",
+                        via.tool
+                    ),
+                    "name an existing tool in `via`",
+                )),
+                Some(fields) => {
+                    let named =
+                        std::iter::once(&via.field).chain(via.bindings.iter().map(|b| &b.other));
+                    for name in named.filter(|n| !fields.contains(*n)) {
+                        findings.push(RULE.finding(
+                            Severity::Error,
+                            format!("{at}/bindings/{position}/via"),
+                            format!("`{name}` is not a field of `{}`", via.tool),
+                            format!("bind an existing argument or result of `{}`", via.tool),
+                        ));
+                    }
+                    let args = arguments(context, index);
+                    for b in via.bindings.iter().filter(|b| !args.contains(&b.this)) {
+                        findings.push(RULE.finding(
+                            Severity::Error,
+                            format!("{at}/bindings/{position}/via"),
+                            format!("binding field `{}` is not an argument of this tool", b.this),
+                            "bind an existing argument",
+                        ));
+                    }
+                }
+            }
+        } else if !own.contains(&binding.this) {
             findings.push(RULE.finding(
                 Severity::Error,
                 format!("{at}/bindings/{position}/this"),

@@ -13,15 +13,29 @@
 //! | `failure-modes` | failures | the named errors are documented |
 //! | `undeclared-relation` | relations | consumed ids/results have a declared producer relation |
 //! | `dangling-relation` | relations | relations name existing tools and fields |
+//! | `schema-validity` | completeness | schemas are valid object schemas; names are unique |
+//! | `contract-schema` | completeness | contract and schemas describe the same arguments |
+//! | `model-instruction` | safety | descriptions do not instruct the model |
+//! | `hidden-unicode` | safety | no invisible, reordering or look-alike characters |
+//! | `tool-shadowing` | safety | no tool named or described like another server's |
+//! | `hint-consistency` | safety | annotations, contract and name agree |
+//! | `tool-drift` | safety | definitions are unchanged since they were locked |
 
 pub mod argument_description;
 pub mod argument_domain;
+pub mod contract_schema;
 pub mod dangling_relation;
 pub mod failure_modes;
+pub mod hidden_unicode;
+pub mod hint_consistency;
 pub mod invalid_contract;
 pub mod missing_annotations;
+pub mod model_instruction;
 pub mod output_schema;
+pub mod schema_validity;
 pub mod tool_description;
+pub mod tool_drift;
+pub mod tool_shadowing;
 pub mod unconfirmed_destructive;
 pub mod undeclared_relation;
 pub mod write_hint;
@@ -29,7 +43,7 @@ pub mod write_hint;
 use super::Rule;
 
 /// Every rule, in the order they run.
-pub const ALL: [Rule; 11] = [
+pub const ALL: [Rule; 18] = [
     tool_description::RULE,
     argument_description::RULE,
     argument_domain::RULE,
@@ -41,6 +55,13 @@ pub const ALL: [Rule; 11] = [
     failure_modes::RULE,
     undeclared_relation::RULE,
     dangling_relation::RULE,
+    schema_validity::RULE,
+    contract_schema::RULE,
+    model_instruction::RULE,
+    hidden_unicode::RULE,
+    tool_shadowing::RULE,
+    hint_consistency::RULE,
+    tool_drift::RULE,
 ];
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! `tool-description` (semantic completeness): the tool says what it does.
 //!
 //! **What**: an error when a tool has no `description` (or only whitespace), a warning
-//! when it has fewer than three words.
+//! when it has fewer than three words. Words are counted by Unicode word boundaries
+//! (UAX #29), so each Chinese or Japanese ideograph counts as a word.
 //!
 //! **Why**: the description is all a model has to decide when to call the tool; an SGD
 //! intent always has one, and Φ⁻¹ cannot invent it.
@@ -27,7 +28,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let words = tool
         .description
         .as_deref()
-        .map_or(0, |text| text.split_whitespace().count());
+        .map_or(0, crate::lint::verbs::word_count);
     match words {
         0 => vec![RULE.finding(
             Severity::Error,
@@ -59,11 +60,16 @@ mod tests {
             {"name": "a"},
             {"name": "b", "description": "  "},
             {"name": "c", "description": "Reads."},
-            {"name": "d", "description": "Reads a file as text."}
+            {"name": "d", "description": "Reads a file as text."},
+            {"name": "e", "description": "获取指定城市的天气预报"}
         ]));
         assert_eq!(run(&RULE, &list, 0)[0].severity, Severity::Error);
         assert_eq!(run(&RULE, &list, 1)[0].pointer, "/tools/1/description");
         assert_eq!(run(&RULE, &list, 2)[0].severity, Severity::Warning);
         assert!(run(&RULE, &list, 3).is_empty());
+        assert!(
+            run(&RULE, &list, 4).is_empty(),
+            "a long Chinese description"
+        );
     }
 }

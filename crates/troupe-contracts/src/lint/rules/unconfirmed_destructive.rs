@@ -2,9 +2,11 @@
 //! confirmation contract.
 //!
 //! **What**: a warning when a tool that may destroy or change data (`readOnlyHint` not
-//! true and `destructiveHint` not false — MCP's defaults count) has no MCP+ contract
-//! with `requires_confirmation: true`; also a warning when a contract declares the
-//! tool transactional but not needing confirmation.
+//! true and `destructiveHint` not false — MCP's defaults count, except for a tool whose
+//! name or description says it is a lookup: `get_`, `list_`, `search_`, `read`, ... in
+//! any of the languages of [`crate::lint::verbs`]) has no MCP+ contract with
+//! `requires_confirmation: true`; also a warning when a contract declares the tool
+//! transactional but not needing confirmation.
 //!
 //! **Why**: MCP hints are not commitments and carry no protocol step; an SGD
 //! transactional intent always asks the user first. Without an explicit confirmation
@@ -45,7 +47,15 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
             "set \"requires_confirmation\": true, or explain why the transaction is safe unasked",
         ));
     }
-    let destructive = !hints.read_only && hints.destructive;
+    let explicit = tool
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.read_only_hint == Some(false) && a.destructive_hint == Some(true));
+    let lookup = matches!(
+        crate::lint::verbs::classify(tool),
+        Some((crate::lint::verbs::Effect::Lookup, _))
+    );
+    let destructive = !hints.read_only && hints.destructive && (explicit || !lookup);
     if destructive && !contract.is_some_and(|c| c.requires_confirmation || !c.transactional) {
         findings.push(RULE.finding(
             Severity::Warning,
@@ -77,8 +87,14 @@ mod tests {
             {"name": "wipe2", "annotations": {"readOnlyHint": false}, "_meta": contract(true, true)},
             {"name": "wipe3", "annotations": {"readOnlyHint": false}, "_meta": contract(true, false)},
             {"name": "mkdir", "annotations": {"readOnlyHint": false, "destructiveHint": false}},
-            {"name": "read", "annotations": {"readOnlyHint": true}}
+            {"name": "read", "annotations": {"readOnlyHint": true}},
+            {"name": "get_user"},
+            {"name": "search_nodes", "annotations": {"title": "Search"}},
+            {"name": "rm"}
         ]));
+        assert!(run(&RULE, &list, 5).is_empty(), "a lookup by its name");
+        assert!(run(&RULE, &list, 6).is_empty());
+        assert_eq!(run(&RULE, &list, 7).len(), 1);
         assert_eq!(run(&RULE, &list, 0).len(), 1);
         assert!(run(&RULE, &list, 1).is_empty());
         assert_eq!(run(&RULE, &list, 2).len(), 2);

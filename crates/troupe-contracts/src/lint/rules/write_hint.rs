@@ -1,10 +1,11 @@
 //! `write-hint` (action boundaries): tools named like writers say whether they are
 //! read-only.
 //!
-//! **What**: an error when a tool whose name contains a writing verb (`write`,
-//! `delete`, `create`, `move`, `edit`, `book`, `reserve`, `buy`, `transfer`, ...) has
-//! no `readOnlyHint`; a warning when such a tool claims `readOnlyHint: true` (check the
-//! name or the hint).
+//! **What**: an error when a tool whose name contains a writing or destructive verb
+//! (`write`, `delete`, `create`, `rm`, `mv`, `kill`, `place_order`, `withdraw`,
+//! `transfer`, `send`, `execute`, ... — see [`crate::lint::verbs`]; for a name without a
+//! verb, the first verb of its description) has no `readOnlyHint`. A tool that claims
+//! `readOnlyHint: true` against its name is `hint-consistency`'s finding.
 //!
 //! **Why**: the action boundary is unclear exactly where it matters: a tool that
 //! changes the world must be recognisable as such before it is called.
@@ -12,6 +13,7 @@
 //! **Example**: `{"name": "delete_entities", "annotations": {"destructiveHint": true}}`
 //! → add `"readOnlyHint": false`.
 
+use crate::lint::verbs::{Effect, classify};
 use crate::lint::{Context, Finding, Principle, Rule, Severity, words};
 
 /// The rule.
@@ -41,7 +43,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let Some(tool) = context.tool(index) else {
         return vec![];
     };
-    let Some(verb) = writing_verb(&tool.name) else {
+    let Some((Effect::Write | Effect::Destructive, verb)) = classify(tool) else {
         return vec![];
     };
     let pointer = format!("{}/annotations", context.pointer(index));
@@ -55,13 +57,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
             ),
             "set \"readOnlyHint\": false (and \"destructiveHint\"), or true if it really only reads",
         )],
-        Some(true) => vec![RULE.finding(
-            Severity::Warning,
-            format!("{pointer}/readOnlyHint"),
-            format!("`{}` sounds like it writes (\"{verb}\") but claims to be read-only", tool.name),
-            "check the hint; if it really only reads, consider a name that says so",
-        )],
-        Some(false) => vec![],
+        Some(_) => vec![],
     }
 }
 
@@ -76,10 +72,17 @@ mod tests {
             {"name": "delete_entities", "annotations": {"destructiveHint": true}},
             {"name": "git_commit", "annotations": {"readOnlyHint": true}},
             {"name": "move_file", "annotations": {"readOnlyHint": false}},
-            {"name": "read_file"}
+            {"name": "read_file"},
+            {"name": "rm"},
+            {"name": "place_order"},
+            {"name": "kill_process"},
+            {"name": "ledger", "description": "Withdraws funds from an account."}
         ]));
+        for i in 4..8 {
+            assert_eq!(run(&RULE, &list, i)[0].severity, Severity::Error, "{i}");
+        }
         assert_eq!(run(&RULE, &list, 0)[0].severity, Severity::Error);
-        assert_eq!(run(&RULE, &list, 1)[0].severity, Severity::Warning);
+        assert!(run(&RULE, &list, 1).is_empty(), "hint-consistency's case");
         assert!(run(&RULE, &list, 2).is_empty());
         assert!(run(&RULE, &list, 3).is_empty());
     }
