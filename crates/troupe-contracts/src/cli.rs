@@ -5,8 +5,11 @@
 //! and returns the process exit code:
 //! * `lint` — 1 if any finding has severity *error*, else 0;
 //! * `from-sgd`, `to-sgd` — 0;
-//! * `bisim` — 1 if some service is not bisimilar to its MCP+ translation (which would
-//!   be a bug in Φ⁺), else 0; SGD ≁ MCP is the expected finding and does not fail.
+//! * `bisim` — 1 if some service is not structurally bisimilar to its Φ image or not
+//!   behaviourally bisimilar to its Φ⁺ image (either would be a bug in Φ or Φ⁺), else 0;
+//!   SGD ≁ MCP behaviourally is the expected finding and does not fail. With two files:
+//!   1 if some pair differs at either level (or has no partner);
+//! * `lock` — 0.
 
 use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use crate::lint::{Severity, lint_all};
 use crate::lock::Lock;
 use crate::mcp::{ToolList, parse_tool_lists};
 use crate::phi::{ToolListsDocument, phi_schema};
-use crate::semantics::{ServiceVerdict, compare_service};
+use crate::semantics::{ServiceVerdict, Side, compare_service, compare_sides};
 use crate::sgd::{SgdService, parse_schema};
 
 /// Tool contracts: SGD services, MCP servers and MCP+ (MCP with explicit contracts).
@@ -174,8 +177,16 @@ pub struct ToSgdArgs {
 /// Arguments of `bisim`.
 #[derive(Debug, clap::Args)]
 pub struct BisimArgs {
-    /// The SGD schema.json; `-` reads standard input.
+    /// The SGD schema.json; `-` reads standard input. With a second file, either side
+    /// may be an SGD schema or MCP tools (read as MCP+ when they carry contracts).
     pub schema: PathBuf,
+    /// Compare with these instead of Φ and Φ⁺ of the schema: an SGD schema or MCP
+    /// tools (same formats as `lint`); services and servers are paired by name (or
+    /// one with one).
+    pub other: Option<PathBuf>,
+    /// Read the second side's tools as plain MCP even if they carry contracts.
+    #[arg(long)]
+    pub mcp: bool,
     /// Check only this service.
     #[arg(long, value_name = "NAME")]
     pub service: Option<String>,
@@ -465,12 +476,18 @@ pub fn render_inversion(report: &InversionReport) -> String {
 }
 
 fn run_bisim(args: BisimArgs, out: &mut dyn Write) -> Result<i32> {
+    if let Some(other) = &args.other {
+        return run_bisim_sides(&args, other, out);
+    }
     let services = load_services(&args.schema, args.service.as_deref())?;
     let verdicts = services
         .iter()
         .map(compare_service)
         .collect::<Result<Vec<ServiceVerdict>>>()?;
-    let plus_failures = verdicts.iter().filter(|v| v.mcp_plus.is_some()).count();
+    let failures = verdicts
+        .iter()
+        .filter(|v| v.mcp_plus.is_some() || v.structural.is_some())
+        .count();
     if args.json {
         write_json(
             out,
@@ -480,10 +497,104 @@ fn run_bisim(args: BisimArgs, out: &mut dyn Write) -> Result<i32> {
     } else {
         out.write_all(render_bisim(&verdicts).as_bytes())?;
     }
-    Ok(i32::from(plus_failures > 0))
+    Ok(i32::from(failures > 0))
 }
 
-/// Renders bisimulation verdicts for people.
+/// The sides a file describes: SGD services, or tool lists (MCP+ if any tool has a
+/// contract and `plain` is not set).
+fn load_sides(path: &Path, plain: bool, only: Option<&str>) -> Result<Vec<Side>> {
+    let (what, text) = read_input(path)?;
+    let sides: Vec<Side> = match parse_schema(&what, &text) {
+        Ok(services) => services.into_iter().map(Side::Sgd).collect(),
+        Err(_) => parse_tool_lists(&what, &text)?
+            .into_iter()
+            .map(|list| {
+                let plus = !plain
+                    && list
+                        .tools
+                        .iter()
+                        .any(|t| t.contract().ok().flatten().is_some());
+                Side::Tools { list, plus }
+            })
+            .collect(),
+    };
+    match only {
+        None => Ok(sides),
+        Some(name) => {
+            let selected: Vec<Side> = sides.into_iter().filter(|s| s.name() == name).collect();
+            if selected.is_empty() {
+                return Err(ContractsError::UnknownService(name.to_owned()));
+            }
+            Ok(selected)
+        }
+    }
+}
+
+fn run_bisim_sides(args: &BisimArgs, other: &Path, out: &mut dyn Write) -> Result<i32> {
+    let left = load_sides(&args.schema, false, args.service.as_deref())?;
+    let right = load_sides(other, args.mcp, None)?;
+    let mut comparisons = Vec::new();
+    let mut unpaired = Vec::new();
+    if let ([l], [r]) = (&left[..], &right[..]) {
+        comparisons.push(compare_sides(l, r)?);
+    } else {
+        for l in &left {
+            match right.iter().find(|r| r.name() == l.name()) {
+                Some(r) => comparisons.push(compare_sides(l, r)?),
+                None => unpaired.push(format!("{} {}", l.kind(), l.name())),
+            }
+        }
+        for r in &right {
+            if !left.iter().any(|l| l.name() == r.name()) {
+                unpaired.push(format!("{} {}", r.kind(), r.name()));
+            }
+        }
+    }
+    let differ = comparisons
+        .iter()
+        .filter(|c| c.behavioural.is_some() || c.structural.is_some())
+        .count();
+    if args.json {
+        write_json(
+            out,
+            &serde_json::json!({"comparisons": comparisons, "unpaired": unpaired}),
+            false,
+        )?;
+    } else {
+        let relation = |c: &Option<_>| if c.is_some() { "≁" } else { "~" };
+        for c in &comparisons {
+            writeln!(
+                out,
+                "{} vs {}: structural {}, behavioural {}",
+                c.left,
+                c.right,
+                relation(&c.structural),
+                relation(&c.behavioural)
+            )?;
+            if let Some(ce) = &c.structural {
+                writeln!(out, "  structural: {}", ce.render("left", "right"))?;
+            }
+            if let Some(ce) = &c.behavioural {
+                writeln!(out, "  behavioural: {}", ce.render("left", "right"))?;
+            }
+            if !c.skipped.is_empty() {
+                writeln!(
+                    out,
+                    "  skipped (too many required arguments): {}",
+                    c.skipped.join(", ")
+                )?;
+            }
+        }
+        for name in &unpaired {
+            writeln!(out, "{name}: nothing to compare it with")?;
+        }
+    }
+    Ok(i32::from(differ > 0 || !unpaired.is_empty()))
+}
+
+/// Renders bisimulation verdicts for people: per service the structural verdict (the
+/// paper's level, SGD vs Φ) and the behavioural ones (SGD vs Φ and Φ⁺), then per intent
+/// with a shortest counterexample where they differ.
 pub fn render_bisim(verdicts: &[ServiceVerdict]) -> String {
     use std::fmt::Write as _;
     let relation = |differs: bool| if differs { "≁" } else { "~" };
@@ -491,8 +602,9 @@ pub fn render_bisim(verdicts: &[ServiceVerdict]) -> String {
     for verdict in verdicts {
         let _ = writeln!(
             text,
-            "{}: SGD {} MCP, SGD {} MCP+ (states {}/{}/{})",
+            "{}: structural SGD {} MCP; behavioural SGD {} MCP, SGD {} MCP+ (states {}/{}/{})",
             verdict.service,
+            relation(verdict.structural.is_some()),
             relation(verdict.mcp.is_some()),
             relation(verdict.mcp_plus.is_some()),
             verdict.states[0],
@@ -505,44 +617,51 @@ pub fn render_bisim(verdicts: &[ServiceVerdict]) -> String {
             } else {
                 ""
             };
+            if let Some(why) = &intent.skipped {
+                let _ = writeln!(
+                    text,
+                    "  {} ({}){kind}: skipped: {why}",
+                    intent.intent, intent.tool
+                );
+                continue;
+            }
             let _ = writeln!(
                 text,
-                "  {} ({}){kind}: SGD {} MCP, SGD {} MCP+",
+                "  {} ({}){kind}: structural {}; behavioural SGD {} MCP, SGD {} MCP+",
                 intent.intent,
                 intent.tool,
+                relation(intent.structural.is_some()),
                 relation(intent.mcp.is_some()),
                 relation(intent.mcp_plus.is_some())
             );
-            if let Some(counterexample) = &intent.mcp {
-                let _ = writeln!(text, "    MCP: {}", counterexample.render("SGD", "MCP"));
-            }
-            if let Some(counterexample) = &intent.mcp_plus {
-                let _ = writeln!(text, "    MCP+: {}", counterexample.render("SGD", "MCP+"));
+            for (what, counterexample) in [
+                ("structural", &intent.structural),
+                ("MCP", &intent.mcp),
+                ("MCP+", &intent.mcp_plus),
+            ] {
+                if let Some(counterexample) = counterexample {
+                    let right = if what == "structural" { "MCP" } else { what };
+                    let _ = writeln!(text, "    {what}: {}", counterexample.render("SGD", right));
+                }
             }
         }
     }
-    let intents: usize = verdicts.iter().map(|v| v.intents.len()).sum();
-    let differs = |plus: bool| {
-        verdicts
-            .iter()
-            .flat_map(|v| &v.intents)
-            .filter(|i| {
-                if plus {
-                    i.mcp_plus.is_some()
-                } else {
-                    i.mcp.is_some()
-                }
-            })
-            .count()
-    };
+    let all = || verdicts.iter().flat_map(|v| &v.intents);
+    let count =
+        |f: &dyn Fn(&crate::semantics::IntentVerdict) -> bool| all().filter(|i| f(i)).count();
     let _ = writeln!(
         text,
-        "\n{} services, {intents} intents: SGD ≁ MCP for {} intents in {} services; \
-         SGD ≁ MCP+ for {} intents",
+        "\n{} services, {} intents: structurally SGD ~ MCP for {} intents (≁ for {}); \
+         behaviourally SGD ≁ MCP for {} intents in {} services, SGD ≁ MCP+ for {} intents; \
+         {} skipped",
         verdicts.len(),
-        differs(false),
+        all().count(),
+        count(&|i| i.skipped.is_none() && i.structural.is_none()),
+        count(&|i| i.structural.is_some()),
+        count(&|i| i.mcp.is_some()),
         verdicts.iter().filter(|v| v.mcp.is_some()).count(),
-        differs(true),
+        count(&|i| i.mcp_plus.is_some()),
+        count(&|i| i.skipped.is_some()),
     );
     text
 }
@@ -582,6 +701,8 @@ mod tests {
     fn reports_missing_files_as_errors() {
         let cmd = ContractsCommand::Bisim(BisimArgs {
             schema: "/nonexistent/schema.json".into(),
+            other: None,
+            mcp: false,
             service: None,
             json: false,
         });

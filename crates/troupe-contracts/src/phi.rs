@@ -152,7 +152,9 @@ fn slot_schema(slot: Option<&SgdSlot>, default: Option<&String>) -> Value {
     schema.insert("type".into(), "string".into());
     if let Some(slot) = slot {
         schema.insert("description".into(), slot.description.clone().into());
-        if slot.is_categorical {
+        // An empty `enum` would accept nothing: a categorical slot without values
+        // (SGD has some) is left unconstrained.
+        if slot.is_categorical && !slot.possible_values.is_empty() {
             schema.insert("enum".into(), slot.possible_values.clone().into());
         }
     }
@@ -379,6 +381,20 @@ mod tests {
         let check = list.tools[0].contract().unwrap().unwrap();
         assert_eq!(check.relations[0].kind, RelationKind::Produces);
         assert_eq!(check.relations[0].tool, "transfer_money");
+    }
+
+    #[test]
+    fn a_categorical_slot_without_values_gets_no_empty_enum() {
+        let mut service = bank();
+        for slot in &mut service.slots {
+            if slot.is_categorical {
+                slot.possible_values.clear();
+            }
+        }
+        let list = phi(&service);
+        let text = serde_json::to_string(&list).unwrap();
+        assert!(!text.contains(r#""enum":[]"#), "{text}");
+        assert!(text.contains("account_type"));
     }
 
     #[test]

@@ -227,16 +227,24 @@ fn lint_exits_with_one_on_errors() {
 fn bisim_reports_every_service() {
     let (code, output) = run_to_string(ContractsCommand::Bisim(BisimArgs {
         schema: common::sgd_schema_path("train"),
+        other: None,
+        mcp: false,
         service: None,
         json: false,
     }));
     assert_eq!(code, 0);
     assert!(
-        output.contains("26 services, 53 intents: SGD ≁ MCP for 24 intents in 23 services; SGD ≁ MCP+ for 0 intents"),
+        output.contains(
+            "26 services, 53 intents: structurally SGD ~ MCP for 53 intents (≁ for 0); \
+             behaviourally SGD ≁ MCP for 24 intents in 23 services, SGD ≁ MCP+ for 0 intents; \
+             0 skipped"
+        ),
         "{output}"
     );
     let (_, json) = run_to_string(ContractsCommand::Bisim(BisimArgs {
         schema: common::sgd_schema_path("dev"),
+        other: None,
+        mcp: false,
         service: Some("Banks_2".into()),
         json: true,
     }));
@@ -250,12 +258,60 @@ fn bisim_reports_every_service() {
     );
 }
 
+/// `bisim SGD TOOLS`: any two sides; a contract stripped of its failure modes is
+/// noticed behaviourally but not structurally.
+#[test]
+fn bisim_compares_two_given_sides() {
+    let (_, plus) = run_to_string(ContractsCommand::FromSgd(FromSgdArgs {
+        schema: common::sgd_schema_path("dev"),
+        plus: true,
+        service: Some("Banks_2".into()),
+        json: true,
+    }));
+    let full = scratch("banks2-plus.json");
+    std::fs::write(&full, &plus).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&plus).unwrap();
+    for tool in doc["tools"].as_array_mut().unwrap() {
+        tool["_meta"]["dev.troupe/contract"]["failure_modes"] = serde_json::json!([]);
+    }
+    let stripped = scratch("banks2-stripped.json");
+    std::fs::write(&stripped, doc.to_string()).unwrap();
+    let bisim = |other: &std::path::Path, mcp: bool| {
+        run_to_string(ContractsCommand::Bisim(BisimArgs {
+            schema: common::sgd_schema_path("dev"),
+            other: Some(other.to_owned()),
+            mcp,
+            service: Some("Banks_2".into()),
+            json: false,
+        }))
+    };
+    let (code, output) = bisim(&full, false);
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("SGD Banks_2 vs MCP+ (unnamed): structural ~, behavioural ~"),
+        "{output}"
+    );
+    let (code, output) = bisim(&stripped, false);
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains("structural ~, behavioural ≁"), "{output}");
+    assert!(output.contains("left can do error("), "{output}");
+    let (code, output) = bisim(&full, true);
+    assert_eq!(code, 1);
+    assert!(
+        output.contains("vs MCP (unnamed): structural ~, behavioural ≁"),
+        "{output}"
+    );
+    assert!(output.contains("left can do confirm("), "{output}");
+}
+
 #[test]
 fn unknown_services_and_bad_files_are_errors() {
     let mut out = Vec::new();
     let unknown = run(
         ContractsCommand::Bisim(BisimArgs {
             schema: common::sgd_schema_path("dev"),
+            other: None,
+            mcp: false,
             service: Some("Nope_1".into()),
             json: false,
         }),

@@ -169,15 +169,34 @@ proptest! {
     }
 
     #[test]
-    fn mcp_differs_exactly_on_transactional_intents(service in service()) {
+    fn mcp_differs_exactly_where_it_loses_information(service in service()) {
         let verdict = compare_service(&service).unwrap();
         prop_assert!(verdict.mcp_plus.is_none());
-        let transactional = service.intents.iter().any(|intent| intent.is_transactional);
-        prop_assert_eq!(verdict.mcp.is_some(), transactional);
+        prop_assert!(verdict.structural.is_none(), "the paper's theorem");
+        // What MCP loses: the confirmation of a transaction; and that an intent
+        // rejects invalid values when its only categorical slots have empty value
+        // lists (MCP says "closed domain" only with a non-empty `enum`).
+        let loses = |intent: &SgdIntent| {
+            let slots = || {
+                intent
+                    .required_slots
+                    .iter()
+                    .chain(intent.optional_slots.iter().map(|(s, _)| s))
+                    .filter_map(|s| service.slot(s))
+                    .filter(|s| s.is_categorical)
+            };
+            intent.is_transactional
+                || (slots().any(|s| s.possible_values.is_empty())
+                    && slots().all(|s| s.possible_values.is_empty()))
+        };
+        prop_assert_eq!(verdict.mcp.is_some(), service.intents.iter().any(loses));
         for (intent, result) in service.intents.iter().zip(&verdict.intents) {
             prop_assert!(result.mcp_plus.is_none());
-            prop_assert_eq!(result.mcp.is_some(), intent.is_transactional);
-            if let Some(counterexample) = &result.mcp {
+            prop_assert!(result.structural.is_none());
+            prop_assert_eq!(result.mcp.is_some(), loses(intent));
+            if let Some(counterexample) = &result.mcp
+                && intent.is_transactional
+            {
                 prop_assert!(counterexample.left_only.contains(&Label::Confirm(result.tool.clone())));
             }
         }
