@@ -137,6 +137,9 @@ pub struct HostConfig {
     /// Where `troupe.toml` is looked for.
     pub config_dir: PathBuf,
     pub observer: Option<Arc<Observer>>,
+    /// `extern` bodies registered by Rust code (a program embedding troupe,
+    /// the benchmarks); commands from `troupe.toml` come on top.
+    pub externs: Externs,
 }
 
 impl std::fmt::Debug for HostConfig {
@@ -156,6 +159,7 @@ impl HostConfig {
             owner: new_owner_id(),
             config_dir,
             observer: None,
+            externs: Externs::new(),
         }
     }
 }
@@ -299,7 +303,7 @@ impl Backends {
             self.notify(Notice::MockModel);
         }
         let commands = externs::load(&self.config.config_dir)?;
-        let mut ext = Externs::new();
+        let mut ext = self.config.externs.clone();
         externs::register(&compiled.program, &commands, run_name, &mut ext)?;
         let tools = self.tools.session(&compiled.program);
         let llm: Arc<dyn LlmBackend> = Arc::new(router);
@@ -332,8 +336,10 @@ impl Backends {
             .actions
             .iter()
             .filter(|a| match &a.kind {
-                ActionKind::Pure { body: None } => true,
-                ActionKind::Effect { .. } => !commands.contains_key(&a.name),
+                ActionKind::Pure { body: None } => !self.config.externs.has_pure(&a.name),
+                ActionKind::Effect { .. } => {
+                    !commands.contains_key(&a.name) && !self.config.externs.has_effect(&a.name)
+                }
                 _ => false,
             })
             .map(|a| a.name.clone())
@@ -398,10 +404,6 @@ impl Host {
         settings: &RunSettings,
         policy: StartPolicy,
     ) -> Result<Started, HostError> {
-        let unbound = self.backends.unbound_externs(compiled)?;
-        if !unbound.is_empty() && !settings.mock_externs {
-            return Err(HostError::UnboundExterns { names: unbound });
-        }
         let inputs_json = compiled.inputs_json(&inputs);
         let wf = compiled.workflow();
         let mut others = Vec::new();
@@ -462,6 +464,12 @@ impl Host {
                     },
                 }
             }
+        }
+        // A new run needs an implementation of every extern (a resumed one
+        // is checked with its recorded settings when it is driven).
+        let unbound = self.backends.unbound_externs(compiled)?;
+        if !unbound.is_empty() && !settings.mock_externs {
+            return Err(HostError::UnboundExterns { names: unbound });
         }
         let settings_json = serde_json::to_string(settings)
             .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
@@ -632,7 +640,7 @@ impl Host {
         }
         let end = match outcome {
             Ok(Ok(o)) => RunEnd::Done {
-                verified: verify_recorded(&self.store, run, &engine),
+                verified: verify_recorded(&self.store, run, &engine, false),
                 results: o.results,
             },
             Ok(Err(RunError::NeedsResolution { step, .. })) => {
@@ -801,7 +809,8 @@ impl Host {
             .workflow(&compiled.workflow().name)
             .mock_unbound_externs(Arc::new(MockBackend::new()))
             .build()?;
-        Ok(verify_recorded(&self.store, run, &engine))
+        let done = self.store.run(run)?.summary.status == RunStatus::Done;
+        Ok(verify_recorded(&self.store, run, &engine, !done))
     }
 }
 
@@ -823,13 +832,14 @@ fn needs_resolution(detail: &RunDetail) -> HostError {
     }
 }
 
-/// Checks a recorded run's events against ⟦P⟧.
-fn verify_recorded(store: &Store, run: i64, engine: &Engine) -> Result<u64, String> {
+/// Checks a recorded run's events against ⟦P⟧ (as a prefix of a run with
+/// `prefix`, for a run that has not finished).
+fn verify_recorded(store: &Store, run: i64, engine: &Engine, prefix: bool) -> Result<u64, String> {
     let (events, _) = store.events(run, 0).map_err(|e| e.to_string())?;
     let trace = Trace::from_events(0, events);
     let n = trace.entries.len() as u64;
     engine
-        .verify(&Store::run_name(run), &trace)
+        .verify_with(&Store::run_name(run), &trace, prefix)
         .map(|()| n)
         .map_err(|e| e.to_string())
 }

@@ -172,6 +172,14 @@ async fn rmcp_client_lists_calls_answers_and_reads() {
     )
     .await;
     assert_eq!(wrong.is_error, Some(true));
+    let why = format!("{:?}", wrong.content);
+    assert!(why.contains("a confirmation (yes or no)"), "{why}");
+    // A wrongly typed answer leaves the task pending.
+    let listed = call(&client, "list_tasks", json!({})).await;
+    assert_eq!(
+        listed.structured_content.expect("structured")["tasks"][0]["task"],
+        json!(task)
+    );
     let no_task = call(
         &client,
         "answer_task",
@@ -301,6 +309,37 @@ fn bad_files_and_addresses_are_refused() {
     let e = Server::new(&twice).expect_err("duplicate names");
     assert!(
         e.to_string().contains("two workflows are named `counter`"),
+        "{e}"
+    );
+
+    // A workflow that breaks the contracts of the tools it calls (a
+    // booking nobody confirms) is refused, as `troupe run` refuses it.
+    let dir = store.parent().expect("dir");
+    let unsafe_file = dir.join("unconfirmed.troupe");
+    let corpus =
+        examples().join("../crates/troupe-contracts/tests/corpus/err/e0601_never_confirmed.troupe");
+    let text = std::fs::read_to_string(&corpus).expect("the corpus file");
+    let sidecar = examples().join("train_booking.contracts.json");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("contracts:") {
+                format!("  contracts: \"{}\"", sidecar.display())
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::create_dir_all(dir).expect("dir");
+    std::fs::write(&unsafe_file, text).expect("write");
+    let refused = ServeOptions {
+        store: store.clone(),
+        ..ServeOptions::new(vec![unsafe_file])
+    };
+    let e = Server::new(&refused).expect_err("a contract violation");
+    assert!(
+        e.to_string().contains("breaks the contracts") && e.to_string().contains("E0601"),
         "{e}"
     );
 

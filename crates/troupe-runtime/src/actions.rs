@@ -61,6 +61,16 @@ impl Externs {
         self
     }
 
+    /// Whether `pure name(…) extern` has a body here.
+    pub fn has_pure(&self, name: &str) -> bool {
+        self.pure.contains_key(name)
+    }
+
+    /// Whether `effect name(…) extern` has a body here.
+    pub fn has_effect(&self, name: &str) -> bool {
+        self.effects.contains_key(name)
+    }
+
     /// Registers the body of `effect name(…) extern`.
     pub fn effect<F, Fut>(&mut self, name: &str, f: F) -> &mut Self
     where

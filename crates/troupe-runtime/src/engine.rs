@@ -463,8 +463,18 @@ impl Engine {
         outcome
     }
 
-    /// Checks that a trace's erasure is a run of the workflow (⟦P⟧).
+    /// Checks that a trace is a run of the workflow (⟦P⟧), in control mode:
+    /// the owners' decisions are checked with the branches the lifelines
+    /// took, so a run whose lifelines took another branch than their owner
+    /// decided is rejected even when its erasure (without decisions) would
+    /// be a run of the chart.
     pub fn verify(&self, run_id: &str, trace: &Trace) -> Result<(), RunError> {
+        self.verify_with(run_id, trace, false)
+    }
+
+    /// [`Engine::verify`]; with `prefix`, an unfinished run is accepted when
+    /// it is a prefix of a run.
+    pub fn verify_with(&self, run_id: &str, trace: &Trace, prefix: bool) -> Result<(), RunError> {
         let semantics = self.inner.semantics.get_or_init(|| {
             Semantics::new(&self.inner.program, self.workflow()).map_err(|e| e.to_string())
         });
@@ -472,10 +482,10 @@ impl Engine {
         let exec = trace.execution(self.workflow().lifelines.len());
         semantics
             .check(
-                &exec.erase_control(),
+                &exec,
                 &MemberOptions {
-                    control: false,
-                    prefix: false,
+                    control: true,
+                    prefix,
                 },
             )
             .map_err(|e| RunError::NotMember {
@@ -1061,14 +1071,29 @@ impl RunState {
                 journal.flush().await.map_err(Failure::Journal)?;
             }
             let perform = make();
-            let values = match timeout {
+            let (values, timed_out) = match timeout {
                 Some(t) => match tokio::time::timeout(t, perform).await {
-                    Ok(r) => r,
-                    Err(_) => Err(format!("timed out after {t:?}")),
+                    Ok(r) => (r, false),
+                    Err(_) => (Err(format!("timed out after {t:?}")), true),
                 },
-                None => perform.await,
-            }
-            .map_err(Failure::Action)?;
+                None => (perform.await, false),
+            };
+            let values = match values {
+                Ok(v) => v,
+                Err(e) => {
+                    // An effect that said it failed may run again on retry. A
+                    // timeout, or a tool call (whose error may be a lost
+                    // connection), says nothing of what happened: the start
+                    // stays, and a person settles it.
+                    if let (Some(journal), StepKind::Effect, false) = (&journal, kind, timed_out) {
+                        journal
+                            .forget_effect(&step)
+                            .await
+                            .map_err(Failure::Journal)?;
+                    }
+                    return Err(Failure::Action(e));
+                }
+            };
             // Only a well-typed result is worth recording; the run reports
             // the mismatch with its location.
             let well_typed = values.len() == outputs.len()

@@ -109,6 +109,14 @@ pub trait RunJournal: Send + Sync {
         outputs: &[Value],
     ) -> BoxFuture<'static, Result<(), String>>;
 
+    /// Forgets the start of an effect that ended with an error it reported
+    /// itself (it did not happen, or it undid itself): a retried run
+    /// performs it again instead of waiting for a person to settle it.
+    fn forget_effect(&self, key: &StepKey) -> BoxFuture<'static, Result<(), String>> {
+        let _ = key;
+        Box::pin(async { Ok(()) })
+    }
+
     /// Makes the events recorded so far durable. Called before the run
     /// waits on a person, so that whoever looks at a waiting run sees how
     /// it got there.

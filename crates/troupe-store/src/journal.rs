@@ -252,6 +252,13 @@ impl RunJournal for StoreJournal {
         })
     }
 
+    fn forget_effect(&self, key: &StepKey) -> BoxFuture<'static, Result<(), String>> {
+        self.durable(Op::StepForget {
+            run: self.run,
+            key: key.to_string(),
+        })
+    }
+
     fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
         let op = match self.buffer.lock() {
             Ok(mut buf) => self.take_chunk(&mut buf),

@@ -433,33 +433,49 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 /// a file that is not a troupe store or that a newer troupe wrote.
 fn initialize(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |e| StoreError::from_sql(path, "read the schema", e);
-    let app: i64 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(sql)?;
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(sql)?;
-    let tables: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-        .map_err(sql)?;
-    let mut version = version;
-    if app == 0 && tables == 0 {
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1; COMMIT;"
-        ))
-        .map_err(|e| StoreError::from_sql(path, "create the schema", e))?;
-        version = 1;
-    } else if app != APPLICATION_ID {
-        let why = if app == 0 {
-            "an SQLite database of another program".to_owned()
-        } else {
-            format!("application id {app:#x}")
-        };
-        return Err(StoreError::Foreign {
-            path: path.to_owned(),
-            why,
-        });
-    }
+    // Look and create under one write lock: two processes opening a new
+    // file at once must not both create the schema.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+    let looked = (|| -> Result<i64, StoreError> {
+        let app: i64 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(sql)?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(sql)?;
+        if app == 0 && tables == 0 {
+            conn.execute_batch(&format!(
+                "{SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;"
+            ))
+            .map_err(|e| StoreError::from_sql(path, "create the schema", e))?;
+            return Ok(1);
+        }
+        if app != APPLICATION_ID {
+            let why = if app == 0 {
+                "an SQLite database of another program".to_owned()
+            } else {
+                format!("application id {app:#x}")
+            };
+            return Err(StoreError::Foreign {
+                path: path.to_owned(),
+                why,
+            });
+        }
+        Ok(version)
+    })();
+    let version = match looked {
+        Ok(v) => {
+            conn.execute_batch("COMMIT").map_err(sql)?;
+            v
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    };
     if version > SCHEMA_VERSION {
         return Err(StoreError::Newer {
             path: path.to_owned(),
@@ -666,5 +682,117 @@ impl Store {
             )
             .optional()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_older_store_is_migrated_and_a_newer_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // A store as the first troupe wrote it, with a run in it.
+        let old = dir.path().join("v1.db");
+        let conn = Connection::open(&old).unwrap();
+        conn.execute_batch(&format!(
+            "{SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;
+             INSERT INTO runs(workflow, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status)
+             VALUES ('w', 'src', 'f', 'c', '{{}}', x'', 0, 1, 'running');"
+        ))
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&old, Durability::Full).unwrap();
+        assert_eq!(version(&old), SCHEMA_VERSION);
+        let runs = store.runs(None).unwrap();
+        // Its old owner (a process id) means nothing now: it is stalled.
+        assert_eq!(runs[0].status, RunStatus::Stalled);
+        assert_eq!(runs[0].owner, None);
+        drop(store);
+        // Opening again changes nothing.
+        Store::open(&old, Durability::Full).unwrap();
+        assert_eq!(version(&old), SCHEMA_VERSION);
+
+        let newer = dir.path().join("v99.db");
+        Store::open(&newer, Durability::Full).unwrap();
+        Connection::open(&newer)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 99")
+            .unwrap();
+        let e = Store::open(&newer, Durability::Full).unwrap_err();
+        assert!(matches!(e, StoreError::Newer { found: 99, .. }), "{e}");
+        assert!(e.to_string().contains("newer troupe"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_becomes_a_private_store() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("touched.db");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Store::open(&path, Durability::Full).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn exactly_one_of_many_claims_wins_until_the_lease_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.db"), Durability::Normal).unwrap();
+        let run = store
+            .create_run(&NewRun {
+                workflow: "w".into(),
+                file: None,
+                source: String::new(),
+                fingerprint: String::new(),
+                canonical: String::new(),
+                inputs_json: "{}".into(),
+                inputs: Vec::new(),
+                seed: 0,
+                lifelines: 1,
+                llm: "mock".into(),
+                settings: "{}".into(),
+                owner: None,
+            })
+            .unwrap();
+        let lease = std::time::Duration::from_millis(400);
+        let wins: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let store = store.clone();
+                    s.spawn(move || {
+                        store.claim(run, &format!("owner-{i}"), lease).unwrap() == Claim::Claimed
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
+        let winner = format!("owner-{}", wins.iter().position(|w| *w).unwrap());
+        assert!(matches!(
+            store.claim(run, "late", lease).unwrap(),
+            Claim::Owned { owner, .. } if owner == winner
+        ));
+        assert_eq!(
+            store.renew(run, "late", lease).unwrap(),
+            Renewal::Lost,
+            "only the owner renews"
+        );
+        assert_eq!(
+            store.renew(run, &winner, lease).unwrap(),
+            Renewal::Held { cancel: None }
+        );
+        // The owner stops renewing: after the lease, another may claim.
+        std::thread::sleep(lease + std::time::Duration::from_millis(100));
+        assert_eq!(store.claim(run, "late", lease).unwrap(), Claim::Claimed);
+        assert_eq!(store.renew(run, &winner, lease).unwrap(), Renewal::Lost);
     }
 }

@@ -76,6 +76,7 @@ pub struct TaskRow {
     pub prefill: Option<String>,
     pub options: Vec<String>,
     /// The answer's type as the language writes it (`Int`, `[Text]`, …).
+    #[serde(rename = "type")]
     pub ty: String,
     /// The answer's JSON Schema.
     pub schema: Option<serde_json::Value>,

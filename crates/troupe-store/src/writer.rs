@@ -34,6 +34,11 @@ pub(crate) enum Op {
         outputs: Vec<u8>,
         outputs_json: String,
     },
+    /// An effect that failed cleanly: its start is forgotten.
+    StepForget {
+        run: i64,
+        key: String,
+    },
     Status {
         run: i64,
         status: crate::RunStatus,
@@ -233,6 +238,12 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
                    outputs_json = excluded.outputs_json, finished_at = excluded.finished_at",
             )?
             .execute(params![run, key, kind, lifeline, action, input_hash, outputs, outputs_json])?;
+        }
+        Op::StepForget { run, key } => {
+            tx.prepare_cached(
+                "DELETE FROM steps WHERE run = ?1 AND key = ?2 AND status = 'started'",
+            )?
+            .execute(params![run, key])?;
         }
         Op::Status { run, status } => {
             tx.prepare_cached(

@@ -331,11 +331,22 @@ async fn the_inbox_fits_each_kind_and_escapes_everything() {
     // A select must be one of its options; a confirm a yes or no.
     let (s, body) = post(id("pick"), vec![("value", "medium")]).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert!(body.contains("is not a choice of"), "{body}");
+    assert!(body.contains("one of small, large"), "{body}");
     let (s, _) = post(id("approve"), vec![("value", "sure")]).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, _) = post(id("count"), vec![("value", "{"), ("as_json", "1")]).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+    // An `Int` task: text that is no integer is refused with its type (the
+    // form's JSON box unchecked), and the task stays pending.
+    let (s, body) = post(id("count"), vec![("value", "three")]).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(body.contains("a value of type Int"), "{body}");
+    let (s, body) = post(id("count"), vec![("value", "\"3\""), ("as_json", "1")]).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        store.task(&id("count")).unwrap().status,
+        troupe_store::TaskStatus::Pending
+    );
 
     let (s, body) = post(id("approve"), vec![("choice", "yes")]).await;
     assert_eq!(s, StatusCode::OK, "{body}");

@@ -450,34 +450,60 @@ workflow steps(n: Int @ A) {
 }
 "#;
 
-fn durable_run(
-    store: &troupe_store::Store,
-    engine: &troupe_runtime::Engine,
-    source: &str,
+/// A host over `store` for the benchmarks: the same lifecycle as `troupe
+/// run --store`, with the benchmark's own extern bodies.
+fn bench_host(
+    store: troupe_store::Store,
+    externs: troupe_runtime::Externs,
+    dir: &std::path::Path,
+) -> troupe_host::Host {
+    // The benchmark's own directory: no `troupe.toml` of the user's applies.
+    let mut config = troupe_host::HostConfig::new(dir.to_owned());
+    config.externs = externs;
+    troupe_host::Host::new(store, config, std::sync::Arc::new(troupe_host::NoTools))
+}
+
+/// Starts a run of `compiled` through the host and drives it to its end;
+/// returns its results.
+async fn host_run(
+    host: &troupe_host::Host,
+    compiled: &troupe_host::Compiled,
     inputs: Vec<troupe_check::Value>,
-) -> Result<i64> {
-    let wf = engine.workflow();
-    let (fingerprint, canonical) = troupe_store::fingerprint(engine.program(), wf);
-    Ok(store.create_run(&troupe_store::NewRun {
-        workflow: wf.name.clone(),
-        file: None,
-        source: source.to_owned(),
-        fingerprint,
-        canonical,
-        inputs_json: "{}".into(),
-        inputs,
-        seed: 0,
-        lifelines: wf.lifelines.len(),
-        llm: "none".into(),
-        settings: "{}".into(),
-        owner: Some((troupe_host::new_owner_id(), troupe_host::DEFAULT_LEASE)),
-    })?)
+) -> Result<Vec<(String, troupe_check::Value)>> {
+    let settings = troupe_host::RunSettings {
+        llm: Some("mock".into()),
+        durability: match host.store().durability() {
+            troupe_store::Durability::Full => troupe_host::DurabilitySetting::Full,
+            troupe_store::Durability::Normal => troupe_host::DurabilitySetting::Normal,
+        },
+        ..troupe_host::RunSettings::default()
+    };
+    let started = host.start(compiled, inputs, &settings, troupe_host::StartPolicy::New)?;
+    let finished = host
+        .drive(started.run, &troupe_host::Overrides::default(), None)
+        .await?;
+    match finished.end {
+        troupe_host::RunEnd::Done { results, verified } => {
+            verified.map_err(anyhow::Error::msg)?;
+            Ok(results)
+        }
+        other => anyhow::bail!("the run ended with {other:?}"),
+    }
+}
+
+fn compile(source: &str) -> Result<troupe_host::Compiled> {
+    Ok(troupe_host::Compiled::from_source(
+        source.to_owned(),
+        "bench.troupe",
+        std::path::Path::new("."),
+        None,
+    )?)
 }
 
 fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Result<ExitStatus> {
     use std::sync::Arc;
     use troupe_check::Value;
-    use troupe_runtime::{EngineBuilder, Externs, RunOptions};
+    use troupe_runtime::Externs;
     use troupe_store::{Durability, Store};
     let dir = dir.map_or_else(
         || std::env::temp_dir().join(format!("troupe-bench-{}", std::process::id())),
@@ -487,28 +513,20 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let counter = EngineBuilder::from_source(COUNTER_SOURCE)
-        .map_err(|d| anyhow::anyhow!("{d:?}"))?
-        .build()?;
+    let counter = compile(COUNTER_SOURCE)?;
     println!(
-        "troupe bench durable: counter loop, {rounds} rounds, recorded in SQLite (WAL), files in {}",
+        "troupe bench durable: counter loop, {rounds} rounds, through the run lifecycle of `troupe run --store` (recorded in SQLite, WAL, verified at the end), files in {}",
         dir.display()
     );
     for (label, durability) in [("FULL", Durability::Full), ("NORMAL", Durability::Normal)] {
         let path = dir.join(format!("counter-{label}.db"));
         let _ = std::fs::remove_file(&path);
         let store = Store::open(&path, durability)?;
-        let run = durable_run(&store, &counter, COUNTER_SOURCE, vec![Value::Int(rounds)])?;
-        let journal = store.journal(run, Arc::new(counter.types().clone()))?;
+        let host = bench_host(store.clone(), Externs::new(), &dir);
         let t = Instant::now();
-        let options = RunOptions {
-            trace: false,
-            journal: Some(journal),
-            ..RunOptions::default()
-        };
-        let outcome = rt.block_on(counter.run(vec![Value::Int(rounds)], options))?;
+        let results = rt.block_on(host_run(&host, &counter, vec![Value::Int(rounds)]))?;
         let elapsed = t.elapsed();
-        anyhow::ensure!(outcome.results[0].1 == Value::Int(rounds));
+        anyhow::ensure!(results[0].1 == Value::Int(rounds));
         let baseline_n = if durability == Durability::Full {
             2_000
         } else {
@@ -521,7 +539,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
         )?;
         let raw_rate = f64::from(baseline_n) / raw.as_secs_f64();
         let rate = rounds as f64 / elapsed.as_secs_f64();
-        let events = store.run(run)?.events;
+        let events = store.run(1)?.events;
         println!(
             "  synchronous={label:<6}  {:>9.0} rounds/s ({elapsed:.2?}, {events} events, {} commits) | raw single-row commits {:>8.0}/s | {:.0}x the raw commit rate; ZipperGen durable ≈ 42 rounds/s ({:.0}x)",
             rate,
@@ -565,39 +583,16 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
         };
         async move { Ok(vec![Value::Int(n + 1)]) }
     });
-    let engine = EngineBuilder::from_source(EFFECTS_SOURCE)
-        .map_err(|d| anyhow::anyhow!("{d:?}"))?
-        .externs(externs)
-        .build()?;
-    let mut ids = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        ids.push(durable_run(
-            &store,
-            &engine,
-            EFFECTS_SOURCE,
-            vec![Value::Int(0)],
-        )?);
-    }
+    let effects = Arc::new(compile(EFFECTS_SOURCE)?);
+    let host = bench_host(store.clone(), externs.clone(), &dir);
     let commits_before = store.commits();
     let t = Instant::now();
     let ok = rt.block_on(async {
         let mut set = tokio::task::JoinSet::new();
-        for id in ids {
-            let engine = engine.clone();
-            let journal = store.journal(id, Arc::new(engine.types().clone()));
-            set.spawn(async move {
-                let journal = journal.map_err(|e| e.to_string())?;
-                let options = RunOptions {
-                    run_id: Store::run_name(id),
-                    trace: false,
-                    journal: Some(journal),
-                    ..RunOptions::default()
-                };
-                engine
-                    .run(vec![Value::Int(0)], options)
-                    .await
-                    .map_err(|e| e.to_string())
-            });
+        for _ in 0..runs {
+            let host = host.clone();
+            let effects = effects.clone();
+            set.spawn(async move { host_run(&host, &effects, vec![Value::Int(0)]).await });
         }
         let mut ok = 0;
         while let Some(r) = set.join_next().await {
@@ -619,7 +614,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
     };
     let commits = store.commits() - commits_before;
     println!(
-        "  {runs} concurrent durable runs, 4 effects each (synchronous=FULL): {:.0} steps/s ({elapsed:.2?}); step latency p50 {:.2?}, p99 {:.2?}; {commits} group commits for {steps} effects ({:.2} per effect; at most 2 by design)",
+        "  {runs} concurrent durable runs, 4 effects each (synchronous=FULL): {:.0} steps/s ({elapsed:.2?}); step latency p50 {:.2?}, p99 {:.2?}; {commits} group commits for {steps} effects ({:.2} per effect)",
         steps as f64 / elapsed.as_secs_f64(),
         pct(0.5),
         pct(0.99),
@@ -629,19 +624,11 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
     let path = dir.join("effects-single.db");
     let _ = std::fs::remove_file(&path);
     let single = Store::open(&path, Durability::Full)?;
-    let id = durable_run(&single, &engine, EFFECTS_SOURCE, vec![Value::Int(0)])?;
-    let journal = single.journal(id, Arc::new(engine.types().clone()))?;
+    let host = bench_host(single.clone(), externs, &dir);
     let before = single.commits();
-    rt.block_on(engine.run(
-        vec![Value::Int(0)],
-        RunOptions {
-            trace: false,
-            journal: Some(journal),
-            ..RunOptions::default()
-        },
-    ))?;
+    rt.block_on(host_run(&host, &effects, vec![Value::Int(0)]))?;
     println!(
-        "  one durable run alone: {} commits for 4 effects and the result (2 per effect + 1)",
+        "  one durable run alone: {} commits for 4 effects and the result",
         single.commits() - before
     );
     if dir.starts_with(std::env::temp_dir()) {

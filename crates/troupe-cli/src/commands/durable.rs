@@ -172,8 +172,8 @@ pub fn report_error(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
             }
             ExitStatus::Failure
         }
-        HostError::Read { .. } => {
-            eprintln!("error: {e}");
+        HostError::Read { .. } | HostError::Input(_) => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Usage
         }
         e => {
