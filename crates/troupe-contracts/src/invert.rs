@@ -15,12 +15,20 @@
 //!   any confirmation step;
 //! * result slots come from `outputSchema`, and are missing without one;
 //! * the service name comes from the server's name, its description is missing, and
-//!   the slot table is the union of the tools' properties.
+//!   the slot table is the union of the tools' properties (its order, and the sample
+//!   values of free-text slots, are lost; so is the order of result slots);
+//! * what an MCP+ contract adds that SGD cannot hold is reported as unmappable:
+//!   `requires`, `precedes`, `compensated_by` relations and `via` bindings, failure modes
+//!   beyond SGD's dialogue acts, `confirmation_shows`; a confirmation that differs from
+//!   the transactional flag is lossy.
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::contract::{Domain, ToolContract};
+use crate::contract::{
+    CONFIRMATION_DECLINED, Domain, EXECUTION_FAILED, INVALID_VALUE, MISSING_SLOTS, RelationKind,
+    ToolContract,
+};
 use crate::error::Result;
 use crate::mcp::{McpTool, ToolList, pointer_token, tool_pointer};
 use crate::naming::camel_case;
@@ -196,6 +204,21 @@ fn invert_tool(
         _ => intent_from_schemas(tool, name, description, contract, &at, &mut notes),
     };
 
+    if let Some(contract) = contract {
+        contract_losses(contract, &at, &mut notes);
+    }
+    if origin.is_none()
+        && intent.result_slots.len() > 1
+        && contract.is_none_or(|c| c.results.is_empty())
+    {
+        notes.push(note(
+            MappingStatus::Lossy,
+            format!("{at}/outputSchema/properties"),
+            "result slot order",
+            "JSON object properties have no order: the order of the result slots is lost \
+             (they are listed by name)",
+        ));
+    }
     let draft = Draft {
         service: origin.map_or_else(|| fallback_service.to_owned(), |o| o.service.clone()),
         service_description: origin.map(|origin| origin.service_description.clone()),
@@ -212,6 +235,72 @@ fn invert_tool(
         notes,
     };
     (draft, tool_report)
+}
+
+/// What an MCP+ contract says that SGD has no place for: relations other than the
+/// `produces` links Φ⁺ derives from shared slot names, failure modes beyond SGD's
+/// dialogue acts, a confirmation that differs from the transactional flag, and the
+/// arguments a confirmation must show.
+fn contract_losses(contract: &ToolContract, at: &str, notes: &mut Vec<MappingNote>) {
+    let base = format!("{at}/_meta/dev.troupe~1contract");
+    for (i, relation) in contract.relations.iter().enumerate() {
+        let derivable = relation.kind == RelationKind::Produces
+            && relation
+                .bindings
+                .iter()
+                .all(|b| b.via.is_none() && b.this == b.other);
+        if !derivable {
+            notes.push(note(
+                MappingStatus::Unmappable,
+                format!("{base}/relations/{i}"),
+                "relation",
+                format!(
+                    "`{:?} {}` has no SGD counterpart (SGD relates intents only through shared \
+                     slot names)",
+                    relation.kind, relation.tool
+                )
+                .to_lowercase(),
+            ));
+        }
+    }
+    for (i, mode) in contract.failure_modes.iter().enumerate() {
+        if ![
+            MISSING_SLOTS,
+            INVALID_VALUE,
+            CONFIRMATION_DECLINED,
+            EXECUTION_FAILED,
+        ]
+        .contains(&mode.name.as_str())
+        {
+            notes.push(note(
+                MappingStatus::Unmappable,
+                format!("{base}/failure_modes/{i}"),
+                "failure mode",
+                format!(
+                    "`{}` has no SGD counterpart (SGD's failures are its dialogue acts: missing \
+                     slots, invalid values, a declined confirmation, no result)",
+                    mode.name
+                ),
+            ));
+        }
+    }
+    if contract.requires_confirmation != contract.transactional {
+        notes.push(note(
+            MappingStatus::Lossy,
+            format!("{base}/requires_confirmation"),
+            "confirmation",
+            "SGD confirms exactly the transactional intents; this contract's confirmation \
+             differs from its transactional flag",
+        ));
+    }
+    if contract.confirmation_shows.is_some() {
+        notes.push(note(
+            MappingStatus::Unmappable,
+            format!("{base}/confirmation_shows"),
+            "confirmation_shows",
+            "SGD has no place for the arguments a confirmation must show",
+        ));
+    }
 }
 
 fn intent_from_contract(name: String, description: String, contract: &ToolContract) -> SgdIntent {
@@ -698,6 +787,13 @@ fn group(drafts: Vec<Draft>, server_named: bool, notes: &mut Vec<MappingNote>) -
                 String::new(),
                 "slot table",
                 "rebuilt from the tools' properties: slot order and unused slots are lost",
+            ));
+            notes.push(note(
+                MappingStatus::Missing,
+                String::new(),
+                "sample values",
+                "SGD lists sample values for free-text slots; MCP schemas keep only the enums \
+                 of categorical ones",
             ));
         }
         if description.is_none() {

@@ -92,8 +92,13 @@ fn plain_phi_loses_exactly_what_the_report_says() {
             .filter(|note| note.status == MappingStatus::Missing)
             .map(|note| note.subject.as_str())
             .collect();
-        assert_eq!(missing, vec!["service description"]);
-        for tool in &report.tools {
+        assert_eq!(missing, vec!["sample values", "service description"]);
+        for (intent, tool) in service.intents.iter().zip(&report.tools) {
+            let order_noted = tool
+                .notes
+                .iter()
+                .any(|note| note.subject == "result slot order");
+            assert_eq!(order_noted, intent.result_slots.len() > 1, "{}", tool.tool);
             assert!(
                 tool.notes
                     .iter()
@@ -102,6 +107,53 @@ fn plain_phi_loses_exactly_what_the_report_says() {
             );
         }
     }
+}
+
+/// An MCP+ contract with relations and failure modes SGD cannot hold: every one is
+/// named in the loss report.
+#[test]
+fn the_train_booking_contracts_report_what_sgd_cannot_hold() {
+    use troupe_contracts::contract::{apply_sidecar, load_sidecar};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let sidecar = load_sidecar(&root.join("train_booking.contracts.json")).unwrap();
+    let names: Vec<serde_json::Value> = sidecar
+        .keys()
+        .map(|name| serde_json::json!({"name": name, "description": "x"}))
+        .collect();
+    let mut list = troupe_contracts::mcp::parse_tool_lists(
+        "booking",
+        &serde_json::json!({"tools": names}).to_string(),
+    )
+    .unwrap()
+    .remove(0);
+    assert!(apply_sidecar(&mut list, &sidecar).is_empty());
+    let (_, report) = invert(&list).unwrap();
+    let book = report
+        .tools
+        .iter()
+        .find(|t| t.tool == "book_ticket")
+        .unwrap();
+    let unmappable: Vec<&str> = book
+        .notes
+        .iter()
+        .filter(|n| n.status == MappingStatus::Unmappable)
+        .map(|n| n.detail.as_str())
+        .collect();
+    for want in [
+        "`requires check_balance`",
+        "`requires get_user`",
+        "`precedes print_ticket`",
+        "`insufficient_funds`",
+        "`unknown_user`",
+        "confirmation must show",
+    ] {
+        assert!(
+            unmappable.iter().any(|d| d.contains(want)),
+            "{want}: {unmappable:#?}"
+        );
+    }
+    // Φ⁺'s own failure modes and produces relations are not losses.
+    assert!(!unmappable.iter().any(|d| d.contains("`MissingSlots`")));
 }
 
 #[test]
