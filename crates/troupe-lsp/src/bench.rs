@@ -141,6 +141,171 @@ pub fn run(lines: usize, rounds: usize) -> BenchReport {
     }
 }
 
+/// A `Read` fed by a channel (the client's side of an in-memory pipe).
+struct ChanReader {
+    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl std::io::Read for ChanReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            match self.rx.recv() {
+                Ok(b) => {
+                    self.buf = b;
+                    self.pos = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// A `Write` that hands every flushed frame to a channel.
+struct ChanWriter {
+    tx: std::sync::mpsc::Sender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl std::io::Write for ChanWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let _ = self.tx.send(std::mem::take(&mut self.buf));
+        }
+        Ok(())
+    }
+}
+
+fn frame(v: &serde_json::Value) -> Vec<u8> {
+    let body = v.to_string();
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// The same edits through the whole server loop ([`crate::serve`] over
+/// in-memory pipes): from writing the `didChange` frame to reading the
+/// `publishDiagnostics` frame. Returns the median and the worst round.
+pub fn run_protocol(lines: usize, rounds: usize) -> Option<(Duration, Duration)> {
+    use serde_json::json;
+    let text = generate(lines);
+    let (in_tx, in_rx) = std::sync::mpsc::channel();
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = ChanReader {
+        rx: in_rx,
+        buf: Vec::new(),
+        pos: 0,
+    };
+    let writer = ChanWriter {
+        tx: out_tx,
+        buf: Vec::new(),
+    };
+    let server = std::thread::spawn(move || crate::serve(reader, writer));
+    let wait_publish = |rx: &std::sync::mpsc::Receiver<Vec<u8>>| -> Option<()> {
+        loop {
+            let f = rx.recv_timeout(Duration::from_secs(30)).ok()?;
+            if f.windows(18).any(|w| w == b"publishDiagnostics") {
+                return Some(());
+            }
+        }
+    };
+    let uri = "file:///bench/big.troupe";
+    let send = |v: serde_json::Value| in_tx.send(frame(&v)).ok();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    )?;
+    send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+    send(
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "troupe", "version": 1, "text": text}}}),
+    )?;
+    wait_publish(&out_rx)?;
+    let mid = text.len() / 2;
+    let at = text[mid..]
+        .find("msg B(1)")
+        .map_or(0, |i| mid + i + "msg B(".len());
+    let start = Lines::new(&text).position(&text, at);
+    let mut times = Vec::new();
+    for round in 0..rounds.max(1) {
+        let (old, new) = if round % 2 == 0 {
+            ("1", "zz")
+        } else {
+            ("zz", "1")
+        };
+        let end = lsp_types::Position {
+            line: start.line,
+            character: start.character + old.len() as u32,
+        };
+        let change = json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": round + 2},
+            "contentChanges": [{"range": {"start": start, "end": end}, "text": new}]}});
+        let bytes = frame(&change);
+        let t = Instant::now();
+        in_tx.send(bytes).ok()?;
+        wait_publish(&out_rx)?;
+        times.push(t.elapsed());
+    }
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))?;
+    send(json!({"jsonrpc": "2.0", "method": "exit"}))?;
+    drop(in_tx);
+    let _ = server.join();
+    let worst = times.iter().max().copied().unwrap_or_default();
+    Some((median(times), worst))
+}
+
+/// Analysis of a tool-calling file with contract verification: every call
+/// re-verifies (a changed text), against a repeat of the same text (cached).
+#[derive(Debug, Clone)]
+pub struct ContractReport {
+    pub verify_each_change: Duration,
+    pub cached: Duration,
+    pub findings: usize,
+}
+
+impl fmt::Display for ContractReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "contracts ({} finding(s)): analysis with verification {:.2} ms, same text again (cached) {:.2} ms",
+            self.findings,
+            ms(self.verify_each_change),
+            ms(self.cached)
+        )
+    }
+}
+
+/// Measures contract verification on `text` (a file calling tools whose
+/// sidecars live in `base`).
+pub fn run_contracts(text: &str, base: &std::path::Path, rounds: usize) -> ContractReport {
+    let mut fresh = Vec::new();
+    let mut cached = Vec::new();
+    let mut cache = ContractCache::default();
+    let mut findings = 0;
+    for round in 0..rounds.max(1) {
+        // A different comment each round: a new text, so no cache hit.
+        let changed = format!("{text}\n// edit {round}\n");
+        let t = Instant::now();
+        let a = Analysis::new(changed.clone(), Some(base), &mut cache);
+        fresh.push(t.elapsed());
+        findings = a.diagnostics.len();
+        let t = Instant::now();
+        std::hint::black_box(Analysis::new(changed, Some(base), &mut cache));
+        cached.push(t.elapsed());
+    }
+    ContractReport {
+        verify_each_change: median(fresh),
+        cached: median(cached),
+        findings,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +318,9 @@ mod tests {
         let report = run(200, 4);
         assert_eq!(report.diagnostics_on_error, 1);
         assert!(report.lines >= 190, "{report}");
+        assert!(
+            run_protocol(200, 4).is_some(),
+            "the server answered every edit"
+        );
     }
 }
