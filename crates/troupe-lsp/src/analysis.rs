@@ -458,6 +458,9 @@ impl Analysis {
             if let Some(fix) = self.missing_msg_fix(d) {
                 out.push(fix);
             }
+            if let Some(fix) = self.other_fix(d) {
+                out.push(fix);
+            }
             if let Some(s) = d.hint.as_deref().and_then(did_you_mean) {
                 out.push(Fix {
                     title: format!("Replace `{}` with `{s}`", self.slice(d.span)),
@@ -468,6 +471,58 @@ impl Analysis {
             }
         }
         out
+    }
+
+    /// The other fixes a diagnostic spells out: add a lifeline to the
+    /// `lifelines` line (E0407), bind a call's outputs (E0404 with no
+    /// targets), close a string (E0002).
+    fn other_fix(&self, d: &Diagnostic) -> Option<Fix> {
+        let fix = |title: String, edits: Vec<(Span, String)>| Fix {
+            title,
+            code: d.code,
+            edits,
+            preferred: true,
+        };
+        match d.code {
+            Code::UnknownLifeline => {
+                let name = self.slice(d.span).to_owned();
+                let wf = self.file.items.iter().find_map(|item| match item {
+                    ast::Item::Workflow(w)
+                        if w.span.start <= d.span.start && d.span.end <= w.span.end =>
+                    {
+                        Some(w)
+                    }
+                    _ => None,
+                })?;
+                let last = wf.lifelines.as_ref()?.last()?;
+                Some(fix(
+                    format!("Add `{name}` to the `lifelines` line"),
+                    vec![(
+                        Span::new(last.span.end as usize, last.span.end as usize),
+                        format!(", {name}"),
+                    )],
+                ))
+            }
+            Code::OutputCount if d.hint.as_deref()?.starts_with("bind its outputs") => {
+                let n = self.index.action_outputs(self.slice(d.span))?.len();
+                let names = vec!["_"; n].join(", ");
+                Some(fix(
+                    format!("Bind the {n} output(s): `{names} = …`"),
+                    vec![(
+                        Span::new(d.span.start as usize, d.span.start as usize),
+                        format!("{names} = "),
+                    )],
+                ))
+            }
+            Code::UnterminatedString if !self.slice(d.span).starts_with("\"\"\"") => Some(fix(
+                "Close the string".into(),
+                vec![(
+                    Span::new(d.span.end as usize, d.span.end as usize),
+                    "\"".into(),
+                )],
+            )),
+            _ => None,
+        }
     }
 
     /// E0301: `x` read at B but bound at A — insert `msg A(x) -> B(x)` before

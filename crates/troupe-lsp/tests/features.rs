@@ -260,3 +260,55 @@ fn every_example_and_corpus_file_indexes_and_outlines() {
     }
     assert!(seen > 60, "{seen}");
 }
+
+/// Applies the fix titled with `title_part` and returns the new text.
+fn apply_fix(text: &str, code: &str, title_part: &str) -> String {
+    let a = analyse(text);
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == code)
+        .unwrap_or_else(|| panic!("no {code} in {:?}", a.diagnostics));
+    let fixes = a.fixes(d.span);
+    let fix = fixes
+        .iter()
+        .find(|f| f.title.contains(title_part))
+        .unwrap_or_else(|| panic!("no fix `{title_part}` in {fixes:?}"));
+    let mut fixed = text.to_owned();
+    let mut edits = fix.edits.clone();
+    edits.sort_by_key(|(s, _)| std::cmp::Reverse(s.start));
+    for (span, new) in edits {
+        fixed.replace_range(span.range(), &new);
+    }
+    fixed
+}
+
+#[test]
+fn the_other_mechanical_fixes_make_the_file_check() {
+    let cases = [
+        (
+            "E0407",
+            "Add `C`",
+            "workflow w(x: Int @ A) {\n  lifelines A, B\n  msg A(x) -> C(x)\n  return x @ C\n}\n",
+        ),
+        (
+            "E0404",
+            "Bind the 2 output(s)",
+            "pure two(n: Int) -> (a: Int, b: Int) = n\nworkflow w(x: Int @ A) {\n  act A: two(x)\n  return x @ A\n}\n",
+        ),
+        (
+            "E0002",
+            "Close the string",
+            "workflow w(x: Int @ A) {\n  act A: t = \"open\n  return x @ A\n}\n",
+        ),
+    ];
+    for (code, title, text) in cases {
+        let fixed = apply_fix(text, code, title);
+        let after = analyse(&fixed);
+        assert!(
+            after.diagnostics.iter().all(|d| d.code.as_str() != code),
+            "{code}: {fixed}\n{:?}",
+            after.diagnostics
+        );
+    }
+}
