@@ -199,7 +199,22 @@ pub enum ExitStatus {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help`, `--version` and usage errors, printed by clap: a write
+        // error (a full disk) is reported; a closed pipe ends quietly.
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            return match e.print() {
+                Ok(()) => ExitCode::from(code),
+                Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(code),
+                Err(io) => {
+                    eprintln!("error: cannot write the help: {io}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+    };
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, cli.color),
         Command::Run(args) => commands::run::run(&args, cli.color),

@@ -27,3 +27,12 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// `println!` to stdout through [`println`]: a write error is returned
+/// (with `?`) instead of a panic.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::out::println(&format!($($arg)*))?
+    };
+}

@@ -12,21 +12,36 @@ use troupe_runtime::{HumanInbox, HumanTask};
 pub struct TerminalInbox {
     /// One question at a time, even when several lifelines ask at once.
     turn: Arc<Mutex<()>>,
+    /// To read answers by their type (re-asked until one fits).
+    types: Arc<troupe_check::TypeTable>,
+}
+
+impl TerminalInbox {
+    pub fn new(types: Arc<troupe_check::TypeTable>) -> TerminalInbox {
+        TerminalInbox {
+            turn: Arc::default(),
+            types,
+        }
+    }
 }
 
 impl HumanInbox for TerminalInbox {
     fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
         let turn = self.turn.clone();
+        let types = self.types.clone();
         Box::pin(async move {
             let _guard = turn.lock().await;
-            tokio::task::spawn_blocking(move || ask_blocking(&task))
+            tokio::task::spawn_blocking(move || ask_blocking(&task, &types))
                 .await
                 .map_err(|e| format!("the terminal prompt failed: {e}"))?
         })
     }
 }
 
-fn ask_blocking(task: &HumanTask) -> Result<serde_json::Value, String> {
+fn ask_blocking(
+    task: &HumanTask,
+    types: &troupe_check::TypeTable,
+) -> Result<serde_json::Value, String> {
     let stdin = std::io::stdin();
     let mut stderr = std::io::stderr();
     let _ = writeln!(
@@ -88,7 +103,21 @@ fn ask_blocking(task: &HumanTask) -> Result<serde_json::Value, String> {
             AnswerKind::Edit if line.is_empty() => {
                 task.prefill.clone().map(serde_json::Value::String)
             }
-            AnswerKind::Edit | AnswerKind::Input => Some(text_answer(line, &task.ty)),
+            // Read by the task's type, as `troupe answer --value` reads it.
+            AnswerKind::Edit | AnswerKind::Input => {
+                match troupe_check::Value::parse(line, &task.ty, types) {
+                    Ok(v) => Some(v.to_json(types)),
+                    Err(e) => {
+                        let _ = writeln!(
+                            stderr,
+                            "{}: this task expects an answer of type {}",
+                            sanitize(&e),
+                            types.display(&task.ty)
+                        );
+                        continue;
+                    }
+                }
+            }
         };
         match answer {
             Some(a) => return Ok(a),
@@ -96,15 +125,6 @@ fn ask_blocking(task: &HumanTask) -> Result<serde_json::Value, String> {
                 let _ = writeln!(stderr, "not understood; try again");
             }
         }
-    }
-}
-
-/// Text answers are taken as text for a `Text` task and as JSON otherwise.
-fn text_answer(line: &str, ty: &troupe_check::Type) -> serde_json::Value {
-    match ty {
-        troupe_check::Type::Text => serde_json::Value::String(line.to_owned()),
-        _ => serde_json::from_str(line)
-            .unwrap_or_else(|_| serde_json::Value::String(line.to_owned())),
     }
 }
 

@@ -490,13 +490,13 @@ fn an_answer_resumes_a_run_whose_server_stopped() {
         let _ = client.cancel().await;
         doc["tasks"][0]["task"].as_str().expect("task").to_owned()
     });
-    // The first server's process is gone: its run task with it, and the
-    // store sees a run whose owner does not exist.
+    // The first server's process is gone: its run task with it, and its
+    // lease on the run has expired.
     first.shutdown_timeout(Duration::from_secs(2));
     let db = rusqlite::Connection::open(&store).expect("open the store");
     db.busy_timeout(Duration::from_secs(5))
         .expect("busy timeout");
-    db.execute("UPDATE runs SET owner_pid = 2147483646 WHERE id = 1", [])
+    db.execute("UPDATE runs SET lease_expires = 0 WHERE id = 1", [])
         .expect("update");
     drop(db);
 

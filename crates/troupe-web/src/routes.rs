@@ -267,7 +267,7 @@ fn task_form(t: &TaskRow) -> String {
         _ => "<input type=\"text\" name=\"value\" autocomplete=\"off\"><br><label class=\"meta\"><input type=\"checkbox\" name=\"as_json\" value=\"1\"> the answer is JSON</label> <button type=\"submit\">Answer</button>".to_owned(),
     };
     format!(
-        "<div class=\"card task\" id=\"{id}\" data-kind=\"{kind}\"><div class=\"meta\">{id} · <a href=\"/runs/{run}\">{run}</a> · {lifeline}/{action_name} · {kind} · since {created}</div>\
+        "<div class=\"card task\" id=\"{id}\" data-kind=\"{kind}\"><div class=\"meta\">{id} · <a href=\"/runs/{run}\">{run}</a> · {lifeline}/{action_name} · {kind} · expects <code class=\"type\">{ty}</code> · since {created}</div>\
 <pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{controls}</form></div>",
         id = escape(&t.id),
         kind = escape(t.kind.as_str()),
@@ -276,6 +276,7 @@ fn task_form(t: &TaskRow) -> String {
         action_name = escape(&t.action),
         created = escape(&t.created_at),
         prompt = escape(&t.prompt),
+        ty = escape(&t.ty),
     )
 }
 

@@ -175,24 +175,27 @@ fn bench_check(statements: usize, lifelines: usize, runs: usize) -> Result<ExitS
     let (lex_best, lex_median) = stats(&mut lex_times);
     let (parse_best, parse_median) = stats(&mut parse_times);
     let (check_best, check_median) = stats(&mut check_times);
-    println!(
+    crate::outln!(
         "troupe bench check: {statements} statements, {lifelines} lifelines, {} bytes, {runs} runs",
         src.len()
     );
-    println!(
+    crate::outln!(
         "  lex only (baseline)  best {:>9.2?}  median {:>9.2?}",
-        lex_best, lex_median
+        lex_best,
+        lex_median
     );
-    println!(
+    crate::outln!(
         "  parse (incl. lex)    best {:>9.2?}  median {:>9.2?}",
-        parse_best, parse_median
+        parse_best,
+        parse_median
     );
-    println!(
+    crate::outln!(
         "  check (after parse)  best {:>9.2?}  median {:>9.2?}",
-        check_best, check_median
+        check_best,
+        check_median
     );
     let total = parse_median + check_median;
-    println!(
+    crate::outln!(
         "  parse + check        median {:>9.2?}  ({:.1} M statements/s, {:.1}x the lexer alone)",
         total,
         statements as f64 / total.as_secs_f64() / 1e6,
@@ -257,27 +260,27 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
         median(raw_times),
         median(raw_multi_times),
     );
-    println!("troupe bench counter: {rounds} rounds, {runs} runs (median)");
-    println!(
+    crate::outln!("troupe bench counter: {rounds} rounds, {runs} runs (median)");
+    crate::outln!(
         "  troupe counter loop (trace off)       {:>8.2?}  {:>12.0} rounds/s",
         ours,
         rate(ours)
     );
-    println!(
+    crate::outln!(
         "  raw tokio ping-pong, current-thread   {:>8.2?}  {:>12.0} rounds/s",
         raw,
         rate(raw)
     );
-    println!(
+    crate::outln!(
         "  raw tokio ping-pong, multi-thread     {:>8.2?}  {:>12.0} rounds/s (extrapolated from 200k)",
         raw_multi,
         rate(raw_multi)
     );
-    println!(
+    crate::outln!(
         "  ratio troupe / raw current-thread: {:.2}x",
         rate(ours) / rate(raw)
     );
-    println!(
+    crate::outln!(
         "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
         rate(ours) / 11_000.0
     );
@@ -285,10 +288,16 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
 }
 
 fn bench_project(lifelines: usize) -> Result<ExitStatus> {
-    println!("troupe bench project: generated workflows over {lifelines} lifelines (median of 3)");
-    println!(
+    crate::outln!(
+        "troupe bench project: generated workflows over {lifelines} lifelines (median of 3)"
+    );
+    crate::outln!(
         "  {:>10}  {:>12}  {:>12}  {:>14}  {:>12}",
-        "statements", "check", "project", "ns/statement", "local size"
+        "statements",
+        "check",
+        "project",
+        "ns/statement",
+        "local size"
     );
     for statements in [10_000usize, 100_000, 1_000_000] {
         let src = generate_workflow(statements, lifelines);
@@ -313,7 +322,7 @@ fn bench_project(lifelines: usize) -> Result<ExitStatus> {
             size = projection.size();
         }
         let (check, project) = (median(check_times), median(project_times));
-        println!(
+        crate::outln!(
             "  {statements:>10}  {check:>12.2?}  {project:>12.2?}  {:>14.0}  {size:>12}",
             project.as_nanos() as f64 / statements as f64
         );
@@ -410,22 +419,22 @@ fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
     }))?;
     let raw = t.elapsed();
     let ideal = latency * 2;
-    println!(
+    crate::outln!(
         "troupe bench concurrent: {runs} runs of a 3-lifeline workflow, mock model sleeping {latency_ms} ms per call"
     );
-    println!("  wall time              {wall:>10.2?}");
-    println!("  ideal (critical path)  {ideal:>10.2?}  (2 model calls)");
-    println!("  of which spawning      {spawned:>10.2?}");
-    println!("  baseline: {runs} bare tokio tasks sleeping twice  {raw:>10.2?}");
-    println!(
+    crate::outln!("  wall time              {wall:>10.2?}");
+    crate::outln!("  ideal (critical path)  {ideal:>10.2?}  (2 model calls)");
+    crate::outln!("  of which spawning      {spawned:>10.2?}");
+    crate::outln!("  baseline: {runs} bare tokio tasks sleeping twice  {raw:>10.2?}");
+    crate::outln!(
         "  ratio wall / ideal     {:>10.2}x",
         wall.as_secs_f64() / ideal.as_secs_f64()
     );
-    println!(
+    crate::outln!(
         "  ratio wall / baseline  {:>10.2}x",
         wall.as_secs_f64() / raw.as_secs_f64()
     );
-    println!(
+    crate::outln!(
         "  memory per run         {:>10.1} KiB  (peak RSS {} KiB, {} KiB before)",
         peak.saturating_sub(rss_before) as f64 / runs as f64,
         peak,
@@ -514,7 +523,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
         .enable_all()
         .build()?;
     let counter = compile(COUNTER_SOURCE)?;
-    println!(
+    crate::outln!(
         "troupe bench durable: counter loop, {rounds} rounds, through the run lifecycle of `troupe run --store` (recorded in SQLite, WAL, verified at the end), files in {}",
         dir.display()
     );
@@ -540,7 +549,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
         let raw_rate = f64::from(baseline_n) / raw.as_secs_f64();
         let rate = rounds as f64 / elapsed.as_secs_f64();
         let events = store.run(1)?.events;
-        println!(
+        crate::outln!(
             "  synchronous={label:<6}  {:>9.0} rounds/s ({elapsed:.2?}, {events} events, {} commits) | raw single-row commits {:>8.0}/s | {:.0}x the raw commit rate; ZipperGen durable ≈ 42 rounds/s ({:.0}x)",
             rate,
             store.commits(),
@@ -613,7 +622,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
             .unwrap_or_default()
     };
     let commits = store.commits() - commits_before;
-    println!(
+    crate::outln!(
         "  {runs} concurrent durable runs, 4 effects each (synchronous=FULL): {:.0} steps/s ({elapsed:.2?}); step latency p50 {:.2?}, p99 {:.2?}; {commits} group commits for {steps} effects ({:.2} per effect)",
         steps as f64 / elapsed.as_secs_f64(),
         pct(0.5),
@@ -627,7 +636,7 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
     let host = bench_host(single.clone(), externs, &dir);
     let before = single.commits();
     rt.block_on(host_run(&host, &effects, vec![Value::Int(0)]))?;
-    println!(
+    crate::outln!(
         "  one durable run alone: {} commits for 4 effects and the result",
         single.commits() - before
     );

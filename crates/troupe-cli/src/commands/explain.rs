@@ -16,7 +16,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitStatus> {
         None => {
             for code in Code::ALL {
                 let first = code.explanation().lines().next().unwrap_or("");
-                println!("{}  {:<26} {}", code.as_str(), code.name(), first.trim());
+                crate::outln!("{}  {:<26} {}", code.as_str(), code.name(), first.trim());
             }
             Ok(ExitStatus::Success)
         }
@@ -27,9 +27,9 @@ pub fn run(args: &ExplainArgs) -> Result<ExitStatus> {
                 .find(|c| c.as_str() == wanted || c.name() == text.trim())
             {
                 Some(code) => {
-                    println!("{} ({})\n", code.as_str(), code.name());
+                    crate::outln!("{} ({})\n", code.as_str(), code.name());
                     for line in code.explanation().lines() {
-                        println!("{}", line.trim());
+                        crate::outln!("{}", line.trim());
                     }
                     Ok(ExitStatus::Success)
                 }

@@ -6,8 +6,10 @@ use std::io::Write;
 use troupe_mcp::cli::McpCommand;
 
 pub fn run(cmd: McpCommand) -> Result<ExitStatus> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Not locked for the whole command: `mcp serve` writes its stdio
+    // transport to stdout from another thread, and a held lock would stall
+    // it for ever. `Stdout` locks per write.
+    let mut out = std::io::stdout();
     match troupe_mcp::cli::run(cmd, &mut out) {
         Ok(0) => Ok(ExitStatus::Success),
         Ok(1) => Ok(ExitStatus::Failure),

@@ -53,10 +53,10 @@ pub fn run(cmd: &ModelsCommand) -> Result<ExitStatus> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for c in &checks {
-            println!("{c}");
+            crate::outln!("{c}");
         }
     }
     Ok(if ok {

@@ -89,7 +89,7 @@ pub fn project(args: &ProjectArgs, color: ColorChoice) -> Result<ExitStatus> {
     };
     let projection = troupe_project::project(&program, wf)?;
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&troupe_project::to_json(
                 &projection,
@@ -101,14 +101,16 @@ pub fn project(args: &ProjectArgs, color: ColorChoice) -> Result<ExitStatus> {
     } else if args.flat {
         for flat in projection.flatten() {
             if only.is_none_or(|l| l == flat.lifeline) {
-                println!("{}", troupe_project::render_flat_text(&flat, &program, wf));
+                crate::outln!("{}", troupe_project::render_flat_text(&flat, &program, wf));
             }
         }
     } else {
-        print!(
-            "{}",
-            troupe_project::render_text(&projection, &program, wf, only)
-        );
+        crate::out::print(&troupe_project::render_text(
+            &projection,
+            &program,
+            wf,
+            only,
+        ))?;
     }
     Ok(ExitStatus::Success)
 }
@@ -187,7 +189,7 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
             std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
             eprintln!("wrote {}", out.display());
         }
-        None => print!("{text}"),
+        None => crate::out::print(&text)?,
     }
     Ok(ExitStatus::Success)
 }

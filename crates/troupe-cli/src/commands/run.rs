@@ -122,7 +122,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         &compiled,
         &settings,
         "run-1",
-        human_inbox(args.answers.as_deref())?,
+        human_inbox(args.answers.as_deref(), &compiled)?,
     ) {
         Ok(e) => e,
         Err(e) => return Ok(durable::report_error(&e, color)),
@@ -213,10 +213,15 @@ pub fn print_results(
     out::print(&text)
 }
 
-fn human_inbox(answers: Option<&std::path::Path>) -> Result<Arc<dyn HumanInbox>> {
+fn human_inbox(
+    answers: Option<&std::path::Path>,
+    compiled: &Compiled,
+) -> Result<Arc<dyn HumanInbox>> {
     Ok(match answers {
         Some(path) => Arc::new(ScriptedHumans::from_file(path).map_err(anyhow::Error::msg)?),
-        None if std::io::stdin().is_terminal() => Arc::new(TerminalInbox::default()),
+        None if std::io::stdin().is_terminal() => {
+            Arc::new(TerminalInbox::new(Arc::new(compiled.types().clone())))
+        }
         None => Arc::new(NoHumans),
     })
 }
