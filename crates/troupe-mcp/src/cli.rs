@@ -4,6 +4,7 @@
 //! troupe mcp import "uvx mcp-server-time" -o time.troupe
 //! troupe mcp import http://127.0.0.1:8931/mcp --name search
 //! troupe mcp import --from-json ../shared/data/mcp-tools/time.json
+//! troupe mcp lock "uvx mcp-server-time" -o troupe.lock.json
 //! troupe mcp serve examples/counter.troupe examples/local_approval.troupe
 //! troupe mcp serve flows/*.troupe --store runs.db --http 127.0.0.1:8940
 //! ```
@@ -13,8 +14,8 @@ use std::path::PathBuf;
 
 use crate::error::McpError;
 use crate::import::{
-    ImportOptions, default_server_name, import_from_json, import_from_server, parse_server_spec,
-    snake_identifier,
+    ImportOptions, Listing, default_server_name, listing_from_json, listing_from_server,
+    parse_server_spec, published_contracts, render_with_contracts, snake_identifier,
 };
 use crate::serve::{ServeError, ServeOptions, Server};
 
@@ -27,6 +28,10 @@ pub enum McpCommand {
     /// "uvx mcp-server-time"), an http(s):// URL of a Streamable HTTP
     /// endpoint, or, with --from-json, a captured tools/list file. The output
     /// checks clean; move the declarations you need into your workflow file.
+    /// MCP+ contracts the server publishes in `_meta` are kept: with -o FILE
+    /// they are written to FILE's stem + `.contracts.json` next to it and the
+    /// `mcp` declaration names that sidecar; tools that publish none are
+    /// marked as unverified.
     #[command(verbatim_doc_comment)]
     Import {
         /// The server: a command line, a URL, or (with --from-json) a file.
@@ -38,6 +43,23 @@ pub enum McpCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Treat SERVER as a captured tools/list answer (JSON) instead of a server to start.
+        #[arg(long)]
+        from_json: bool,
+    },
+    /// Pin a server's tool definitions: a SHA-256 of each tool's name,
+    /// description and schemas, in a lock file.
+    ///
+    /// `troupe contracts lint --lock FILE TOOLS` then reports every tool whose
+    /// definition changed since (a description changed after review: a "rug
+    /// pull") as an error. SERVER is as for `import`.
+    #[command(verbatim_doc_comment)]
+    Lock {
+        /// The server: a command line, a URL, or (with --from-json) a file.
+        server: String,
+        /// Write the lock to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Treat SERVER as a captured tools/list answer (JSON).
         #[arg(long)]
         from_json: bool,
     },
@@ -125,32 +147,48 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
             output,
             from_json,
         } => {
-            let text = if from_json {
-                let path = PathBuf::from(&server);
-                let json = std::fs::read_to_string(&path).map_err(|e| McpError::Io {
-                    path: server.clone(),
-                    message: e.to_string(),
-                })?;
-                let stem = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or("server")
-                    .to_owned();
-                let options = ImportOptions {
-                    name: name.unwrap_or_else(|| snake_identifier(&stem)),
-                    transport: None,
-                    source: format!("the captured file {}", path.display()),
-                };
-                import_from_json(&json, &options)?
-            } else {
-                let transport = parse_server_spec(&server)?;
-                let options = ImportOptions {
-                    name: name.unwrap_or_else(|| default_server_name(&transport)),
-                    transport: Some(transport),
-                    source: format!("`{server}`"),
-                };
-                import_from_server(&options).await?
+            let (listing, options) = fetch(&server, name, from_json).await?;
+            let io = |path: &str, e: std::io::Error| McpError::Io {
+                path: path.to_owned(),
+                message: e.to_string(),
             };
+            match output {
+                Some(path) => {
+                    let sidecar = published_contracts(&listing).map(|contracts| {
+                        let stem = path
+                            .file_stem()
+                            .and_then(|s| s.to_str())
+                            .unwrap_or("tools")
+                            .to_owned();
+                        (format!("{stem}.contracts.json"), contracts)
+                    });
+                    if let Some((file, contracts)) = &sidecar {
+                        let at = path.with_file_name(file);
+                        let text = serde_json::to_string_pretty(contracts).unwrap_or_default();
+                        std::fs::write(&at, text + "\n")
+                            .map_err(|e| io(&at.display().to_string(), e))?;
+                    }
+                    let text = render_with_contracts(
+                        &listing,
+                        &options,
+                        sidecar.as_ref().map(|(file, _)| file.as_str()),
+                    );
+                    std::fs::write(&path, &text).map_err(|e| io(&path.display().to_string(), e))?
+                }
+                None => out
+                    .write_all(render_with_contracts(&listing, &options, None).as_bytes())
+                    .map_err(|e| io("standard output", e))?,
+            }
+            Ok(0)
+        }
+        McpCommand::Lock {
+            server,
+            output,
+            from_json,
+        } => {
+            let (listing, options) = fetch(&server, None, from_json).await?;
+            let lock = crate::lock::lock_json(&listing, &options.name);
+            let text = serde_json::to_string_pretty(&lock).unwrap_or_default() + "\n";
             let io = |path: &str, e: std::io::Error| McpError::Io {
                 path: path.to_owned(),
                 message: e.to_string(),
@@ -165,6 +203,54 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
             }
             Ok(0)
         }
+    }
+}
+
+/// The listing of a server (live, or a captured file with `from_json`) and the
+/// import options naming it.
+async fn fetch(
+    server: &str,
+    name: Option<String>,
+    from_json: bool,
+) -> Result<(Listing, ImportOptions), McpError> {
+    if from_json {
+        let path = PathBuf::from(server);
+        let json = std::fs::read_to_string(&path).map_err(|e| McpError::Io {
+            path: server.to_owned(),
+            message: e.to_string(),
+        })?;
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("server")
+            .to_owned();
+        let options = ImportOptions {
+            name: name.unwrap_or_else(|| snake_identifier(&stem)),
+            transport: None,
+            source: format!("the captured file {}", path.display()),
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&json).map_err(|e| McpError::Input {
+                what: options.source.clone(),
+                message: format!("not JSON: {e}"),
+            })?;
+        Ok((listing_from_json(&value)?, options))
+    } else {
+        let transport = parse_server_spec(server)?;
+        let options = ImportOptions {
+            name: name.unwrap_or_else(|| default_server_name(&transport)),
+            transport: Some(transport.clone()),
+            source: format!("`{server}`"),
+        };
+        let declared = troupe_check::ir::McpServer {
+            name: options.name.clone(),
+            transport,
+            contracts: None,
+            span: Default::default(),
+        };
+        let listing =
+            listing_from_server(&declared, crate::connect::DEFAULT_CONNECT_TIMEOUT).await?;
+        Ok((listing, options))
     }
 }
 
@@ -194,5 +280,92 @@ async fn serve(
             );
             server.serve_stdio().await
         }
+    }
+}
+
+#[cfg(test)]
+mod lock_tests {
+    use super::*;
+
+    fn run_to_string(cmd: McpCommand) -> (i32, String) {
+        let mut out = Vec::new();
+        let code = run(cmd, &mut out).unwrap();
+        (code, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn import_keeps_published_contracts_and_marks_the_others() {
+        let dir = std::env::temp_dir().join(format!("troupe-mcp-import-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let capture = dir.join("booking.json");
+        std::fs::write(
+            &capture,
+            serde_json::json!({"tools": [
+                {"name": "book", "description": "Books.", "inputSchema": {"type": "object"},
+                 "_meta": {"dev.troupe/contract": {"transactional": true, "requires_confirmation": true}}},
+                {"name": "look", "description": "Looks.", "inputSchema": {"type": "object"}}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let output = dir.join("booking.troupe");
+        let (code, _) = run_to_string(McpCommand::Import {
+            server: capture.display().to_string(),
+            name: None,
+            output: Some(output.clone()),
+            from_json: true,
+        });
+        assert_eq!(code, 0);
+        let text = std::fs::read_to_string(&output).unwrap();
+        assert!(
+            text.contains(r#"contracts: "booking.contracts.json""#),
+            "{text}"
+        );
+        assert!(text.contains("`look` publishes no MCP+ contract"), "{text}");
+        assert!(
+            !text.contains("`book` publishes no MCP+ contract"),
+            "{text}"
+        );
+        let sidecar: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("booking.contracts.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(sidecar["book"]["transactional"], true);
+        assert!(sidecar.get("look").is_none());
+        // The declarations check clean with the sidecar beside them.
+        let (program, diagnostics) = troupe_check::check_text(&text);
+        assert!(program.is_some(), "{diagnostics:#?}");
+        // On standard output: no sidecar, so no `contracts:` line, but the note.
+        let (_, printed) = run_to_string(McpCommand::Import {
+            server: capture.display().to_string(),
+            name: None,
+            output: None,
+            from_json: true,
+        });
+        assert!(!printed.contains("contracts:"), "{printed}");
+        assert!(printed.contains("import with -o FILE"), "{printed}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn lock_pins_every_tool_of_a_capture() {
+        let capture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/mcp-tools/time.json");
+        let (code, text) = run_to_string(McpCommand::Lock {
+            server: capture.display().to_string(),
+            output: None,
+            from_json: true,
+        });
+        assert_eq!(code, 0);
+        let lock: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(lock["version"], 1);
+        let tools = lock["servers"]["mcp-time"].as_object().unwrap();
+        assert_eq!(tools.len(), 2, "{lock}");
+        assert!(
+            tools["get_current_time"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
     }
 }

@@ -702,6 +702,38 @@ fn hints(annotations: Option<&J>) -> (String, bool) {
 
 /// Renders a listing as `.troupe` declarations.
 pub fn render(listing: &Listing, options: &ImportOptions) -> String {
+    render_with_contracts(listing, options, None)
+}
+
+/// The `_meta` key of an MCP+ contract (`troupe_contracts::META_KEY`).
+pub const CONTRACT_KEY: &str = "dev.troupe/contract";
+
+/// The MCP+ contracts the server publishes in its tools' `_meta`, as a sidecar
+/// (a JSON object: tool name → contract); `None` when no tool publishes one.
+pub fn published_contracts(listing: &Listing) -> Option<Map<String, J>> {
+    let sidecar: Map<String, J> = listing
+        .tools
+        .iter()
+        .filter_map(|tool| {
+            let name = tool.get("name")?.as_str()?;
+            let contract = tool.get("_meta")?.get(CONTRACT_KEY)?;
+            contract
+                .is_object()
+                .then(|| (name.to_owned(), contract.clone()))
+        })
+        .collect();
+    (!sidecar.is_empty()).then_some(sidecar)
+}
+
+/// [`render`], with `contracts: "SIDECAR"` in the `mcp` declaration when the
+/// server's published contracts are written to that sidecar (relative to the
+/// output file). Either way, every tool that publishes no contract is marked
+/// as unverified, and the header says whether the server publishes any.
+pub fn render_with_contracts(
+    listing: &Listing,
+    options: &ImportOptions,
+    sidecar: Option<&str>,
+) -> String {
     let server = if is_identifier(&options.name) {
         options.name.clone()
     } else {
@@ -740,7 +772,39 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
             listing.tools.len()
         ),
     );
+    let published = published_contracts(listing);
+    match (&published, sidecar) {
+        (None, _) => comment(
+            &mut header,
+            "",
+            "The server publishes no MCP+ contracts: every tool below is unverified \
+             (`troupe check` warns W0605); add a `contracts:` sidecar to verify workflows.",
+        ),
+        (Some(contracts), Some(file)) => comment(
+            &mut header,
+            "",
+            &format!(
+                "The server publishes MCP+ contracts for {} of {} tool(s): written to {file}.",
+                contracts.len(),
+                listing.tools.len()
+            ),
+        ),
+        (Some(contracts), None) => comment(
+            &mut header,
+            "",
+            &format!(
+                "The server publishes MCP+ contracts for {} of {} tool(s): import with -o FILE \
+                 to write them to a sidecar next to it.",
+                contracts.len(),
+                listing.tools.len()
+            ),
+        ),
+    }
     header.push('\n');
+    let contracts_field = match (&published, sidecar) {
+        (Some(_), Some(file)) => format!(" contracts: {}", string_literal(file)),
+        _ => String::new(),
+    };
     match &options.transport {
         Some(McpTransport::Stdio {
             command,
@@ -763,10 +827,14 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
             if let Some(cwd) = cwd {
                 let _ = write!(decl, " cwd: {}", string_literal(cwd));
             }
-            let _ = writeln!(header, "{decl} }}");
+            let _ = writeln!(header, "{decl}{contracts_field} }}");
         }
         Some(McpTransport::Http { url }) => {
-            let _ = writeln!(header, "mcp {server} {{ url: {} }}", string_literal(url));
+            let _ = writeln!(
+                header,
+                "mcp {server} {{ url: {}{contracts_field} }}",
+                string_literal(url)
+            );
         }
         None => {
             let guess = listing
@@ -783,7 +851,7 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
             );
             let _ = writeln!(
                 header,
-                "mcp {server} {{ command: {} }}",
+                "mcp {server} {{ command: {}{contracts_field} }}",
                 string_literal(&guess)
             );
         }
@@ -794,6 +862,21 @@ pub fn render(listing: &Listing, options: &ImportOptions) -> String {
             comment(&mut tools_out, "", "skipped a tool without a name");
             continue;
         };
+        if published.is_some()
+            && tool
+                .get("_meta")
+                .and_then(|m| m.get(CONTRACT_KEY))
+                .is_none()
+        {
+            tools_out.push('\n');
+            comment(
+                &mut tools_out,
+                "",
+                &format!(
+                    "`{remote}` publishes no MCP+ contract: its calls are unverified (W0605)."
+                ),
+            );
+        }
         render_tool(
             tool,
             remote,

@@ -10,6 +10,8 @@
 //!   live server or a captured `tools/list` answer.
 //! - [`serve`] is the other direction: workflows as an MCP server (tools that
 //!   start durable runs, a tool to answer human tasks, runs as resources).
+//! - [`lock`] pins a server's tool definitions (`troupe mcp lock`), so that a
+//!   definition changed after review is found by `troupe contracts lint --lock`.
 //! - [`cli`] is the `troupe mcp …` subcommand.
 //!
 //! Protocol revision 2025-11-25.
@@ -20,6 +22,7 @@ pub mod error;
 pub mod host;
 pub mod http;
 pub mod import;
+pub mod lock;
 pub mod results;
 pub mod schema;
 pub mod serve;
