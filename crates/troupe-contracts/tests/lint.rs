@@ -24,8 +24,9 @@ fn lints_every_captured_server() {
             tools += list.tools.len();
             for (index, tool) in report.tools.iter().enumerate() {
                 assert_eq!(tool.pointer, format!("/tools/{index}"));
-                // No MCP+ contracts in the captures: failure modes are undocumented.
-                assert_eq!(tool.scores.failure_modes, 1, "{}", tool.tool);
+                // No MCP+ contracts in the captures: failure modes are undocumented
+                // (an info: MCP has no place for them, so it is not a warning on every tool).
+                assert_eq!(tool.scores.failure_modes, 2, "{}", tool.tool);
                 for finding in &tool.findings {
                     assert!(
                         resolves(&document, &finding.pointer),

@@ -1,7 +1,8 @@
 //! `failure-modes` (failure modes): the named errors a tool can return are documented.
 //!
-//! **What**: a warning when a tool has no MCP+ contract (MCP has no place for failure
-//! modes) or its contract lists none; a warning per failure mode without a
+//! **What**: an info when a tool has no MCP+ contract (MCP has no place for failure
+//! modes, so every plain MCP tool lacks them: a warning would be noise on every tool), a
+//! warning when its contract lists none; a warning per failure mode without a
 //! description; an error when a failure mode's `compensation` looks like a tool name
 //! (snake case, no spaces) that the server does not have.
 //!
@@ -32,7 +33,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let base = context.pointer(index);
     let Some(contract) = context.contract(index) else {
         return vec![RULE.finding(
-            Severity::Warning,
+            Severity::Info,
             base,
             format!(
                 "`{}` documents no failure modes (no MCP+ contract)",

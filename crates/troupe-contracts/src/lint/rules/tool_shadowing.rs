@@ -2,9 +2,12 @@
 //! another server's.
 //!
 //! **What**: when several servers are linted together (one document with several
-//! servers, as a client would load them): an error for a tool whose name equals, or
-//! reads like (ignoring case, `_`, `-`, `.` and Cyrillic/Greek look-alikes), the name of
-//! a tool of another server; an error for a description that names a tool of another
+//! servers, as a client would load them): an error for a tool whose name reads like,
+//! but is not, the name of a tool of another server (equal ignoring case, `_`, `-`, `.`
+//! and Cyrillic/Greek look-alikes: `Send-Email` against `send_email`); a warning for the
+//! very same name (common between unrelated servers — `search`, `read_file` — and
+//! between versions of one service; clients that do not prefix names with the server
+//! cannot tell them apart); an error for a description that names a tool of another
 //! server (`send_email`, `mcp_tool_send_email`) — a tool has no business describing how
 //! another server's tools behave.
 //!
@@ -69,13 +72,13 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
         .iter()
         .find(|(_, other)| skeleton(&other.name) == own)
     {
-        let how = if other.name == tool.name {
-            "has the same name as"
+        let (how, severity) = if other.name == tool.name {
+            ("has the same name as", Severity::Warning)
         } else {
-            "reads like"
+            ("reads like", Severity::Error)
         };
         findings.push(RULE.finding(
-            Severity::Error,
+            severity,
             format!("{}/name", context.pointer(index)),
             format!(
                 "`{}` {how} tool `{}` of server `{server}`: a client or the model may call one \
