@@ -75,6 +75,13 @@ pub const WRITE: &[&str] = &[
     "tag", "label", "change", "make", "record", "stage", "gzip", "compress",
 ];
 
+/// Write verbs with other, harmless meanings (`add` two numbers, `set` of values,
+/// `record` type): a contradiction they suggest is only a warning.
+pub const AMBIGUOUS: &[&str] = &[
+    "add", "set", "make", "mark", "tag", "label", "record", "change", "apply", "close", "lock",
+    "start", "stop", "order", "stage", "compress", "gzip", "save", "store", "touch", "copy",
+];
+
 /// Verbs of lookups.
 pub const LOOKUP: &[&str] = &[
     "get",

@@ -10,7 +10,9 @@
 //!   (or the name is destructive): the contract must not silence the hint;
 //! * its contract says `transactional: true` although `readOnlyHint` is true.
 //!
-//! A verb found only in the description (the name has none) gives a warning instead.
+//! A verb found only in the description (the name has none), or one with harmless
+//! meanings too (`add` two numbers, see [`crate::lint::verbs::AMBIGUOUS`]), gives a
+//! warning instead.
 //!
 //! **Why**: hints are not commitments, so a client that trusts them is only as safe as
 //! the hints are honest; a self-contradicting definition is either a mistake or a lie,
@@ -39,15 +41,19 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let read_only = annotations.and_then(|a| a.read_only_hint);
     let destructive = annotations.and_then(|a| a.destructive_hint);
     let effect = classify(tool);
-    let in_name = effect
-        .as_ref()
-        .is_some_and(|(_, verb)| words(&tool.name).contains(verb) || verb == "run");
+    let in_name = effect.as_ref().is_some_and(|(_, verb)| {
+        (words(&tool.name).contains(verb) || verb == "run")
+            && !crate::lint::verbs::AMBIGUOUS.contains(&verb.as_str())
+    });
     let severity = if in_name {
         Severity::Error
     } else {
         Severity::Warning
     };
-    let whence = if in_name { "name" } else { "description" };
+    let whence = match &effect {
+        Some((_, verb)) if words(&tool.name).contains(verb) => "name",
+        _ => "description",
+    };
     let mut findings = Vec::new();
     if let Some((kind @ (Effect::Write | Effect::Destructive), verb)) = &effect {
         if read_only == Some(true) {
@@ -133,7 +139,8 @@ mod tests {
             {"name": "get_weather", "annotations": {"readOnlyHint": true}, "_meta": contract(true)},
             {"name": "thing", "description": "Deletes the thing.", "annotations": {"readOnlyHint": true}},
             {"name": "read_file", "annotations": {"readOnlyHint": true}},
-            {"name": "git_checkout", "annotations": {"readOnlyHint": false, "destructiveHint": false}}
+            {"name": "git_checkout", "annotations": {"readOnlyHint": false, "destructiveHint": false}},
+            {"name": "add", "description": "Adds two numbers.", "annotations": {"readOnlyHint": true}}
         ]));
         let severities = |i| {
             run(&RULE, &list, i)
@@ -152,5 +159,10 @@ mod tests {
         assert_eq!(severities(4), vec![Severity::Warning]);
         assert!(severities(5).is_empty());
         assert!(severities(6).is_empty());
+        assert_eq!(
+            severities(7),
+            vec![Severity::Warning],
+            "`add` may be arithmetic"
+        );
     }
 }
