@@ -49,7 +49,12 @@ fn tree_sitter() -> Option<PathBuf> {
     }
 }
 
+/// One tree-sitter at a time: the first run of a grammar compiles it into a
+/// shared cache, and parallel tests would race on that file.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(ts: &Path, dir: &Path, args: &[&str]) -> Output {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     Command::new(ts)
         .args(args)
         .current_dir(dir)
@@ -82,7 +87,10 @@ fn has_errors(ts: &Path, file: &Path) -> (bool, String) {
     let out = run(ts, &grammar_dir(), &["parse", file.to_str().unwrap()]);
     let tree = String::from_utf8_lossy(&out.stdout).into_owned();
     let bad = !out.status.success() || tree.contains("(ERROR") || tree.contains("(MISSING");
-    (bad, tree)
+    (
+        bad,
+        format!("{tree}{}", String::from_utf8_lossy(&out.stderr)),
+    )
 }
 
 #[test]
