@@ -223,3 +223,87 @@ fn the_reference_servers_raise_no_error() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        "\\PC{0,12}".prop_map(serde_json::Value::from),
+        prop_oneof![
+            Just("object"),
+            Just("string"),
+            Just("#/$defs/x"),
+            Just("\u{200B}"),
+            Just("<IMPORTANT>")
+        ]
+        .prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("type".to_owned()),
+                    Just("properties".to_owned()),
+                    Just("required".to_owned()),
+                    Just("$ref".to_owned()),
+                    Just("description".to_owned()),
+                    Just("enum".to_owned()),
+                    "[a-z]{1,5}"
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Hostile tool lists (random schemas, names, descriptions, contracts) never
+    /// make the lint or the lock panic.
+    #[test]
+    fn hostile_tool_lists_never_panic(
+        name in "\\PC{0,10}",
+        description in "\\PC{0,60}",
+        input in json_value(),
+        output in json_value(),
+        meta in json_value(),
+    ) {
+        let doc = serde_json::json!({"a": {"tools": [
+            {"name": name, "description": description, "inputSchema": input,
+             "outputSchema": output, "_meta": {"dev.troupe/contract": meta}},
+            {"name": name, "inputSchema": {"type": "object"}}
+        ]}, "b": {"tools": [{"name": "read_file"}]}});
+        if let Ok(lists) = parse_tool_lists("fuzz", &doc.to_string()) {
+            let lock = Lock::of(&lists);
+            let _ = lint_all(&lists, Some(&lock));
+        }
+    }
+}
+
+/// A schema nested far deeper than any meta-validation recursion is reported,
+/// not followed.
+#[test]
+fn a_very_deep_schema_is_a_warning_not_a_crash() {
+    let mut schema = serde_json::json!({"type": "string"});
+    for _ in 0..2000 {
+        schema = serde_json::json!({"type": "object", "properties": {"x": schema}});
+    }
+    let mut tool = troupe_contracts::McpTool::new("deep");
+    tool.description = Some("Reads deep things.".into());
+    tool.input_schema = schema;
+    let list = troupe_contracts::ToolList {
+        tools: vec![tool],
+        ..Default::default()
+    };
+    let report = troupe_contracts::lint::lint(&list);
+    assert!(report.findings().any(|f| f.rule == "schema-validity"
+        && f.severity == Severity::Warning
+        && f.message.contains("nested deeper")));
+    let _ = Lock::of(std::slice::from_ref(&list));
+}
