@@ -94,6 +94,26 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
         if !(contract.transactional || contract.requires_confirmation) {
             continue;
         }
+        if let (Some(names), Some(action)) = (&contract.confirmation_shows, cx.action(call.action))
+            && let Some(unknown) = names.iter().find(|n| param_index(action, n).is_none())
+        {
+            out.push(
+                Diagnostic::error(
+                    Code::ContractUnavailable,
+                    action.span,
+                    format!(
+                        "the contract of `{}` says a confirmation must show `{unknown}`, but \
+                         `{}` declares no parameter `{unknown}`",
+                        action.name, action.name
+                    ),
+                )
+                .with_label("declared here")
+                .with_hint(
+                    "`confirmation_shows` lists the tool's MCP argument names; declare the \
+                     parameters with those names, or fix the sidecar",
+                ),
+            );
+        }
         let own: HashSet<StmtId> = [call.stmt].into_iter().collect();
         let same_tool = cx
             .action(call.action)
@@ -175,8 +195,8 @@ fn fresh_and_shown(
         None => action.params.iter().map(|p| p.name.clone()).collect(),
     };
     for argument in shows {
-        // A name the declaration lacks is a sidecar mismatch, reported by
-        // the requirement check's E0604 rules; here it shows nothing.
+        // A name the declaration lacks is a sidecar mismatch (E0604,
+        // reported by `check`); here it shows nothing.
         let Some(i) = param_index(action, &argument) else {
             continue;
         };
@@ -477,6 +497,22 @@ mod tests {
         let lines: Vec<u32> = found.iter().map(|f| f.1).collect();
         assert_eq!(lines, vec![8, 9, 10]);
         assert!(found.iter().all(|f| f.0 == "E0601"));
+    }
+
+    #[test]
+    fn confirmation_shows_must_name_parameters() {
+        let sidecar = r#"{"pay": {"transactional": true, "requires_confirmation": true,
+                                  "confirmation_shows": ["amount"]}}"#;
+        let found = run(
+            &format!(
+                "{DECLS}\nworkflow w(x: Text @ U) {{
+                   act U: ok = confirm(x)
+                   if ok @ U {{ act U: _ = pay(x) }}
+                 }}"
+            ),
+            sidecar,
+        );
+        assert_eq!(found, vec![("E0604".to_owned(), 3)]);
     }
 
     #[test]
