@@ -40,9 +40,9 @@ fn tree_sitter() -> Option<PathBuf> {
             panic!("the tree-sitter CLI is missing under CI: .ci/install-editor.sh builds it")
         }
         None => {
-            eprintln!(
+            loud_note(
                 "\n!!! NOTE: the tree-sitter CLI is not installed; the tree-sitter grammar tests \
-                 did NOT run.\n!!! Run `bash .ci/install-editor.sh` (CI fails instead of skipping).\n"
+                 did NOT run.\n!!! Run `bash .ci/install-editor.sh` (CI fails instead of skipping).\n",
             );
             None
         }
@@ -231,7 +231,7 @@ fn the_committed_parser_is_generated_from_grammar_js() {
         // `generate` evaluates grammar.js with node; install-editor.sh
         // installs it, so under CI its absence is a failure.
         assert!(std::env::var_os("CI").is_none(), "node is missing under CI");
-        eprintln!("!!! NOTE: node is not installed; the generated parser was not compared");
+        loud_note("!!! NOTE: node is not installed; the generated parser was not compared");
         return;
     }
     let tmp = std::env::temp_dir().join(format!("troupe-ts-gen-{}", std::process::id()));
@@ -252,4 +252,11 @@ fn the_committed_parser_is_generated_from_grammar_js() {
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// Writes straight to the process's stderr, past the test harness's output
+/// capture, so that a skipped editor test is seen.
+fn loud_note(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
