@@ -312,3 +312,59 @@ fn the_other_mechanical_fixes_make_the_file_check() {
         );
     }
 }
+
+#[test]
+fn interpolations_fields_and_tools_resolve_on_the_train_booking_example() {
+    let text = example("train_booking.troupe");
+    let a = analyse(&text);
+    assert!(a.program.is_some(), "{:?}", a.diagnostics);
+    // Agent's `origin` is read inside the summary's `{origin}` hole.
+    let hole = nth(&text, "\"{origin} to", 0, 2);
+    let refs = a.references(hole, true);
+    let def = a.definition(hole).unwrap();
+    assert_eq!(
+        def.start as usize,
+        nth(
+            &text,
+            "-> Agent(user_id, origin",
+            0,
+            "-> Agent(user_id, ".len()
+        )
+    );
+    assert!(
+        refs.len() >= 4,
+        "receive, quote_fare, summary, book_ticket: {refs:?}"
+    );
+    // `customer.account`: the field of the record Customer.
+    let field = nth(&text, "customer.account", 0, "customer.".len());
+    let (hover, _) = a.hover(field).unwrap();
+    assert!(
+        hover.contains("account: Text") && hover.contains("record `Customer`"),
+        "{hover}"
+    );
+    assert_eq!(
+        a.definition(field).unwrap().start as usize,
+        nth(&text, "account: Text }", 0, 0)
+    );
+    // `server: booking` names the mcp declaration.
+    let server = nth(&text, "server: booking", 0, "server: ".len());
+    assert_eq!(
+        a.definition(server).unwrap().start as usize,
+        nth(&text, "mcp booking", 0, 4)
+    );
+    // An enum value in a guard: `print` of Delivery.
+    let value = nth(&text, "delivery == print", 0, "delivery == ".len());
+    assert!(
+        a.hover(value)
+            .unwrap()
+            .0
+            .contains("value of enum `Delivery`")
+    );
+    // Agent's `outcome` is bound in both branches: one symbol.
+    let at_user = nth(&text, "return outcome @ User", 0, "return ".len());
+    assert_eq!(
+        a.references(at_user, true).len(),
+        5,
+        "four receives and the return"
+    );
+}
