@@ -4,8 +4,9 @@
 //! **What**: for a tool with an MCP+ contract: an error for a contract argument that is
 //! not a property of the input schema, for an argument the contract requires that the
 //! schema does not (or the other way round), and for a contract result that is not a
-//! property of the output schema (when there is one); a warning for an input property
-//! the contract does not describe (when it describes any).
+//! property of the output schema (when there is one), and for a `confirmation_shows`
+//! name that is no argument; a warning for an input property the contract does not
+//! describe (when it describes any).
 //!
 //! **Why**: a client validates calls against the schema, a verifier reasons with the
 //! contract; when they disagree, one of them is wrong and every guarantee derived from
@@ -67,6 +68,16 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
             ));
         }
     }
+    for (i, name) in contract.confirmation_shows.iter().flatten().enumerate() {
+        if !properties.contains(name.as_str()) && contract.argument(name).is_none() {
+            out.push(RULE.finding(
+                Severity::Error,
+                format!("{at}/confirmation_shows/{i}"),
+                format!("a confirmation must show `{name}`, which is not an argument of the tool"),
+                "list argument names in `confirmation_shows`",
+            ));
+        }
+    }
     if !contract.arguments.is_empty() {
         for name in properties.iter().filter(|p| contract.argument(p).is_none()) {
             out.push(RULE.finding(
@@ -114,6 +125,7 @@ mod tests {
                              "required": ["account"]},
              "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
              "_meta": {"dev.troupe/contract": {"transactional": true, "requires_confirmation": true,
+                 "confirmation_shows": ["account", "amount"],
                  "arguments": [arg("account_id", true), arg("memo", true)],
                  "results": [{"name": "receipt", "description": "r", "domain": {"kind": "free_text"}}]}}},
             {"name": "ok",
@@ -128,6 +140,7 @@ mod tests {
             vec![
                 "/tools/0/_meta/dev.troupe~1contract/arguments/0",
                 "/tools/0/_meta/dev.troupe~1contract/arguments/1/required",
+                "/tools/0/_meta/dev.troupe~1contract/confirmation_shows/1",
                 "/tools/0/inputSchema/properties/account",
                 "/tools/0/_meta/dev.troupe~1contract/results/0",
             ]
