@@ -1,5 +1,10 @@
 //! Rendering diagnostics at the edge: as annotated source snippets for people
 //! (ariadne) or as JSON records for scripts.
+//!
+//! Snippets are linear in the number of diagnostics: the source's line index
+//! is built once per file, not once per diagnostic, and at most
+//! [`MAX_RENDERED`] snippets are printed per file (a person reads the first
+//! ones; a summary line counts the rest, and `--json` lists them all).
 
 use ariadne::{Config, IndexType, Label, Report, ReportKind, Source};
 use serde::Serialize;
@@ -13,14 +18,49 @@ pub struct FileReport<'a> {
     pub diagnostics: &'a [Diagnostic],
 }
 
-/// Renders every diagnostic of `file` as a caret snippet.
+/// The most snippets printed for one file.
+pub const MAX_RENDERED: usize = 200;
+
+/// Renders the diagnostics of `file` as caret snippets: the first
+/// [`MAX_RENDERED`], then one line counting the others.
 pub fn render_text(file: &FileReport<'_>, color: bool, out: &mut Vec<u8>) {
-    for d in file.diagnostics {
-        render_one(file, d, color, out);
+    render_text_limited(file, color, MAX_RENDERED, out);
+}
+
+/// [`render_text`] with another cap.
+pub fn render_text_limited(file: &FileReport<'_>, color: bool, limit: usize, out: &mut Vec<u8>) {
+    let source = Source::from(file.text);
+    let (shown, rest) = file.diagnostics.split_at(limit.min(file.diagnostics.len()));
+    for d in shown {
+        render_one(file, &source, d, color, out);
+    }
+    if !rest.is_empty() {
+        let errors = rest.iter().filter(|d| d.is_error()).count();
+        let warnings = rest.len() - errors;
+        let plural = |n: usize, w: &str| format!("{n} more {w}{}", if n == 1 { "" } else { "s" });
+        let what = match (errors, warnings) {
+            (e, 0) => plural(e, "error"),
+            (0, w) => plural(w, "warning"),
+            (e, w) => format!("{} and {}", plural(e, "error"), plural(w, "warning")),
+        };
+        out.extend_from_slice(
+            format!(
+                "… and {what} in {} (the first {} are shown; `--json` lists all)\n",
+                file.path,
+                shown.len()
+            )
+            .as_bytes(),
+        );
     }
 }
 
-fn render_one(file: &FileReport<'_>, d: &Diagnostic, color: bool, out: &mut Vec<u8>) {
+fn render_one(
+    file: &FileReport<'_>,
+    source: &Source<&str>,
+    d: &Diagnostic,
+    color: bool,
+    out: &mut Vec<u8>,
+) {
     let kind = match d.severity {
         Severity::Error => ReportKind::Error,
         Severity::Warning => ReportKind::Warning,
@@ -52,11 +92,7 @@ fn render_one(file: &FileReport<'_>, d: &Diagnostic, color: bool, out: &mut Vec<
         report = report.with_help(hint);
     }
     let mut buf = Vec::new();
-    if report
-        .finish()
-        .write((path, Source::from(file.text)), &mut buf)
-        .is_err()
-    {
+    if report.finish().write((path, source), &mut buf).is_err() {
         // ariadne only fails on I/O into a Vec, which cannot happen; fall back
         // to a plain line rather than lose the diagnostic.
         buf = format!("{}[{}]: {}\n", severity_word(d.severity), d.code, d.message).into_bytes();
