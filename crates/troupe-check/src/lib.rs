@@ -8,12 +8,15 @@
 mod decls;
 pub mod eval;
 mod expr;
+pub mod hash;
 pub mod ir;
 mod suggest;
 pub mod types;
 pub mod value;
 mod workflow;
 
+/// The language's keywords, for tools that write troupe source (from the lexer).
+pub use troupe_syntax::{KEYWORDS, is_keyword};
 pub use types::{Type, TypeTable};
 pub use value::Value;
 
