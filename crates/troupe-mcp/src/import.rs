@@ -41,32 +41,8 @@ use crate::connect::{DEFAULT_CONNECT_TIMEOUT, connect};
 use crate::error::McpError;
 use crate::schema::{required, string_enum, types_of};
 
-/// The language's keywords: not usable as identifiers.
-pub const KEYWORDS: &[&str] = &[
-    "workflow",
-    "lifelines",
-    "msg",
-    "act",
-    "if",
-    "else",
-    "while",
-    "exit",
-    "return",
-    "enum",
-    "record",
-    "llm",
-    "pure",
-    "effect",
-    "human",
-    "tool",
-    "mcp",
-    "extern",
-    "true",
-    "false",
-    "and",
-    "or",
-    "not",
-];
+/// The language's keywords: not usable as identifiers (the lexer's list).
+pub use troupe_check::KEYWORDS;
 
 /// What the importer knows about a server: its tool list and the rest.
 #[derive(Debug, Clone, Default, PartialEq)]
