@@ -41,7 +41,6 @@ use troupe_check::ir::{ActionKind, Program};
 use troupe_llm::{BoxFuture, LlmBackend, LlmConfig, MockBackend, Router, parse_override};
 use troupe_runtime::{
     Engine, EngineBuilder, Externs, HumanInbox, HumanTask, RunError, RunOptions, StepKey, ToolHost,
-    Trace,
 };
 use troupe_store::{
     Claim, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreError, StoreInbox,
@@ -615,8 +614,16 @@ impl Host {
         let (engine, tools) = self
             .backends
             .engine(&compiled, &settings, &name, Arc::new(inbox))?;
-        let journal = store.journal(run, Arc::new(compiled.types().clone()))?;
-        let recorded_steps = journal.recorded_steps();
+        let stored = store.journal(run, Arc::new(compiled.types().clone()))?;
+        let recorded_steps = stored.recorded_steps();
+        // Verified online as it goes (a resumed run replays its events from
+        // the start, so the monitor sees the whole run), recorded by the
+        // store; nothing keeps the events in memory.
+        let journal = Arc::new(troupe_runtime::Watched::new(
+            Some(engine.monitor()?),
+            None,
+            Some(stored as Arc<dyn troupe_runtime::RunJournal>),
+        ));
         if recorded_steps > 0 || detail.events > 0 {
             self.notify(Notice::Resuming {
                 run: name.clone(),
@@ -627,7 +634,7 @@ impl Host {
             run_id: name.clone(),
             seed: detail.seed,
             trace: false,
-            journal: Some(journal),
+            journal: Some(journal.clone()),
             ..RunOptions::default()
         };
         let renewal = self.renew_until_stopped(run);
@@ -640,7 +647,7 @@ impl Host {
         }
         let end = match outcome {
             Ok(Ok(o)) => RunEnd::Done {
-                verified: verify_recorded(&self.store, run, &engine, false),
+                verified: journal.verdict(false),
                 results: o.results,
             },
             Ok(Err(RunError::NeedsResolution { step, .. })) => {
@@ -833,15 +840,30 @@ fn needs_resolution(detail: &RunDetail) -> HostError {
 }
 
 /// Checks a recorded run's events against ⟦P⟧ (as a prefix of a run with
-/// `prefix`, for a run that has not finished).
+/// `prefix`, for a run that has not finished), streaming them from the
+/// store through the online monitor: one chunk in memory at a time.
 fn verify_recorded(store: &Store, run: i64, engine: &Engine, prefix: bool) -> Result<u64, String> {
-    let (events, _) = store.events(run, 0).map_err(|e| e.to_string())?;
-    let trace = Trace::from_events(0, events);
-    let n = trace.entries.len() as u64;
-    engine
-        .verify_with(&Store::run_name(run), &trace, prefix)
-        .map(|()| n)
-        .map_err(|e| e.to_string())
+    let mut monitor = engine.monitor().map_err(|e| e.to_string())?;
+    let mut first: Option<String> = None;
+    store
+        .for_each_event(run, |l, e| {
+            if first.is_none()
+                && let Err(e) = monitor.event(l, e)
+            {
+                first = Some(e.to_string());
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = first {
+        return Err(format!(
+            "{}: the execution is not in ⟦P⟧: {e}",
+            Store::run_name(run)
+        ));
+    }
+    monitor
+        .finish(prefix)
+        .map_err(|e| format!("{}: the execution is not in ⟦P⟧: {e}", Store::run_name(run)))?;
+    Ok(monitor.events())
 }
 
 /// Scripted answers from a JSON object keyed by `Lifeline.action` or

@@ -6,6 +6,8 @@
 //!   acyclic) and completeness.
 //! - [`semantics`]: ⟦P⟧ of a global workflow: bounded enumeration and an
 //!   efficient membership check that names the first event that does not fit.
+//! - [`monitor`]: online verification of a run as its events arrive, in
+//!   bounded memory and linear time.
 //! - [`sim`]: a reference interpreter of projected programs under a seeded
 //!   random scheduler, recording executions.
 //! - [`chart`]: one chart model for workflows and executions, drawn as SVG or
@@ -14,6 +16,7 @@
 pub mod chart;
 pub mod eval;
 pub mod event;
+pub mod monitor;
 pub mod semantics;
 pub mod sim;
 pub mod validity;
@@ -22,6 +25,7 @@ pub use chart::{
     Chart, ChartOptions, FrameKind, Item, chart_mermaid, chart_svg, execution_chart, workflow_chart,
 };
 pub use event::{Event, EventKey, Execution, Message};
+pub use monitor::Monitor;
 pub use semantics::{EnumOptions, Enumeration, MemberOptions, NotMember, Semantics};
 pub use sim::{Decisions, SimError, SimOptions, SimRun, simulate};
 pub use validity::{Invalid, validate, validate_complete};

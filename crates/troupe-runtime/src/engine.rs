@@ -473,8 +473,30 @@ impl Engine {
     }
 
     /// [`Engine::verify`]; with `prefix`, an unfinished run is accepted when
-    /// it is a prefix of a run.
+    /// it is a prefix of a run. The trace is checked by the online monitor,
+    /// event by event in its order: linear time, memory bounded by the
+    /// workflow and the messages in flight.
     pub fn verify_with(&self, run_id: &str, trace: &Trace, prefix: bool) -> Result<(), RunError> {
+        let mut monitor = self.monitor()?;
+        let not_member = |e: Box<troupe_msc::NotMember>| RunError::NotMember {
+            run: run_id.to_owned(),
+            message: e.to_string(),
+        };
+        for e in &trace.entries {
+            monitor.event(e.lifeline, &e.event).map_err(not_member)?;
+        }
+        monitor.finish(prefix).map_err(not_member)
+    }
+
+    /// A fresh online monitor of this engine's workflow.
+    pub fn monitor(&self) -> Result<troupe_msc::Monitor, RunError> {
+        troupe_msc::Monitor::new(&self.inner.program, self.workflow())
+            .map_err(|e| RunError::Setup(e.to_string()))
+    }
+
+    /// Checks a trace with the offline membership of the reference
+    /// semantics (control mode): the monitor's oracle in tests.
+    pub fn verify_offline(&self, run_id: &str, trace: &Trace) -> Result<(), RunError> {
         let semantics = self.inner.semantics.get_or_init(|| {
             Semantics::new(&self.inner.program, self.workflow()).map_err(|e| e.to_string())
         });
@@ -485,7 +507,7 @@ impl Engine {
                 &exec,
                 &MemberOptions {
                     control: true,
-                    prefix,
+                    prefix: false,
                 },
             )
             .map_err(|e| RunError::NotMember {

@@ -32,6 +32,7 @@ pub mod engine;
 pub mod error;
 pub mod journal;
 pub mod trace;
+pub mod watch;
 
 pub use actions::{
     EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
@@ -40,3 +41,4 @@ pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_
 pub use error::{Location, RunError};
 pub use journal::{Recorded, RunJournal, StepKey, StepKind};
 pub use trace::{Trace, TraceEntry};
+pub use watch::{EventSink, Watched};

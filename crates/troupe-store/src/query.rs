@@ -286,6 +286,44 @@ impl Store {
         Ok((out, next))
     }
 
+    /// Streams the recorded events of a run, in the order they were
+    /// recorded, one chunk in memory at a time.
+    pub fn for_each_event(
+        &self,
+        run: i64,
+        mut f: impl FnMut(LifelineId, &Event),
+    ) -> Result<u64, StoreError> {
+        let path = self.path().to_owned();
+        let mut n = 0u64;
+        let mut corrupt = None;
+        self.with("read the events", |c| {
+            let mut stmt =
+                c.prepare("SELECT chunk, data FROM events WHERE run = ?1 ORDER BY chunk")?;
+            let mut rows = stmt.query(params![run])?;
+            while let Some(row) = rows.next()? {
+                let chunk: i64 = row.get(0)?;
+                let data: Vec<u8> = row.get(1)?;
+                match codec::decode_events(&data) {
+                    Ok(events) => {
+                        for (l, e) in &events {
+                            f(*l, e);
+                            n += 1;
+                        }
+                    }
+                    Err(e) => {
+                        corrupt = Some(format!("run {run}, chunk {chunk}: {e}"));
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        match corrupt {
+            Some(message) => Err(StoreError::Corrupt { path, message }),
+            None => Ok(n),
+        }
+    }
+
     /// Pending tasks (all tasks with `all`), oldest first.
     pub fn tasks(&self, all: bool) -> Result<Vec<TaskRow>, StoreError> {
         let filter = if all { "" } else { "WHERE status = 'pending'" };

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use troupe_host::{Backends, Compiled};
-use troupe_runtime::{HumanInbox, NoHumans, RunOptions, ScriptedHumans};
+use troupe_runtime::{
+    EventSink, HumanInbox, NoHumans, RunOptions, ScriptedHumans, TraceEntry, Watched,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -130,10 +132,24 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Events are verified as they happen and printed in batches; only
+    // `--json --trace`, which prints the trace as one document, keeps them.
+    let printer = Arc::new(Printer::new(compiled.clone(), args.trace, args.json));
+    let monitor = if args.no_verify {
+        None
+    } else {
+        Some(engine.monitor()?)
+    };
+    let watched = Arc::new(Watched::new(
+        monitor,
+        args.trace.then(|| printer.clone() as Arc<dyn EventSink>),
+        None,
+    ));
     let options = RunOptions {
         run_id: "run-1".into(),
         seed: args.seed,
-        trace: true,
+        trace: false,
+        journal: Some(watched.clone()),
         ..RunOptions::default()
     };
     let outcome = rt.block_on(async {
@@ -143,6 +159,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
         outcome
     });
+    printer.flush()?;
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
@@ -150,14 +167,16 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
             return Ok(ExitStatus::Failure);
         }
     };
-    let trace = outcome.trace.as_ref().context("the run kept no trace")?;
     let verified = if args.no_verify {
         None
     } else {
-        match engine.verify("run-1", trace) {
-            Ok(()) => Some(true),
+        match watched.verdict(false) {
+            Ok(n) => Some(n),
             Err(e) => {
-                eprintln!("error: {}", sanitize(&e.to_string()));
+                eprintln!(
+                    "error: run run-1: the execution is not in ⟦P⟧: {}",
+                    sanitize(&e)
+                );
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -173,28 +192,114 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
             "workflow": engine.workflow().name,
             "results": results,
             "steps": outcome.steps,
-            "verified": verified,
+            "verified": verified.is_some().then_some(true),
         });
         if args.trace {
-            doc["trace"] = trace.to_json(engine.program(), engine.workflow());
+            doc["trace"] = printer.json(engine.program(), engine.workflow());
         }
         out::println(&serde_json::to_string_pretty(&doc)?)?;
     } else {
-        if args.trace {
-            out::print(&sanitize(
-                &trace.render(engine.program(), engine.workflow()),
-            ))?;
-        }
         print_results(&outcome.results, types)?;
-        if verified == Some(true) {
+        if let Some(n) = verified {
             eprintln!(
-                "verified: the run ({} events) is a run of `{}`",
-                trace.entries.len(),
+                "verified: the run ({n} events) is a run of `{}`",
                 engine.workflow().name
             );
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Prints a run's trace as it happens, a batch of events at a time (or
+/// keeps it for `--json`).
+struct Printer {
+    compiled: Compiled,
+    text: bool,
+    state: std::sync::Mutex<PrinterState>,
+}
+
+#[derive(Default)]
+struct PrinterState {
+    pending: Vec<TraceEntry>,
+    clock: u64,
+    /// The first write error: printing stops, `flush` reports it.
+    failed: Option<std::io::Error>,
+}
+
+/// Events rendered per batch: bounds what the printer holds.
+const PRINT_BATCH: usize = 4096;
+
+impl Printer {
+    fn new(compiled: Compiled, trace: bool, json: bool) -> Printer {
+        Printer {
+            compiled,
+            text: trace && !json,
+            state: std::sync::Mutex::default(),
+        }
+    }
+
+    fn print(&self, state: &mut PrinterState) {
+        if state.failed.is_some() || state.pending.is_empty() {
+            state.pending.clear();
+            return;
+        }
+        let trace = troupe_runtime::Trace {
+            entries: std::mem::take(&mut state.pending),
+        };
+        let text = trace.render(&self.compiled.program, self.compiled.workflow());
+        if let Err(e) = out::print(&sanitize(&text)) {
+            state.failed = Some(e);
+        }
+        state.pending = trace.entries;
+        state.pending.clear();
+    }
+
+    /// Prints what is pending; the first write error, if any.
+    fn flush(&self) -> std::io::Result<()> {
+        let Ok(mut state) = self.state.lock() else {
+            return Ok(());
+        };
+        if self.text {
+            self.print(&mut state);
+        }
+        match state.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The kept trace as JSON (`--json --trace`).
+    fn json(
+        &self,
+        program: &troupe_check::ir::Program,
+        workflow: &troupe_check::ir::Workflow,
+    ) -> serde_json::Value {
+        let Ok(state) = self.state.lock() else {
+            return serde_json::Value::Null;
+        };
+        troupe_runtime::Trace {
+            entries: state.pending.clone(),
+        }
+        .to_json(program, workflow)
+    }
+}
+
+impl EventSink for Printer {
+    fn event(&self, lifeline: troupe_check::ir::LifelineId, event: &troupe_msc::Event) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let time = state.clock;
+        state.clock += 1;
+        state.pending.push(TraceEntry {
+            time,
+            lifeline,
+            event: event.clone(),
+        });
+        if self.text && state.pending.len() >= PRINT_BATCH {
+            self.print(&mut state);
+        }
+    }
 }
 
 /// Prints results as `name = value`: text as it is, other values as JSON.

@@ -1,0 +1,595 @@
+//! Online verification: a monitor that checks a run against ⟦P⟧ as its
+//! events arrive, in control mode (each owner's decisions are kept; only the
+//! control broadcasts are checked as messages), with memory bounded by the
+//! workflow and the messages in flight — not by the run's length — and time
+//! linear in the number of events, for members and non-members alike.
+//!
+//! The monitor does not use the projection's programs: it derives each
+//! lifeline's view of the global workflow itself (its sends, receives and
+//! actions, and for every construct it takes part in, whether it decides or
+//! is told), with R = (lifelines(P) ∪ lifelines(Q)) \ {owner} computed from
+//! the workflow, in ⊏ order. Only the control tags κ come from the
+//! projection, as labels. A lifeline's word must follow its view under the
+//! decisions it observes; the FIFO channel of each ordered pair carries what
+//! was sent, and a receive must take what its sender sent first. Because
+//! every participant of a construct learns the owner's decision through a
+//! control message it must receive, all of them follow the same global run.
+//!
+//! Events must arrive in an order the run could have produced them (a
+//! receive after its send), as the runtime and the store deliver them.
+
+use crate::event::{Event, Message};
+use crate::semantics::NotMember;
+use std::collections::{BTreeMap, VecDeque};
+use troupe_check::ir::{Block, LifelineId, Program, StmtId, StmtKind, Workflow};
+use troupe_project::{ControlTag, ProjectError};
+
+/// One step of a lifeline's view of the workflow.
+#[derive(Debug, Clone)]
+enum Op {
+    Send {
+        to: LifelineId,
+        stmt: StmtId,
+        arity: usize,
+    },
+    Recv {
+        from: LifelineId,
+        stmt: StmtId,
+        arity: usize,
+    },
+    Act {
+        stmt: StmtId,
+    },
+    Branch {
+        stmt: StmtId,
+        tag: ControlTag,
+        role: Role,
+        is_loop: bool,
+        /// Plans for ⊤ (then / body) and ⊥ (else / exit).
+        arms: [usize; 2],
+    },
+}
+
+#[derive(Debug, Clone)]
+enum Role {
+    /// Decides, then tells these lifelines, in ⊏ order.
+    Owner(Vec<LifelineId>),
+    /// Is told by the owner.
+    Told(LifelineId),
+}
+
+/// Where a frame of a cursor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arm {
+    Top,
+    Branch,
+    LoopBody,
+    LoopExit,
+}
+
+#[derive(Debug, Clone)]
+struct Frame {
+    plan: usize,
+    pos: usize,
+    arm: Arm,
+}
+
+/// How far a lifeline is into the construct at its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// Before the decision (or before being told it).
+    Before,
+    /// The owner decided `d` and has told the first `told` lifelines.
+    Telling { d: bool, told: usize },
+}
+
+#[derive(Debug, Clone)]
+struct Cursor {
+    frames: Vec<Frame>,
+    head: Head,
+    /// Events of this lifeline seen so far.
+    seen: usize,
+}
+
+/// Checks one run as it goes.
+#[derive(Debug, Clone)]
+pub struct Monitor {
+    names: Vec<String>,
+    /// Per lifeline, its plans: `plans[l][0]` is the top-level one.
+    plans: Vec<Vec<Vec<Op>>>,
+    cursors: Vec<Cursor>,
+    /// What is in flight on each channel that has ever carried something.
+    channels: BTreeMap<(LifelineId, LifelineId), VecDeque<Message>>,
+    events: u64,
+    failed: Option<Box<NotMember>>,
+}
+
+impl Monitor {
+    /// The monitor of runs of `workflow`.
+    pub fn new(program: &Program, workflow: &Workflow) -> Result<Monitor, ProjectError> {
+        let projection = troupe_project::project(program, workflow)?;
+        let tag = |s: StmtId| projection.construct(s).map_or(ControlTag(0), |c| c.tag);
+        let n = workflow.lifelines.len();
+        let mut participants = BTreeMap::new();
+        lifelines_of(&workflow.body, &mut participants);
+        let plans = (0..n)
+            .map(|l| {
+                let mut plans = Vec::new();
+                plan(
+                    &workflow.body,
+                    LifelineId(l as u32),
+                    &participants,
+                    &tag,
+                    &mut plans,
+                );
+                plans
+            })
+            .collect();
+        Ok(Monitor {
+            names: workflow.lifelines.iter().map(|l| l.name.clone()).collect(),
+            plans,
+            cursors: (0..n)
+                .map(|_| Cursor {
+                    frames: vec![Frame {
+                        plan: 0,
+                        pos: 0,
+                        arm: Arm::Top,
+                    }],
+                    head: Head::Before,
+                    seen: 0,
+                })
+                .collect(),
+            channels: BTreeMap::new(),
+            events: 0,
+            failed: None,
+        })
+    }
+
+    /// Events checked so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The first event that did not fit, if any.
+    pub fn failure(&self) -> Option<&NotMember> {
+        self.failed.as_deref()
+    }
+
+    /// Takes the next event of `lifeline`. After the first failure, later
+    /// events are ignored and the failure is returned again.
+    pub fn event(&mut self, lifeline: LifelineId, event: &Event) -> Result<(), Box<NotMember>> {
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
+        self.events += 1;
+        let result = self.step(lifeline, event);
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+        }
+        result
+    }
+
+    /// Whether the events so far make a complete run (`prefix`: the prefix
+    /// of one).
+    pub fn finish(&mut self, prefix: bool) -> Result<(), Box<NotMember>> {
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
+        if prefix {
+            return Ok(());
+        }
+        for l in 0..self.cursors.len() {
+            let lifeline = LifelineId(l as u32);
+            self.settle(lifeline);
+            let c = &self.cursors[l];
+            if !c.frames.is_empty() {
+                let expected = self.expected(lifeline);
+                return Err(self.not_member(lifeline, None, expected));
+            }
+        }
+        if let Some(((from, to), q)) = self.channels.iter().find(|(_, q)| !q.is_empty()) {
+            let msg = q.front().cloned();
+            let (from, to) = (*from, *to);
+            return Err(Box::new(NotMember {
+                lifeline: Some(to),
+                index: self.cursors[to.0 as usize].seen,
+                event: msg.map(|m| Event::Recv { from, msg: m }),
+                expected: format!(
+                    "a message from {} to {} was never received",
+                    self.name(from),
+                    self.name(to)
+                ),
+                lifeline_name: self.name(to),
+                event_text: String::new(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn name(&self, l: LifelineId) -> String {
+        self.names
+            .get(l.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{}", l.0))
+    }
+
+    fn not_member(&self, l: LifelineId, event: Option<&Event>, expected: String) -> Box<NotMember> {
+        Box::new(NotMember {
+            lifeline: Some(l),
+            index: self.cursors.get(l.0 as usize).map_or(0, |c| c.seen),
+            event_text: event.map(|e| e.describe(&self.names)).unwrap_or_default(),
+            event: event.cloned(),
+            expected,
+            lifeline_name: self.name(l),
+        })
+    }
+
+    /// Moves `l`'s cursor over what needs no event: ends of blocks, and
+    /// entering an arm once the owner told everyone.
+    fn settle(&mut self, l: LifelineId) {
+        let plans = &self.plans[l.0 as usize];
+        let c = &mut self.cursors[l.0 as usize];
+        loop {
+            let Some(top) = c.frames.last() else { return };
+            let plan = &plans[top.plan];
+            if top.pos == plan.len() {
+                let done = c.frames.pop().map(|f| f.arm);
+                match (done, c.frames.last_mut()) {
+                    // The body ran: the owner decides again.
+                    (Some(Arm::LoopBody), Some(_)) => c.head = Head::Before,
+                    (Some(Arm::Branch | Arm::LoopExit), Some(parent)) => {
+                        parent.pos += 1;
+                        c.head = Head::Before;
+                    }
+                    _ => return,
+                }
+                continue;
+            }
+            match (&plan[top.pos], c.head) {
+                (
+                    Op::Branch {
+                        role: Role::Owner(notify),
+                        arms,
+                        is_loop,
+                        ..
+                    },
+                    Head::Telling { d, told },
+                ) if told == notify.len() => {
+                    let arm = if *is_loop {
+                        if d { Arm::LoopBody } else { Arm::LoopExit }
+                    } else {
+                        Arm::Branch
+                    };
+                    let plan = arms[usize::from(!d)];
+                    c.frames.push(Frame { plan, pos: 0, arm });
+                    c.head = Head::Before;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// What `l` expects next, in words.
+    fn expected(&self, l: LifelineId) -> String {
+        let c = &self.cursors[l.0 as usize];
+        let plans = &self.plans[l.0 as usize];
+        let Some(top) = c.frames.last() else {
+            return "the run had ended for it".into();
+        };
+        match (&plans[top.plan][top.pos], c.head) {
+            (Op::Send { to, stmt, .. }, _) => {
+                format!("a send to {} (statement {})", self.name(*to), stmt.0)
+            }
+            (Op::Recv { from, stmt, .. }, _) => {
+                format!("a receive from {} (statement {})", self.name(*from), stmt.0)
+            }
+            (Op::Act { stmt }, _) => format!("the action of statement {}", stmt.0),
+            (
+                Op::Branch {
+                    stmt,
+                    role: Role::Owner(_),
+                    ..
+                },
+                Head::Before,
+            ) => {
+                format!("its decision of statement {}", stmt.0)
+            }
+            (
+                Op::Branch {
+                    stmt,
+                    role: Role::Owner(notify),
+                    ..
+                },
+                Head::Telling { d, told },
+            ) => format!(
+                "telling {} its decision {d} of statement {}",
+                self.name(notify[told]),
+                stmt.0
+            ),
+            (
+                Op::Branch {
+                    stmt,
+                    role: Role::Told(owner),
+                    ..
+                },
+                _,
+            ) => format!(
+                "the decision of statement {} from {}",
+                stmt.0,
+                self.name(*owner)
+            ),
+        }
+    }
+
+    fn step(&mut self, l: LifelineId, event: &Event) -> Result<(), Box<NotMember>> {
+        let li = l.0 as usize;
+        if li >= self.cursors.len() {
+            return Err(Box::new(NotMember {
+                lifeline: Some(l),
+                index: 0,
+                event: Some(event.clone()),
+                expected: "no such lifeline".into(),
+                lifeline_name: format!("#{}", l.0),
+                event_text: event.describe(&self.names),
+            }));
+        }
+        self.settle(l);
+        let wrong = |m: &Monitor| {
+            let expected = m.expected(l);
+            m.not_member(l, Some(event), expected)
+        };
+        let Some(top) = self.cursors[li].frames.last().cloned() else {
+            return Err(wrong(self));
+        };
+        let op = self.plans[li][top.plan][top.pos].clone();
+        let head = self.cursors[li].head;
+        match (&op, event, head) {
+            (Op::Send { to, stmt, arity }, Event::Send { to: t, msg }, _)
+                if to == t && data_fits(msg, *stmt, *arity) =>
+            {
+                self.channels
+                    .entry((l, *to))
+                    .or_default()
+                    .push_back(msg.clone());
+                self.advance(l);
+            }
+            (Op::Recv { from, stmt, arity }, Event::Recv { from: f, msg }, _)
+                if from == f && data_fits(msg, *stmt, *arity) =>
+            {
+                self.receive(l, *from, msg, event)?;
+                self.advance(l);
+            }
+            (Op::Act { stmt }, Event::Act { stmt: s, .. }, _) if stmt == s => self.advance(l),
+            (
+                Op::Branch {
+                    stmt,
+                    tag,
+                    role: Role::Owner(_),
+                    ..
+                },
+                Event::Decide {
+                    stmt: s,
+                    tag: t,
+                    decision,
+                },
+                Head::Before,
+            ) if stmt == s && tag == t => {
+                self.cursors[li].head = Head::Telling {
+                    d: *decision,
+                    told: 0,
+                };
+            }
+            (
+                Op::Branch {
+                    stmt,
+                    tag,
+                    role: Role::Owner(notify),
+                    ..
+                },
+                Event::Send {
+                    to,
+                    msg:
+                        msg @ Message::Control {
+                            stmt: s,
+                            tag: t,
+                            decision,
+                        },
+                },
+                Head::Telling { d, told },
+            ) if stmt == s && tag == t && *decision == d && notify.get(told) == Some(to) => {
+                self.channels
+                    .entry((l, *to))
+                    .or_default()
+                    .push_back(msg.clone());
+                self.cursors[li].head = Head::Telling { d, told: told + 1 };
+            }
+            (
+                Op::Branch {
+                    stmt,
+                    tag,
+                    role: Role::Told(owner),
+                    arms,
+                    is_loop,
+                },
+                Event::Recv {
+                    from,
+                    msg:
+                        msg @ Message::Control {
+                            stmt: s,
+                            tag: t,
+                            decision,
+                        },
+                },
+                Head::Before,
+            ) if stmt == s && tag == t && owner == from => {
+                self.receive(l, *from, msg, event)?;
+                let d = *decision;
+                let arm = if *is_loop {
+                    if d { Arm::LoopBody } else { Arm::LoopExit }
+                } else {
+                    Arm::Branch
+                };
+                self.cursors[li].frames.push(Frame {
+                    plan: arms[usize::from(!d)],
+                    pos: 0,
+                    arm,
+                });
+            }
+            _ => return Err(wrong(self)),
+        }
+        self.cursors[li].seen += 1;
+        Ok(())
+    }
+
+    fn advance(&mut self, l: LifelineId) {
+        if let Some(top) = self.cursors[l.0 as usize].frames.last_mut() {
+            top.pos += 1;
+        }
+    }
+
+    /// Takes the first message in flight from `from` to `l`: it must be
+    /// the one received.
+    fn receive(
+        &mut self,
+        l: LifelineId,
+        from: LifelineId,
+        msg: &Message,
+        event: &Event,
+    ) -> Result<(), Box<NotMember>> {
+        let front = self
+            .channels
+            .get_mut(&(from, l))
+            .and_then(VecDeque::pop_front);
+        match front {
+            Some(sent) if sent.agrees_with(msg) => Ok(()),
+            Some(sent) => Err(self.not_member(
+                l,
+                Some(event),
+                format!(
+                    "{} sent {} first on this channel",
+                    self.name(from),
+                    Event::Send { to: l, msg: sent }.describe(&self.names)
+                ),
+            )),
+            None => Err(self.not_member(
+                l,
+                Some(event),
+                format!("nothing was sent by {} to receive", self.name(from)),
+            )),
+        }
+    }
+}
+
+fn data_fits(msg: &Message, stmt: StmtId, arity: usize) -> bool {
+    match msg {
+        Message::Data { stmt: s, values } => {
+            *s == stmt && values.as_ref().is_none_or(|v| v.len() == arity)
+        }
+        Message::Control { .. } => false,
+    }
+}
+
+/// The lifelines of each construct's blocks (both arms, nested constructs
+/// included, owners too), by statement; returns those of `block`.
+fn lifelines_of(block: &Block, out: &mut BTreeMap<StmtId, Vec<LifelineId>>) -> Vec<LifelineId> {
+    let mut all = Vec::new();
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Msg { from, to, .. } => all.extend([*from, *to]),
+            StmtKind::Act { at, .. } => all.push(*at),
+            StmtKind::If {
+                owner,
+                then: a,
+                otherwise: b,
+                ..
+            }
+            | StmtKind::While {
+                owner,
+                body: a,
+                exit: b,
+                ..
+            } => {
+                let mut inner = lifelines_of(a, out);
+                inner.extend(lifelines_of(b, out));
+                inner.sort_unstable();
+                inner.dedup();
+                all.push(*owner);
+                all.extend(inner.iter().copied());
+                // R excludes the owner.
+                inner.retain(|l| l != owner);
+                out.insert(stmt.id, inner);
+            }
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Appends `l`'s view of `block` to `plans`; returns its index.
+fn plan(
+    block: &Block,
+    l: LifelineId,
+    participants: &BTreeMap<StmtId, Vec<LifelineId>>,
+    tag: &dyn Fn(StmtId) -> ControlTag,
+    plans: &mut Vec<Vec<Op>>,
+) -> usize {
+    let index = plans.len();
+    plans.push(Vec::new());
+    let mut ops = Vec::new();
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Msg { from, to, items } => {
+                if *from == l {
+                    ops.push(Op::Send {
+                        to: *to,
+                        stmt: stmt.id,
+                        arity: items.len(),
+                    });
+                }
+                if *to == l {
+                    ops.push(Op::Recv {
+                        from: *from,
+                        stmt: stmt.id,
+                        arity: items.len(),
+                    });
+                }
+            }
+            StmtKind::Act { at, .. } if *at == l => ops.push(Op::Act { stmt: stmt.id }),
+            StmtKind::Act { .. } => {}
+            StmtKind::If {
+                owner,
+                then: a,
+                otherwise: b,
+                ..
+            }
+            | StmtKind::While {
+                owner,
+                body: a,
+                exit: b,
+                ..
+            } => {
+                let notify = participants.get(&stmt.id).cloned().unwrap_or_default();
+                let role = if *owner == l {
+                    Role::Owner(notify)
+                } else if notify.contains(&l) {
+                    Role::Told(*owner)
+                } else {
+                    // Not in the construct: nothing of it happens here.
+                    continue;
+                };
+                let then = plan(a, l, participants, tag, plans);
+                let otherwise = plan(b, l, participants, tag, plans);
+                ops.push(Op::Branch {
+                    stmt: stmt.id,
+                    tag: tag(stmt.id),
+                    role,
+                    is_loop: matches!(stmt.kind, StmtKind::While { .. }),
+                    arms: [then, otherwise],
+                });
+            }
+        }
+    }
+    plans[index] = ops;
+    index
+}
