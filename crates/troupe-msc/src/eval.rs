@@ -44,7 +44,18 @@ fn serde_json_null() -> serde_json::Value {
 /// A placeholder value of type `ty`, for outputs of actions the simulator
 /// cannot perform.
 pub fn placeholder(ty: &Type, types: &TypeTable) -> Value {
+    placeholder_at(ty, types, 0)
+}
+
+/// Records nest at most this deep in a placeholder: a record type may contain
+/// itself (`record R { a: R }`), and its placeholder must still be finite.
+const MAX_PLACEHOLDER_DEPTH: usize = 16;
+
+fn placeholder_at(ty: &Type, types: &TypeTable, depth: usize) -> Value {
     match ty {
+        Type::Record(_) if depth >= MAX_PLACEHOLDER_DEPTH => {
+            Value::Json(Arc::new(serde_json_null()))
+        }
         Type::Bool => Value::Bool(false),
         Type::Int => Value::Int(0),
         Type::Float => Value::Float(0.0),
@@ -58,7 +69,7 @@ pub fn placeholder(ty: &Type, types: &TypeTable) -> Value {
                 .map(|d| {
                     d.fields
                         .iter()
-                        .map(|(_, t)| placeholder(t, types))
+                        .map(|(_, t)| placeholder_at(t, types, depth + 1))
                         .collect::<Vec<_>>()
                 })
                 .unwrap_or_default();
@@ -105,4 +116,28 @@ fn placeholders(a: &Action, outputs: usize, types: &TypeTable) -> Vec<Value> {
                 .map_or(Value::Bool(false), |p| placeholder(&p.ty, types))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_check::types::{RecordDef, RecordId};
+
+    #[test]
+    fn placeholders_of_self_containing_records_are_finite() {
+        let types = TypeTable {
+            enums: Vec::new(),
+            records: vec![RecordDef {
+                name: "R".into(),
+                fields: vec![("a".into(), Type::Record(RecordId(0)))],
+            }],
+        };
+        let mut v = placeholder(&Type::Record(RecordId(0)), &types);
+        let mut depth = 0;
+        while let Value::Record(_, fields) = v {
+            v = fields[0].clone();
+            depth += 1;
+        }
+        assert_eq!(depth, MAX_PLACEHOLDER_DEPTH);
+    }
 }
