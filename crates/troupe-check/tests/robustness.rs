@@ -190,3 +190,47 @@ fn deep_but_legal_nesting_checks() {
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     assert!(program.is_some());
 }
+
+/// Issue #21: chains of one precedence are parsed by a loop but make
+/// left-nested trees; the parser bounds their depth, so checking a
+/// million-term chain or a 10,000-deep field chain reports, never overflows.
+#[test]
+fn huge_chains_are_reported_with_a_location() {
+    let chain = format!(
+        "workflow w(x: Int @ A) {{\n  act A: y = {}\n  return y @ A\n}}",
+        vec!["x"; 1_000_000].join(" + ")
+    );
+    let fields = format!(
+        "record R {{ a: R }}\nworkflow w(x: R @ A) {{\n  act A: y = x{}\n  return y @ A\n}}",
+        ".a".repeat(10_000)
+    );
+    for src in [chain, fields] {
+        // The default test thread (2 MiB): stack use is fixed, not per term.
+        let (program, diagnostics) = troupe_check::check_text(&src);
+        assert!(program.is_none());
+        let deep = diagnostics
+            .iter()
+            .find(|d| d.message == "expression is too deep")
+            .expect("reported");
+        let lines = troupe_syntax::LineIndex::new(&src);
+        let act = src.find("act A").unwrap() as u32;
+        assert_eq!(lines.line(deep.span.start), lines.line(act));
+    }
+    // At the bound the chain checks and evaluates: 256 terms of 3.
+    let ok = format!(
+        "workflow w(x: Int @ A) {{ act A: y = {} }}",
+        vec!["x"; 256].join(" + ")
+    );
+    let (program, diagnostics) = troupe_check::check_text(&ok);
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let troupe_check::ir::StmtKind::Act {
+        call: troupe_check::ir::Call::Expr(e),
+        ..
+    } = &program.workflows[0].body.stmts[0].kind
+    else {
+        panic!()
+    };
+    let env = [troupe_check::Value::Int(3)];
+    let value = troupe_check::eval::eval(e, env.as_slice(), &program.types).unwrap();
+    assert_eq!(value, troupe_check::Value::Int(768));
+}
