@@ -61,7 +61,9 @@ pub(crate) fn did_you_mean<S: AsRef<str>>(
         .into_iter()
         .filter(|c| {
             let c = c.as_ref();
+            // An empty name (a slot with no variable) is never a suggestion.
             c != name
+                && !c.is_empty()
                 && c.len() <= MAX_SUGGESTED_LEN + 4 * limit
                 && c.chars().count().abs_diff(len) <= limit
         })

@@ -464,3 +464,38 @@ fn detach_logs_are_private_and_per_store() {
         assert_eq!(mode, 0o600, "{}", log.display());
     }
 }
+
+#[test]
+fn deny_unverified_refuses_a_tool_without_a_contract() {
+    let d = Dir::new(
+        r#"
+mcp shop { command: "/nonexistent/shop-server" }
+tool buy(item: Text) -> Text { server: shop }
+workflow w(item: Text @ A) {
+  lifelines A
+  act A: r = buy(item)
+  return r @ A
+}
+"#,
+    );
+    let out = d.run(&["run", "w.troupe", "-i", "item=x", "--deny-unverified"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("W0605") && stderr(&out).contains("nothing was run"),
+        "{}",
+        stderr(&out)
+    );
+    // Without the flag it is a warning: the run starts (and fails at the
+    // missing server, not at the contract).
+    let out = d.run(&["run", "w.troupe", "-i", "item=x"]);
+    assert!(
+        !stderr(&out).contains("breaks the contracts"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("/nonexistent/shop-server"),
+        "{}",
+        stderr(&out)
+    );
+}

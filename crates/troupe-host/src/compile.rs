@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use troupe_check::Value;
 use troupe_check::ir::{Program, Workflow};
+use troupe_contracts::VerifyOptions;
 use troupe_store::RunDetail;
 use troupe_syntax::Diagnostic;
 
@@ -29,6 +30,16 @@ impl Compiled {
     /// Reads, checks and verifies `path`; `workflow` chooses one of
     /// several.
     pub fn load(path: &Path, workflow: Option<&str>) -> Result<Compiled, HostError> {
+        Compiled::load_with(path, workflow, &VerifyOptions::default())
+    }
+
+    /// [`Compiled::load`] with contract verification options
+    /// (`deny_unverified`: a called tool without a contract is an error).
+    pub fn load_with(
+        path: &Path,
+        workflow: Option<&str>,
+        options: &VerifyOptions,
+    ) -> Result<Compiled, HostError> {
         let source = std::fs::read_to_string(path).map_err(|source| HostError::Read {
             path: path.to_owned(),
             source,
@@ -36,7 +47,13 @@ impl Compiled {
         let base = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_owned);
-        Compiled::from_source(source, &path.display().to_string(), &base, workflow)
+        Compiled::from_source_with(
+            source,
+            &path.display().to_string(),
+            &base,
+            workflow,
+            options,
+        )
     }
 
     /// Checks and verifies a source text; `base` is the directory contract
@@ -47,6 +64,17 @@ impl Compiled {
         base: &Path,
         workflow: Option<&str>,
     ) -> Result<Compiled, HostError> {
+        Compiled::from_source_with(source, file, base, workflow, &VerifyOptions::default())
+    }
+
+    /// [`Compiled::from_source`] with contract verification options.
+    pub fn from_source_with(
+        source: String,
+        file: &str,
+        base: &Path,
+        workflow: Option<&str>,
+        options: &VerifyOptions,
+    ) -> Result<Compiled, HostError> {
         let (program, diagnostics) = troupe_check::check_text(&source);
         let Some(program) = program else {
             return Err(HostError::DoesNotCheck {
@@ -55,7 +83,8 @@ impl Compiled {
                 diagnostics,
             });
         };
-        let findings = troupe_contracts::verify_workflows_in_source(&program, &source, base);
+        let findings =
+            troupe_contracts::verify_workflows_with(&program, Some(&source), base, options);
         let (errors, warnings): (Vec<_>, Vec<_>) =
             findings.into_iter().partition(Diagnostic::is_error);
         if !errors.is_empty() {

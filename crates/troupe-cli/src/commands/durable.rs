@@ -10,8 +10,8 @@ use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use troupe_host::{
-    AnswerInput, Cancel, Compiled, DurabilitySetting, Finished, Host, HostConfig, HostError,
-    Notice, Overrides, Resolution, RunEnd, RunSettings, StartPolicy,
+    AnswerInput, Cancel, DurabilitySetting, Finished, Host, HostConfig, HostError, Notice,
+    Overrides, Resolution, RunEnd, RunSettings, StartPolicy,
 };
 use troupe_store::{Durability, Store, TaskKind};
 
@@ -137,6 +137,25 @@ pub fn print_notice(notice: &Notice) {
             );
         }
     }
+}
+
+/// Shows the contract warnings of a workflow about to run (a tool without a
+/// contract is named, never silent).
+pub fn print_warnings(compiled: &troupe_host::Compiled, color: crate::ColorChoice) {
+    if compiled.warnings.is_empty() {
+        return;
+    }
+    let mut buf = Vec::new();
+    crate::render::render_text(
+        &crate::render::FileReport {
+            path: &compiled.file,
+            text: &compiled.source,
+            diagnostics: &compiled.warnings,
+        },
+        color.enabled_for_stderr(),
+        &mut buf,
+    );
+    eprint!("{}", String::from_utf8_lossy(&buf));
 }
 
 /// Renders a host error; returns the exit status it maps to.
@@ -271,10 +290,11 @@ pub fn settings_of(args: &RunArgs) -> RunSettings {
 /// `troupe run FILE --store DB`.
 pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Result<ExitStatus> {
     let settings = settings_of(args);
-    let compiled = match Compiled::load(&args.file, args.workflow.as_deref()) {
+    let compiled = match args.compile() {
         Ok(c) => c,
         Err(e) => return Ok(report_error(&e, color)),
     };
+    print_warnings(&compiled, color);
     let json_inputs = args
         .input_json
         .as_deref()

@@ -80,6 +80,23 @@ pub struct RunArgs {
     /// (`[externs.NAME] command = [...]`, see `troupe run --help`).
     #[arg(long)]
     pub mock_externs: bool,
+    /// A called tool without an MCP+ contract is an error (W0605), not a
+    /// warning: nothing about it can be verified.
+    #[arg(long)]
+    pub deny_unverified: bool,
+}
+
+impl RunArgs {
+    /// The workflow, checked and verified as these flags ask.
+    pub fn compile(&self) -> Result<Compiled, troupe_host::HostError> {
+        Compiled::load_with(
+            &self.file,
+            self.workflow.as_deref(),
+            &troupe_contracts::VerifyOptions {
+                deny_unverified: self.deny_unverified,
+            },
+        )
+    }
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -104,10 +121,11 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     if let Some(store) = &args.store {
         return crate::commands::durable::run(args, store, color);
     }
-    let compiled = match Compiled::load(&args.file, args.workflow.as_deref()) {
+    let compiled = match args.compile() {
         Ok(c) => c,
         Err(e) => return Ok(durable::report_error(&e, color)),
     };
+    durable::print_warnings(&compiled, color);
     let json = args
         .input_json
         .as_deref()
