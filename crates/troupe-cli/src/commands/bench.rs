@@ -284,7 +284,48 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
         "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
         rate(ours) / 11_000.0
     );
+    // The path users run: `troupe run` (verified online, no trace kept).
+    let compiled = compile(COUNTER_SOURCE)?;
+    let settings = troupe_host::RunSettings {
+        llm: Some("mock".into()),
+        ..troupe_host::RunSettings::default()
+    };
+    let rss_before = resident_kib();
+    let t = Instant::now();
+    let (_, outcome, watched) = crate::commands::run::execute(
+        &compiled,
+        vec![Value::Int(rounds)],
+        &settings,
+        std::sync::Arc::new(troupe_runtime::NoHumans),
+        None,
+        true,
+    )??;
+    let elapsed = t.elapsed();
+    let events = watched.verdict(false).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(outcome?.results[0].1 == Value::Int(rounds));
+    crate::outln!(
+        "  through `troupe run` (verified online) {:>8.2?}  {:>12.0} rounds/s; {events} events checked; resident {} KiB before, {} KiB after, peak {} KiB",
+        elapsed,
+        rate(elapsed),
+        rss_before.0,
+        resident_kib().0,
+        resident_kib().1
+    );
     Ok(ExitStatus::Success)
+}
+
+/// This process's resident memory and its peak, in KiB (Linux).
+fn resident_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn bench_project(lifelines: usize) -> Result<ExitStatus> {
@@ -550,9 +591,11 @@ fn bench_durable(rounds: i64, runs: usize, dir: Option<&std::path::Path>) -> Res
         let rate = rounds as f64 / elapsed.as_secs_f64();
         let events = store.run(1)?.events;
         crate::outln!(
-            "  synchronous={label:<6}  {:>9.0} rounds/s ({elapsed:.2?}, {events} events, {} commits) | raw single-row commits {:>8.0}/s | {:.0}x the raw commit rate; ZipperGen durable ≈ 42 rounds/s ({:.0}x)",
+            "  synchronous={label:<6}  {:>9.0} rounds/s ({elapsed:.2?}, {events} events, {} commits; resident {} KiB, peak {} KiB) | raw single-row commits {:>8.0}/s | {:.0}x the raw commit rate; ZipperGen durable ≈ 42 rounds/s ({:.0}x)",
             rate,
             store.commits(),
+            resident_kib().0,
+            resident_kib().1,
             raw_rate,
             rate / raw_rate,
             rate / 42.0

@@ -136,47 +136,15 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         Ok(i) => i,
         Err(e) => return Ok(durable::report_error(&e, color)),
     };
-    let backends = Backends::new(durable::host_config()?, Arc::new(troupe_mcp::McpTools));
     let settings = durable::settings_of(args);
-    let (engine, tools) = match backends.engine(
-        &compiled,
-        &settings,
-        "run-1",
-        human_inbox(args.answers.as_deref(), &compiled)?,
-    ) {
-        Ok(e) => e,
-        Err(e) => return Ok(durable::report_error(&e, color)),
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    // Events are verified as they happen and printed in batches; only
-    // `--json --trace`, which prints the trace as one document, keeps them.
+    let humans = human_inbox(args.answers.as_deref(), &compiled)?;
     let printer = Arc::new(Printer::new(compiled.clone(), args.trace, args.json));
-    let monitor = if args.no_verify {
-        None
-    } else {
-        Some(engine.monitor()?)
-    };
-    let watched = Arc::new(Watched::new(
-        monitor,
-        args.trace.then(|| printer.clone() as Arc<dyn EventSink>),
-        None,
-    ));
-    let options = RunOptions {
-        run_id: "run-1".into(),
-        seed: args.seed,
-        trace: false,
-        journal: Some(watched.clone()),
-        ..RunOptions::default()
-    };
-    let outcome = rt.block_on(async {
-        let outcome = engine.run(inputs, options).await;
-        if let Some(close) = tools.close {
-            close().await;
-        }
-        outcome
-    });
+    let sink = args.trace.then(|| printer.clone() as Arc<dyn EventSink>);
+    let (engine, outcome, watched) =
+        match execute(&compiled, inputs, &settings, humans, sink, !args.no_verify)? {
+            Ok(x) => x,
+            Err(e) => return Ok(durable::report_error(&e, color)),
+        };
     printer.flush()?;
     let outcome = match outcome {
         Ok(o) => o,
@@ -318,6 +286,57 @@ impl EventSink for Printer {
             self.print(&mut state);
         }
     }
+}
+
+/// What an in-memory run left: its engine, its outcome, and the journal
+/// that verified it online.
+pub type Executed = (
+    troupe_runtime::Engine,
+    Result<troupe_runtime::RunOutcome, troupe_runtime::RunError>,
+    Arc<Watched>,
+);
+
+/// An in-memory run as `troupe run` does it — backends from `troupe.toml`
+/// and `settings`, events verified online (with `verify`) and handed to
+/// `sink`, no trace kept — on a runtime of its own. `troupe bench counter`
+/// measures this same function.
+pub fn execute(
+    compiled: &Compiled,
+    inputs: Vec<troupe_check::Value>,
+    settings: &troupe_host::RunSettings,
+    humans: Arc<dyn HumanInbox>,
+    sink: Option<Arc<dyn EventSink>>,
+    verify: bool,
+) -> Result<Result<Executed, troupe_host::HostError>> {
+    let backends = Backends::new(durable::host_config()?, Arc::new(troupe_mcp::McpTools));
+    let (engine, tools) = match backends.engine(compiled, settings, "run-1", humans) {
+        Ok(e) => e,
+        Err(e) => return Ok(Err(e)),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let monitor = if verify {
+        Some(engine.monitor()?)
+    } else {
+        None
+    };
+    let watched = Arc::new(Watched::new(monitor, sink, None));
+    let options = RunOptions {
+        run_id: "run-1".into(),
+        seed: settings.seed,
+        trace: false,
+        journal: Some(watched.clone()),
+        ..RunOptions::default()
+    };
+    let outcome = rt.block_on(async {
+        let outcome = engine.run(inputs, options).await;
+        if let Some(close) = tools.close {
+            close().await;
+        }
+        outcome
+    });
+    Ok(Ok((engine, outcome, watched)))
 }
 
 /// Prints results as `name = value`: text as it is, other values as JSON.
