@@ -36,6 +36,14 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Verify non-members: a run of nested loops whose last event is
+    /// changed, checked online (the monitor) against the offline membership
+    /// of the erasure (which must explore the ambiguous loop nest).
+    Verify {
+        /// Outer loop rounds (each round is 4 events, plus the inner loop's).
+        #[arg(long, default_value_t = 1_000)]
+        rounds: i64,
+    },
     /// Time projection of generated workflows of 10k, 100k and 1M statements
     /// over 50 lifelines (linear growth expected), against checking them.
     Project {
@@ -83,7 +91,90 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             bench_durable(*rounds, *runs, dir.as_deref())
         }
         BenchCommand::Project { lifelines } => bench_project(*lifelines),
+        BenchCommand::Verify { rounds } => bench_verify(*rounds),
     }
+}
+
+/// Nested loops whose erasure is ambiguous: without the decisions, B cannot
+/// tell an inner iteration from an outer one.
+const NESTED_SOURCE: &str = r#"
+workflow nested(n: Int @ A) {
+  lifelines A, B
+  act A: i = 0
+  while i < n @ A {
+    act A: j = 0
+    while j < 2 @ A {
+      msg A(j) -> B(x)
+      act A: j = j + 1
+    }
+    act A: i = i + 1
+  }
+}
+"#;
+
+fn bench_verify(rounds: i64) -> Result<ExitStatus> {
+    use anyhow::Context;
+    use troupe_check::Value;
+    use troupe_msc::{Event, MemberOptions, Message, Semantics};
+    use troupe_runtime::{EngineBuilder, RunOptions};
+    let engine = EngineBuilder::from_source(NESTED_SOURCE)
+        .map_err(|d| anyhow::anyhow!("{d:?}"))?
+        .build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let outcome = rt.block_on(engine.run(
+        vec![Value::Int(rounds)],
+        RunOptions {
+            trace: true,
+            ..RunOptions::default()
+        },
+    ))?;
+    let mut trace = outcome.trace.context("no trace")?;
+    // A non-member found only at the end: B's last receive claims another
+    // statement, so every event before it is checked first.
+    let last = trace
+        .entries
+        .iter_mut()
+        .rev()
+        .find(|e| {
+            matches!(
+                e.event,
+                Event::Recv {
+                    msg: Message::Data { .. },
+                    ..
+                }
+            )
+        })
+        .context("no receive")?;
+    if let Event::Recv {
+        msg: Message::Data { stmt, .. },
+        ..
+    } = &mut last.event
+    {
+        stmt.0 += 1;
+    }
+    let events = trace.entries.len();
+    let t = Instant::now();
+    let online = engine.verify("bench", &trace);
+    let online_time = t.elapsed();
+    anyhow::ensure!(online.is_err(), "the monitor accepted a non-member");
+    let semantics = Semantics::new(engine.program(), engine.workflow())?;
+    let exec = trace.execution(engine.workflow().lifelines.len());
+    let t = Instant::now();
+    let offline = semantics.check(&exec.erase_control(), &MemberOptions::default());
+    let offline_time = t.elapsed();
+    anyhow::ensure!(offline.is_err(), "the offline check accepted a non-member");
+    crate::outln!(
+        "troupe bench verify: nested loops, {rounds} rounds, {events} events, the last one wrong"
+    );
+    crate::outln!(
+        "  online monitor (control mode, what `troupe run` and `troupe verify` use)  {online_time:>10.2?}  rejected"
+    );
+    crate::outln!(
+        "  offline membership of the erasure (the previous `verify`)                 {offline_time:>10.2?}  rejected"
+    );
+    Ok(ExitStatus::Success)
 }
 
 /// A deterministic workflow of about `statements` statements over `lifelines`
