@@ -130,6 +130,8 @@ mod tests {
             Some("review_plan".into())
         );
         assert_eq!(did_you_mean("bake", names()), None);
+        // Empty candidates stand for variables of other lifelines.
+        assert_eq!(did_you_mean("y", ["", "x"]), Some("x".into()));
         assert_eq!(levenshtein("kitten", "sitting"), 3);
         assert_eq!(list_some(["a", "b"].into_iter()), "a, b");
         let many: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
