@@ -43,14 +43,35 @@ pub fn server_key(list: &ToolList) -> &str {
 
 /// The pin of one tool definition: `sha256:` and 64 hex digits.
 pub fn tool_hash(tool: &McpTool) -> String {
-    let pinned = serde_json::json!({
+    pin(&serde_json::json!({
         "name": tool.name,
         "description": tool.description,
         "inputSchema": tool.input_schema,
         "outputSchema": tool.output_schema,
-    });
+    }))
+}
+
+/// The pin of a `tools/list` entry as the server sent it: the same as
+/// [`tool_hash`] of the parsed tool (an absent description or output schema
+/// is `null`, an absent input schema `{"type": "object"}`). `troupe mcp
+/// lock` pins live servers with it.
+pub fn tool_json_hash(tool: &Value) -> String {
+    let field = |k: &str| tool.get(k).cloned().unwrap_or(Value::Null);
+    pin(&serde_json::json!({
+        "name": field("name"),
+        "description": field("description"),
+        "inputSchema": tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        "outputSchema": field("outputSchema"),
+    }))
+}
+
+/// SHA-256 of the canonical JSON of `pinned`.
+fn pin(pinned: &Value) -> String {
     let mut text = String::new();
-    canonical(&pinned, &mut text, 0);
+    canonical(pinned, &mut text, 0);
     let digest = Sha256::digest(text.as_bytes());
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");

@@ -202,7 +202,7 @@ pub async fn serve_listener(
     let addr = listener
         .local_addr()
         .map_err(|e| WebError::Io(e.to_string()))?;
-    let db = Arc::new(NotifyDb::open(store.path())?);
+    let db = Arc::new(NotifyDb::open(&store)?);
     let adapters = notify::start(&store, &db, &options.notify)?;
     if options.announce {
         eprintln!(

@@ -83,7 +83,7 @@ async fn fake_bot() -> (String, Bot) {
 }
 
 fn telegram(store: &Store, base_url: &str) -> Telegram {
-    let db = Arc::new(NotifyDb::open(store.path()).unwrap());
+    let db = Arc::new(NotifyDb::open(store).unwrap());
     Telegram::new(
         store.clone(),
         db,
@@ -346,7 +346,7 @@ async fn the_webhook_announces_once_and_takes_the_answer_with_its_task_token() {
     let hook = |store: &Store| {
         Webhook::new(
             store.clone(),
-            Arc::new(NotifyDb::open(store.path()).unwrap()),
+            Arc::new(NotifyDb::open(store).unwrap()),
             WebhookConfig {
                 url: url.clone(),
                 header: Some("X-Secret: abc".into()),

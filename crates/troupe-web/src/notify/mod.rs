@@ -7,9 +7,9 @@
 //!   `POST /hooks/answer/{task}` with a per-task token.
 //!
 //! Each task is announced once per channel, even across restarts: what was
-//! announced is kept in the store's database, in tables of this crate
-//! (`notify_announced`, `notify_state`, created with `CREATE TABLE IF NOT
-//! EXISTS` through a connection of its own). An announcement is claimed
+//! announced is kept in the store's database, in the tables
+//! `notify_announced` and `notify_state` (part of the store's schema and
+//! its migrations), through a connection of this crate's own. An announcement is claimed
 //! before it is sent and released when sending fails, so a crash between
 //! the send and its record can lose at most that one announcement — never
 //! repeat it. The first answer wins across all channels (`Store::answer`).
@@ -245,28 +245,6 @@ pub struct NotifyDb {
     conn: Mutex<Connection>,
 }
 
-const NOTIFY_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS notify_announced(
-  channel TEXT NOT NULL,
-  task INTEGER NOT NULL,
-  short TEXT NOT NULL,
-  secret TEXT,
-  place TEXT,
-  text TEXT,
-  closed INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  PRIMARY KEY(channel, task)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS notify_announced_short ON notify_announced(channel, short);
-CREATE INDEX IF NOT EXISTS notify_announced_place ON notify_announced(channel, place);
-CREATE TABLE IF NOT EXISTS notify_state(
-  channel TEXT NOT NULL,
-  key TEXT NOT NULL,
-  value TEXT NOT NULL,
-  PRIMARY KEY(channel, key)
-);
-";
-
 fn announced(r: &rusqlite::Row<'_>) -> rusqlite::Result<Announced> {
     Ok(Announced {
         task: r.get(0)?,
@@ -281,15 +259,16 @@ fn announced(r: &rusqlite::Row<'_>) -> rusqlite::Result<Announced> {
 const ANNOUNCED_COLUMNS: &str = "task, short, secret, place, text, closed";
 
 impl NotifyDb {
-    /// Opens the store's file (which must exist) and creates the tables.
-    pub fn open(path: &Path) -> Result<NotifyDb, WebError> {
+    /// A connection of its own to the store's file. The tables are the
+    /// store's (its schema and migrations own them): taking an open
+    /// [`troupe_store::Store`] guarantees they exist.
+    pub fn open(store: &troupe_store::Store) -> Result<NotifyDb, WebError> {
         let conn = Connection::open_with_flags(
-            path,
+            store.path(),
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.execute_batch("PRAGMA synchronous = FULL;")?;
-        conn.execute_batch(NOTIFY_SCHEMA)?;
         Ok(NotifyDb {
             conn: Mutex::new(conn),
         })
