@@ -553,8 +553,11 @@ struct RunState {
     engine: Arc<Inner>,
     options: RunOptions,
     lanes: Vec<Lane>,
-    /// `queues[from * n + to]`.
-    queues: Vec<VecDeque<Msg>>,
+    /// Per receiving lane, the FIFO queue of each lane that has sent to it:
+    /// channels are made on first use, so memory follows the channels a
+    /// workflow uses, not the square of its lifelines. A lane receives from
+    /// few others, so a linear search finds the queue.
+    queues: Vec<Vec<(u32, VecDeque<Msg>)>>,
     ready: VecDeque<u32>,
     /// Asynchronous actions in flight. Polled by the run's own task, so an
     /// action's completion wakes the run without crossing threads.
@@ -586,7 +589,7 @@ impl RunState {
             trace: options.trace.then(Vec::new),
             options,
             lanes,
-            queues: (0..n * n).map(|_| VecDeque::new()).collect(),
+            queues: (0..n).map(|_| Vec::new()).collect(),
             ready: (0..n as u32).collect(),
             pending: FuturesUnordered::new(),
             clock: 0,
@@ -740,8 +743,11 @@ impl RunState {
     }
 
     fn push(&mut self, from: u32, to: u32, msg: Msg) {
-        let n = self.lanes.len();
-        self.queues[from as usize * n + to as usize].push_back(msg);
+        let inbox = &mut self.queues[to as usize];
+        match inbox.iter_mut().find(|(f, _)| *f == from) {
+            Some((_, q)) => q.push_back(msg),
+            None => inbox.push((from, VecDeque::from([msg]))),
+        }
         let target = &mut self.lanes[to as usize];
         if target.wait == Wait::Recv(from) {
             target.wait = Wait::Ready;
@@ -750,8 +756,10 @@ impl RunState {
     }
 
     fn pop(&mut self, from: u32, to: u32) -> Option<Msg> {
-        let n = self.lanes.len();
-        self.queues[from as usize * n + to as usize].pop_front()
+        self.queues[to as usize]
+            .iter_mut()
+            .find(|(f, _)| *f == from)
+            .and_then(|(_, q)| q.pop_front())
     }
 
     /// Runs `lane` until it waits, ends, or (random schedule) for one op.
