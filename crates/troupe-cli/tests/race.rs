@@ -3,11 +3,12 @@
 //! A run is started, killed with SIGKILL while it waits on a person, the
 //! task is answered, and after the dead owner's lease expired two to four
 //! processes try to continue it at the same moment (`troupe resume`, `troupe
-//! run FILE --store`, `troupe run … --detach`). The effect is a command that
-//! appends to a ledger file and is not idempotent. Exactly one process runs
-//! the rest; the others say who owns it; every effect is applied exactly
-//! once (counted in the ledger, which deduplicates nothing); the run
-//! verifies.
+//! run FILE --store`, `troupe run … --detach`). Exactly one process runs the
+//! rest; the others say who owns it; every effect is applied exactly once;
+//! the run verifies. Two kinds of effect, neither idempotent: a command
+//! that appends to a ledger file (50 trials, 13 effects each), and the train
+//! booking's MCP tool `book_ticket`, counted in the server's own call log
+//! (12 trials). Neither record deduplicates anything.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -292,4 +293,178 @@ fn a_dead_owners_run_is_taken_over_after_its_lease_expires() {
         String::from_utf8_lossy(&late.stderr)
     );
     check_end(&dir, 0);
+}
+
+/// The train booking example against its MCP server, whose `book_ticket`
+/// is not idempotent; the server appends every `tools/call` it receives to
+/// a call log, which deduplicates nothing (its ledger would: it books once
+/// per idempotency key).
+fn booking_dir(root: &Path, trial: usize) -> PathBuf {
+    let dir = root.join(format!("booking{trial}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let server = Path::new(env!("CARGO_BIN_EXE_troupe"))
+        .parent()
+        .unwrap()
+        .join("train-booking-server");
+    assert!(
+        server.exists(),
+        "{} is missing: `cargo build -p train-booking-server` (cargo test --workspace builds it)",
+        server.display()
+    );
+    let source = std::fs::read_to_string(examples.join("train_booking.troupe")).unwrap();
+    let sidecar = examples
+        .join("train_booking.contracts.json")
+        .canonicalize()
+        .unwrap();
+    let source: String = source
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            if t.starts_with("command:") {
+                format!(
+                    "  command: \"{}\"\n  args: [\"--ledger\", \"{}\", \"--call-log\", \"{}\"]",
+                    server.display(),
+                    dir.join("ledger.json").display(),
+                    dir.join("calls.log").display()
+                )
+            } else if t.starts_with("contracts:") {
+                format!("  contracts: \"{}\"", sidecar.display())
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("booking.troupe"), source).unwrap();
+    std::fs::write(dir.join("answers.json"), r#"{"choose_delivery": "email"}"#).unwrap();
+    dir
+}
+
+const BOOKING_INPUTS: [&str; 10] = [
+    "-i",
+    "user_id=u1",
+    "-i",
+    "origin=Paris",
+    "-i",
+    "destination=Lyon",
+    "-i",
+    "date=2026-12-24",
+    "-i",
+    "class=economy",
+];
+
+fn calls(dir: &Path, tool: &str) -> usize {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("\"{tool}\"")))
+        .count()
+}
+
+fn booking_trial(root: &Path, trial: usize) {
+    use std::os::unix::process::CommandExt;
+    let dir = booking_dir(root, trial);
+    let mut run: Vec<&str> = vec!["run", "booking.troupe", "--store", "db"];
+    run.extend(BOOKING_INPUTS);
+    // The first owner waits on the person's confirmation; it is killed there
+    // (with its server), and the confirmation is given.
+    let mut first = in_dir(&dir, &run)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_for("the confirmation task", || {
+        dir.join("db").exists()
+            && json(&dir, &["tasks", "--store", "db", "--json"])
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["action"] == "confirm_booking"))
+    });
+    kill_group(&mut first);
+    assert_eq!(
+        calls(&dir, "book_ticket"),
+        0,
+        "nothing booked before the yes"
+    );
+    let out = output(in_dir(
+        &dir,
+        &["answer", "task-1", "--yes", "--store", "db"],
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(1300));
+    // Two or three starters at once, all with the delivery answer.
+    let mut with_answers = |mut args: Vec<&str>| {
+        args.extend(["--answers", "answers.json"]);
+        let mut c = in_dir(&dir, &args);
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let mut detach = run.clone();
+    detach.push("--detach");
+    let mut starters = vec![
+        with_answers(vec!["resume", "run-1", "--store", "db"]),
+        with_answers(run.clone()),
+    ];
+    if trial % 2 == 1 {
+        starters.push(with_answers(detach));
+    }
+    let mut report = String::new();
+    let mut owners = 0;
+    for c in starters {
+        let out = c.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        report += &format!("{}\n{stdout}{stderr}\n", out.status);
+        if stderr.contains("done; verified") || stdout.trim() == "run-1" {
+            owners += 1;
+        } else {
+            assert!(
+                stderr.contains("is being run by"),
+                "booking {trial}:\n{report}"
+            );
+        }
+    }
+    assert_eq!(owners, 1, "booking {trial}:\n{report}");
+    wait_for("the booking to end", || {
+        json(&dir, &["status", "run-1", "--store", "db", "--json"])["status"] == "done"
+    });
+    assert_eq!(
+        calls(&dir, "book_ticket"),
+        1,
+        "booking {trial}: book_ticket reached the server more than once:\n{report}"
+    );
+    assert_eq!(calls(&dir, "email_ticket"), 1, "booking {trial}");
+    let out = output(in_dir(&dir, &["verify", "run-1", "--store", "db"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn concurrent_starters_call_a_non_idempotent_mcp_tool_once() {
+    let root = tempfile::tempdir().unwrap();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                loop {
+                    let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if t >= 12 {
+                        break;
+                    }
+                    booking_trial(root.path(), t);
+                }
+            });
+        }
+    });
 }
