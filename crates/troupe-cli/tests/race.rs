@@ -399,7 +399,7 @@ fn booking_trial(root: &Path, trial: usize) {
     );
     std::thread::sleep(Duration::from_millis(1300));
     // Two or three starters at once, all with the delivery answer.
-    let mut with_answers = |mut args: Vec<&str>| {
+    let with_answers = |mut args: Vec<&str>| {
         args.extend(["--answers", "answers.json"]);
         let mut c = in_dir(&dir, &args);
         c.stdin(Stdio::null())
