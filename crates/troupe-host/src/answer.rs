@@ -93,17 +93,9 @@ pub fn validate(
         }
         _ => format!("a value of type {shown}"),
     };
-    let example = match (kind, &ty) {
-        (AnswerKind::Confirm, _) => "--yes".to_owned(),
-        (_, Type::Text) => "--value \"some text\"".to_owned(),
-        (_, Type::Int | Type::Float | Type::Bool | Type::Enum(_)) => {
-            let e = example(&ty, types);
-            format!(
-                "--value {}",
-                e.as_str().map_or(e.to_string(), str::to_owned)
-            )
-        }
-        _ => format!("--json '{}'", example(&ty, types)),
+    let example = match kind {
+        AnswerKind::Confirm => serde_json::Value::Bool(true),
+        _ => example(&ty, types),
     };
     read(input, &ty, types)
         .map(|v| v.to_json(types))
@@ -112,6 +104,7 @@ pub fn validate(
             expected,
             why,
             example,
+            confirm: kind == AnswerKind::Confirm,
         })
 }
 
@@ -164,7 +157,10 @@ workflow w(q: Text @ A) {
         );
         let e = validate("task-1", &n, &types, &AnswerInput::Value("three".into())).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("Int") && msg.contains("--value 42"), "{msg}");
+        assert!(
+            msg.contains("Int") && msg.contains("for example 42"),
+            "{msg}"
+        );
         assert!(validate("task-1", &n, &types, &AnswerInput::Json("\"3\"".into())).is_err());
         assert!(validate("task-1", &n, &types, &AnswerInput::Yes).is_err());
 

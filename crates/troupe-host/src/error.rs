@@ -60,7 +60,9 @@ pub enum HostError {
         expires_in_ms: i64,
     },
     /// A run waits for a person to settle an unfinished effect.
-    #[error("{run} waits for `troupe resolve {run} {step} --done JSON` or `--retry`: {message}")]
+    #[error(
+        "{run} waits for a person to settle the effect {step} (did it happen or not?): {message}"
+    )]
     NeedsResolution {
         run: String,
         step: String,
@@ -73,12 +75,15 @@ pub enum HostError {
         hint: String,
     },
     /// An answer of the wrong type: the task stays pending.
-    #[error("{task} expects {expected} ({why}); for example: {example}")]
+    #[error("{task} expects {expected} ({why}); for example {example}")]
     InvalidAnswer {
         task: String,
         expected: String,
         why: String,
-        example: String,
+        /// A value that fits, as JSON.
+        example: serde_json::Value,
+        /// How the task is answered: a confirmation takes yes or no.
+        confirm: bool,
     },
     #[error("the recorded source of {run} no longer checks: {message}")]
     Recorded { run: String, message: String },

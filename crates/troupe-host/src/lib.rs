@@ -523,10 +523,7 @@ impl Host {
                 run: Store::run_name(run),
                 status,
                 hint: match status {
-                    RunStatus::Failed => format!(
-                        "`troupe retry {}` continues it from its last durable step",
-                        Store::run_name(run)
-                    ),
+                    RunStatus::Failed => "it can be retried from its last durable step".to_owned(),
                     _ => "nothing to resume".into(),
                 },
             }),
@@ -737,7 +734,7 @@ impl Host {
             Resolution::Done(json) => {
                 let compiled = self.recorded(run)?;
                 let key = StepKey::parse(step).ok_or_else(|| {
-                    HostError::Input(format!("`{step}` is not a step; a step looks like Lifeline/action#0 (see `troupe status`)"))
+                    HostError::Input(format!("`{step}` is not a step; a step looks like Lifeline/action#0 (the run's status lists its steps)"))
                 })?;
                 let action = compiled
                     .program

@@ -36,7 +36,7 @@ pub enum RunError {
     /// An effect started before a crash and never finished, and it is not
     /// declared idempotent: a person must settle it (`troupe resolve`).
     #[error(
-        "run {run}: the effect {step} started before a crash and did not finish; settle it with `troupe resolve {run} {step} --done JSON` or `--retry`"
+        "run {run}: the effect {step} started before a crash and did not finish; it is not declared idempotent, so a person must settle it (did it happen or not?)"
     )]
     NeedsResolution { run: String, step: String },
     /// The journal (the store) failed: the run stops rather than lose a record.

@@ -195,10 +195,53 @@ pub fn report_error(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
             eprintln!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Usage
         }
+        HostError::InvalidAnswer {
+            example, confirm, ..
+        } => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            let flag = match example {
+                _ if *confirm => "--yes or --no".to_owned(),
+                serde_json::Value::String(s) => format!("--value {}", shell_word(s)),
+                serde_json::Value::Number(_) | serde_json::Value::Bool(_) => {
+                    format!("--value {example}")
+                }
+                _ => format!("--json '{example}'"),
+            };
+            eprintln!("  hint: answer with {flag}; the task is still pending");
+            ExitStatus::Failure
+        }
+        HostError::NeedsResolution { run, step, .. } => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            eprintln!(
+                "  hint: if it happened, `troupe resolve {run} {step} --done JSON` records its outputs; if not, `troupe resolve {run} {step} --retry`; then `troupe resume {run}`"
+            );
+            ExitStatus::Failure
+        }
+        HostError::WrongState {
+            run,
+            status: troupe_store::RunStatus::Failed,
+            ..
+        } => {
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            eprintln!("  hint: `troupe retry {run}`");
+            ExitStatus::Failure
+        }
         e => {
             eprintln!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Failure
         }
+    }
+}
+
+/// `s` as one shell word (quoted when it has spaces or quotes).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "-_.:/".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
