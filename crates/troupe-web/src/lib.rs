@@ -17,6 +17,7 @@
 
 pub mod answer;
 mod auth;
+mod guard;
 mod html;
 mod live;
 pub mod notify;

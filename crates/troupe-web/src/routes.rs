@@ -42,6 +42,8 @@ pub fn router(store: Store, token: String, db: Arc<NotifyDb>) -> Router {
         .route("/hooks/answer/{task}", post(hook_answer))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(token, require_token))
+        .layer(axum::middleware::from_fn(crate::guard::same_origin))
+        .layer(axum::middleware::from_fn(crate::guard::headers))
         .with_state(app)
 }
 

@@ -409,3 +409,61 @@ async fn the_inbox_fits_each_kind_and_escapes_everything() {
         .unwrap();
     assert!(list.contains(&format!("/runs/{run}")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_carry_security_headers_and_foreign_origins_cannot_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir);
+    let addr = serve(&store, TOKEN).await;
+    let base = format!("http://{addr}");
+    let c = client();
+    let cookie = signed_in(&c, &base).await;
+    let r = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    let h = r.headers();
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["referrer-policy"], "no-referrer");
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+
+    let (run, handle) = start_run(&store, APPROVAL, &[("request", "a boat")]);
+    let task = wait_tasks(&store, run, 1)[0].id.clone();
+    // A page on another port of the same host posts the form with the
+    // person's cookie: refused, by its Origin and by Sec-Fetch-Site.
+    for headers in [
+        vec![("origin", "http://127.0.0.1:1")],
+        vec![("origin", "null")],
+        vec![("sec-fetch-site", "same-site")],
+        vec![("sec-fetch-site", "cross-site"), ("origin", "null")],
+    ] {
+        let mut r = c
+            .post(format!("{base}/inbox/{task}"))
+            .header(COOKIE, &cookie);
+        for (name, value) in &headers {
+            r = r.header(*name, *value);
+        }
+        let r = r.form(&[("choice", "yes")]).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{headers:?}");
+        assert_eq!(
+            store.task(&task).unwrap().status,
+            troupe_store::TaskStatus::Pending
+        );
+    }
+    // The inbox itself still answers (a browser under no-referrer may say
+    // `Origin: null` for its own page; `Sec-Fetch-Site` decides).
+    let r = c
+        .post(format!("{base}/inbox/{task}"))
+        .header(COOKIE, &cookie)
+        .header("origin", "null")
+        .header("sec-fetch-site", "same-origin")
+        .form(&[("choice", "yes")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    handle.join().unwrap().expect("the run finishes");
+}
