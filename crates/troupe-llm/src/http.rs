@@ -103,6 +103,8 @@ pub struct HttpBackend {
     provider: String,
     model: String,
     base_url: String,
+    /// `user:password@` of the base URL, if it has any: never shown.
+    userinfo: Option<String>,
     key: Option<ApiKey>,
     settings: HttpSettings,
     client: reqwest::Client,
@@ -114,7 +116,7 @@ impl std::fmt::Debug for HttpBackend {
             .field("api", &self.api)
             .field("provider", &self.provider)
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.redact(self.base_url.clone()))
             .field("key", &self.key.as_ref().map(|_| "<redacted>"))
             .field("settings", &self.settings)
             .finish_non_exhaustive()
@@ -155,6 +157,14 @@ impl HttpBackend {
                         .into(),
             });
         }
+        // Credentials in the URL (`https://user:pass@host`) are sent, never
+        // shown: every message and description goes through `redact`.
+        let userinfo = (!url.username().is_empty() || url.password().is_some()).then(|| match url
+            .password()
+        {
+            Some(p) => format!("{}:{p}@", url.username()),
+            None => format!("{}@", url.username()),
+        });
         let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.timeout)
@@ -175,6 +185,7 @@ impl HttpBackend {
             provider,
             model,
             base_url,
+            userinfo,
             key,
             settings,
             client,
@@ -211,8 +222,9 @@ impl HttpBackend {
         self.api
     }
 
-    pub fn base_url(&self) -> &str {
-        &self.base_url
+    /// The base URL as it may be shown: without its credentials.
+    pub fn base_url(&self) -> String {
+        self.redact(self.base_url.clone())
     }
 
     pub fn settings(&self) -> &HttpSettings {
@@ -269,8 +281,13 @@ impl HttpBackend {
         h
     }
 
-    /// Removes the key from a message, whatever produced it.
+    /// Removes the key and the URL's credentials from a message, whatever
+    /// produced it.
     fn redact(&self, message: String) -> String {
+        let message = match &self.userinfo {
+            Some(u) if message.contains(u.as_str()) => message.replace(u.as_str(), "<redacted>@"),
+            _ => message,
+        };
         match &self.key {
             Some(k) if !k.expose().is_empty() && message.contains(k.expose()) => {
                 message.replace(k.expose(), "<redacted>")
@@ -562,7 +579,7 @@ impl HttpBackend {
 
 impl LlmBackend for HttpBackend {
     fn describe(&self) -> String {
-        format!("{} @ {}", self.spec(), self.base_url)
+        self.redact(format!("{} @ {}", self.spec(), self.base_url))
     }
 
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {
@@ -740,5 +757,29 @@ mod tests {
             b.redact("Incorrect API key provided: sk-secret-123".into()),
             "Incorrect API key provided: <redacted>"
         );
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_the_base_url_are_never_shown() {
+        let b = HttpBackend::openai_compatible(
+            "openai",
+            "m",
+            "http://ada:s3cr3t@127.0.0.1:9/v1",
+            Some(ApiKey::new("sk-key")),
+            HttpSettings::default(),
+        )
+        .unwrap();
+        let d = b.describe();
+        assert!(!d.contains("s3cr3t") && !d.contains("ada:"), "{d}");
+        assert!(d.contains("<redacted>@127.0.0.1:9"), "{d}");
+        assert!(!b.base_url().contains("s3cr3t"));
+        assert!(!format!("{b:?}").contains("s3cr3t"));
+        let m = b.redact("cannot connect to http://ada:s3cr3t@127.0.0.1:9/v1 with sk-key".into());
+        assert!(!m.contains("s3cr3t") && !m.contains("sk-key"), "{m}");
     }
 }
