@@ -71,10 +71,16 @@ pub struct ServeArgs {
     /// page (still behind the token) to the network.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_BIND)]
     pub bind: SocketAddr,
-    /// The access token. Without it a random one is made and the URL to
-    /// open (with `?token=…`) is printed at start.
+    /// The access token. Prefer `TROUPE_TOKEN` or `--token-file`: a token
+    /// on the command line is visible to every user of the machine (`ps`).
+    /// Without any, a random one is made and the URL to open (with
+    /// `?token=…`) is printed at start.
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
+    /// Read the access token from this file (its first line); the file must
+    /// not be readable by others (mode 0600).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
     /// The project file with a `[notify]` section (default: `troupe.toml`
     /// in the current directory, when it exists).
     #[arg(long, value_name = "FILE")]
@@ -136,8 +142,36 @@ pub fn run(args: ServeArgs) -> Result<i32, WebError> {
         .enable_all()
         .build()
         .map_err(|e| WebError::Io(format!("cannot start the runtime: {e}")))?;
-    rt.block_on(serve_with(&args.store, args.bind, args.token, notify))?;
+    let token = resolve_token(&args)?;
+    rt.block_on(serve_with(&args.store, args.bind, token, notify))?;
     Ok(0)
+}
+
+/// The access token: `--token`, `--token-file` or `TROUPE_TOKEN`.
+fn resolve_token(args: &ServeArgs) -> Result<Option<String>, WebError> {
+    if let Some(t) = &args.token {
+        eprintln!(
+            "warning: a --token on the command line is visible to other users (ps); prefer TROUPE_TOKEN or --token-file"
+        );
+        return Ok(Some(t.clone()));
+    }
+    if let Some(path) = &args.token_file {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path)
+            .map_err(|e| WebError::Config(format!("--token-file {}: {e}", path.display())))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(WebError::Config(format!(
+                "--token-file {} is readable by others; `chmod 600 {}` first",
+                path.display(),
+                path.display()
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| WebError::Config(format!("--token-file {}: {e}", path.display())))?;
+        let token = text.lines().next().unwrap_or("").trim().to_owned();
+        return Ok(Some(token));
+    }
+    Ok(std::env::var("TROUPE_TOKEN").ok())
 }
 
 /// Serves the store at `store_path` on `bind` until interrupted (Ctrl-C),
@@ -177,15 +211,20 @@ pub async fn serve_with(
             addr: bind,
             message: e.to_string(),
         })?;
-    let token = match token {
-        Some(t) if t.is_empty() => return Err(WebError::Config("--token is empty".into())),
-        Some(t) => t,
-        None => random_hex(24)?,
+    // A token the user chose is theirs: it is not printed. A made one is,
+    // once, so that the person who started the server can sign in.
+    let (token, made) = match token {
+        Some(t) if t.is_empty() => return Err(WebError::Config("the token is empty".into())),
+        Some(t) => (t, false),
+        None => (random_hex(24)?, true),
     };
+    if !made {
+        eprintln!("troupe serve: open http://{bind}/ and sign in with your token (?token=…)");
+    }
     let options = ServeOptions {
         token,
         notify,
-        announce: true,
+        announce: made,
     };
     tokio::select! {
         r = serve_listener(listener, store, options) => r,
@@ -253,6 +292,25 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         serve: ServeArgs,
+    }
+
+    #[test]
+    fn a_token_file_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = file.to_str().unwrap();
+        let cli = Cli::try_parse_from(["serve", "--token-file", path]).unwrap();
+        let e = resolve_token(&cli.serve).unwrap_err();
+        assert!(e.to_string().contains("readable by others"), "{e}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            resolve_token(&cli.serve).unwrap().as_deref(),
+            Some("s3cret")
+        );
+        assert!(Cli::try_parse_from(["serve", "--token-file", path, "--token", "x"]).is_err());
     }
 
     #[test]
