@@ -532,10 +532,40 @@ enum Wait {
     Done,
 }
 
+/// A lane's variables: only its own lifeline's, each at its slot.
+struct LaneEnv {
+    /// Per variable of the workflow, its slot at its own lifeline.
+    slot_of: Arc<[u32]>,
+    values: Vec<Option<Value>>,
+}
+
+impl LaneEnv {
+    fn lookup(&self, var: troupe_check::ir::VarId) -> Option<&Value> {
+        let slot = *<[u32]>::get(&self.slot_of, var.0 as usize)? as usize;
+        <[Option<Value>]>::get(&self.values, slot)?.as_ref()
+    }
+
+    fn set(&mut self, var: troupe_check::ir::VarId, value: Value) {
+        if let Some(slot) = self
+            .slot_of
+            .get(var.0 as usize)
+            .and_then(|s| self.values.get_mut(*s as usize))
+        {
+            *slot = Some(value);
+        }
+    }
+}
+
+impl troupe_check::eval::Env for LaneEnv {
+    fn get(&self, var: troupe_check::ir::VarId) -> Option<&Value> {
+        self.lookup(var)
+    }
+}
+
 /// One lifeline of a run.
 struct Lane {
     pc: u32,
-    env: Vec<Option<Value>>,
+    env: LaneEnv,
     wait: Wait,
     /// Per action: how many times this lifeline called it so far.
     occurrences: Vec<u64>,
@@ -573,10 +603,25 @@ impl RunState {
     fn new(engine: Arc<Inner>, options: RunOptions) -> RunState {
         let wf = &engine.program.workflows[engine.workflow];
         let n = wf.lifelines.len();
+        // Each variable lives at its own lifeline: a lane holds only those,
+        // each at its slot (memory linear in variables, not lifelines × them).
+        let mut counts = vec![0usize; n];
+        let slot_of: Arc<[u32]> = wf
+            .vars
+            .iter()
+            .map(|v| {
+                let c = &mut counts[v.lifeline.0 as usize];
+                *c += 1;
+                (*c - 1) as u32
+            })
+            .collect();
         let lanes = (0..n)
-            .map(|_| Lane {
+            .map(|lane| Lane {
                 pc: 0,
-                env: vec![None; wf.vars.len()],
+                env: LaneEnv {
+                    slot_of: slot_of.clone(),
+                    values: vec![None; counts[lane]],
+                },
                 wait: Wait::Ready,
                 occurrences: vec![0; engine.program.actions.len()],
             })
@@ -625,7 +670,7 @@ impl RunState {
                     message: format!("expected {}", engine.program.types.display(&v.ty)),
                 });
             }
-            self.lanes[v.lifeline.0 as usize].env[var.0 as usize] = Some(value);
+            self.lanes[v.lifeline.0 as usize].env.set(*var, value);
         }
         Ok(())
     }
@@ -651,8 +696,10 @@ impl RunState {
             .iter()
             .map(|var| {
                 let v = wf.var(*var);
-                let value = self.lanes[v.lifeline.0 as usize].env[var.0 as usize]
-                    .clone()
+                let value = self.lanes[v.lifeline.0 as usize]
+                    .env
+                    .lookup(*var)
+                    .cloned()
                     .unwrap_or(Value::Bool(false));
                 (v.name.clone(), value)
             })
@@ -820,7 +867,7 @@ impl RunState {
                         let env = &mut self.lanes[lane as usize].env;
                         for (bind, value) in binds.iter().zip(values) {
                             if let Recv::Bind(var) = bind {
-                                env[var.0 as usize] = Some(value);
+                                env.set(*var, value);
                             }
                         }
                         self.lanes[lane as usize].pc += 1;
@@ -1026,7 +1073,7 @@ impl RunState {
         let l = &mut self.lanes[lane as usize];
         for (out, value) in outputs.iter().zip(values) {
             if let Some(var) = out {
-                l.env[var.0 as usize] = Some(value);
+                l.env.set(*var, value);
             }
         }
         l.pc += 1;
