@@ -763,7 +763,8 @@ mod tests {
                 owner: None,
             })
             .unwrap();
-        let lease = std::time::Duration::from_millis(400);
+        // Long enough that no stall of a loaded machine expires it early.
+        let lease = std::time::Duration::from_secs(2);
         let wins: Vec<bool> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
                 .map(|i| {
@@ -791,7 +792,7 @@ mod tests {
             Renewal::Held { cancel: None }
         );
         // The owner stops renewing: after the lease, another may claim.
-        std::thread::sleep(lease + std::time::Duration::from_millis(100));
+        std::thread::sleep(lease + std::time::Duration::from_millis(200));
         assert_eq!(store.claim(run, "late", lease).unwrap(), Claim::Claimed);
         assert_eq!(store.renew(run, &winner, lease).unwrap(), Renewal::Lost);
     }
