@@ -617,7 +617,7 @@ impl Host {
         // the start, so the monitor sees the whole run), recorded by the
         // store; nothing keeps the events in memory.
         let journal = Arc::new(troupe_runtime::Watched::new(
-            Some(engine.monitor()?),
+            Some(engine.monitor()),
             None,
             Some(stored as Arc<dyn troupe_runtime::RunJournal>),
         ));
@@ -840,7 +840,7 @@ fn needs_resolution(detail: &RunDetail) -> HostError {
 /// `prefix`, for a run that has not finished), streaming them from the
 /// store through the online monitor: one chunk in memory at a time.
 fn verify_recorded(store: &Store, run: i64, engine: &Engine, prefix: bool) -> Result<u64, String> {
-    let mut monitor = engine.monitor().map_err(|e| e.to_string())?;
+    let mut monitor = engine.monitor();
     let mut first: Option<String> = None;
     store
         .for_each_event(run, |l, e| {

@@ -21,8 +21,9 @@
 use crate::event::{Event, Message};
 use crate::semantics::NotMember;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use troupe_check::ir::{Block, LifelineId, Program, StmtId, StmtKind, Workflow};
-use troupe_project::{ControlTag, ProjectError};
+use troupe_project::{ControlTag, ProjectError, Projection};
 
 /// One step of a lifeline's view of the workflow.
 #[derive(Debug, Clone)]
@@ -94,9 +95,11 @@ struct Cursor {
 /// Checks one run as it goes.
 #[derive(Debug, Clone)]
 pub struct Monitor {
-    names: Vec<String>,
-    /// Per lifeline, its plans: `plans[l][0]` is the top-level one.
-    plans: Vec<Vec<Vec<Op>>>,
+    names: Arc<[String]>,
+    /// Per lifeline, its plans: `plans[l][0]` is the top-level one. Shared:
+    /// a fresh monitor of the same workflow ([`Monitor::fresh`]) copies
+    /// nothing of them.
+    plans: Arc<Vec<Vec<Vec<Op>>>>,
     cursors: Vec<Cursor>,
     /// What is in flight on each channel that has ever carried something.
     channels: BTreeMap<(LifelineId, LifelineId), VecDeque<Message>>,
@@ -108,6 +111,12 @@ impl Monitor {
     /// The monitor of runs of `workflow`.
     pub fn new(program: &Program, workflow: &Workflow) -> Result<Monitor, ProjectError> {
         let projection = troupe_project::project(program, workflow)?;
+        Ok(Monitor::with_projection(workflow, &projection))
+    }
+
+    /// The monitor of `workflow` whose control tags are those of
+    /// `projection` (a caller that projected already need not again).
+    pub fn with_projection(workflow: &Workflow, projection: &Projection) -> Monitor {
         let tag = |s: StmtId| projection.construct(s).map_or(ControlTag(0), |c| c.tag);
         let n = workflow.lifelines.len();
         let mut participants = BTreeMap::new();
@@ -125,24 +134,27 @@ impl Monitor {
                 plans
             })
             .collect();
-        Ok(Monitor {
+        Monitor {
             names: workflow.lifelines.iter().map(|l| l.name.clone()).collect(),
-            plans,
-            cursors: (0..n)
-                .map(|_| Cursor {
-                    frames: vec![Frame {
-                        plan: 0,
-                        pos: 0,
-                        arm: Arm::Top,
-                    }],
-                    head: Head::Before,
-                    seen: 0,
-                })
-                .collect(),
+            plans: Arc::new(plans),
+            cursors: start(n),
             channels: BTreeMap::new(),
             events: 0,
             failed: None,
-        })
+        }
+    }
+
+    /// A monitor of the same workflow at the start of a run: shares the
+    /// plans, so it costs one cursor per lifeline.
+    pub fn fresh(&self) -> Monitor {
+        Monitor {
+            names: self.names.clone(),
+            plans: self.plans.clone(),
+            cursors: start(self.cursors.len()),
+            channels: BTreeMap::new(),
+            events: 0,
+            failed: None,
+        }
     }
 
     /// Events checked so far.
@@ -478,6 +490,21 @@ impl Monitor {
             )),
         }
     }
+}
+
+/// Every lifeline at the start of its view.
+fn start(n: usize) -> Vec<Cursor> {
+    (0..n)
+        .map(|_| Cursor {
+            frames: vec![Frame {
+                plan: 0,
+                pos: 0,
+                arm: Arm::Top,
+            }],
+            head: Head::Before,
+            seen: 0,
+        })
+        .collect()
 }
 
 fn data_fits(msg: &Message, stmt: StmtId, arity: usize) -> bool {

@@ -70,6 +70,8 @@ struct Inner {
     stmt_spans: Vec<Span>,
     lines: Option<LineIndex>,
     semantics: std::sync::OnceLock<Result<Semantics, String>>,
+    /// The online monitor of the workflow, before any event.
+    monitor: troupe_msc::Monitor,
     /// The program's types, shared with every LLM request.
     types: Arc<TypeTable>,
 }
@@ -258,6 +260,9 @@ impl EngineBuilder {
         let wf = &self.program.workflows[workflow];
         let projection = troupe_project::project(&self.program, wf)
             .map_err(|e| RunError::Setup(e.to_string()))?;
+        // The online monitor's plans, made once per engine from the same
+        // projection; each run gets a fresh cursor over them.
+        let monitor = troupe_msc::Monitor::with_projection(wf, &projection);
         let flat = projection.flatten();
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
@@ -295,6 +300,7 @@ impl EngineBuilder {
                 default_timeout: self.default_timeout,
                 stmt_spans,
                 semantics: std::sync::OnceLock::new(),
+                monitor,
             }),
         })
     }
@@ -477,7 +483,7 @@ impl Engine {
     /// event by event in its order: linear time, memory bounded by the
     /// workflow and the messages in flight.
     pub fn verify_with(&self, run_id: &str, trace: &Trace, prefix: bool) -> Result<(), RunError> {
-        let mut monitor = self.monitor()?;
+        let mut monitor = self.monitor();
         let not_member = |e: Box<troupe_msc::NotMember>| RunError::NotMember {
             run: run_id.to_owned(),
             message: e.to_string(),
@@ -488,10 +494,10 @@ impl Engine {
         monitor.finish(prefix).map_err(not_member)
     }
 
-    /// A fresh online monitor of this engine's workflow.
-    pub fn monitor(&self) -> Result<troupe_msc::Monitor, RunError> {
-        troupe_msc::Monitor::new(&self.inner.program, self.workflow())
-            .map_err(|e| RunError::Setup(e.to_string()))
+    /// A fresh online monitor of this engine's workflow (its plans are
+    /// shared, made once when the engine was built).
+    pub fn monitor(&self) -> troupe_msc::Monitor {
+        self.inner.monitor.fresh()
     }
 
     /// Checks a trace with the offline membership of the reference

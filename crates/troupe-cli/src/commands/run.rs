@@ -316,11 +316,7 @@ pub fn execute(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let monitor = if verify {
-        Some(engine.monitor()?)
-    } else {
-        None
-    };
+    let monitor = if verify { Some(engine.monitor()) } else { None };
     let watched = Arc::new(Watched::new(monitor, sink, None));
     let options = RunOptions {
         run_id: "run-1".into(),
