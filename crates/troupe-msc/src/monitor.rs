@@ -62,10 +62,11 @@ enum Role {
 /// Where a frame of a cursor is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Arm {
-    Top,
-    Branch,
-    LoopBody,
-    LoopExit,
+    // The numbers are a snapshot's encoding (`Monitor::snapshot`).
+    Top = 0,
+    Branch = 1,
+    LoopBody = 2,
+    LoopExit = 3,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +91,29 @@ struct Cursor {
     head: Head,
     /// Events of this lifeline seen so far.
     seen: usize,
+}
+
+/// A [`Monitor`]'s state ([`Monitor::snapshot`]), in plain data a store
+/// can encode: per lifeline its frames (plan, position, kind) and how far
+/// its owner has told a decision, and per channel what is in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorState {
+    pub cursors: Vec<CursorState>,
+    /// Non-empty channels: sender, receiver, messages oldest first.
+    pub channels: Vec<(LifelineId, LifelineId, Vec<Message>)>,
+    /// Events checked before the state was taken.
+    pub events: u64,
+}
+
+/// One lifeline's place in its view of the workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorState {
+    /// (plan, position, frame kind) from the outermost frame in.
+    pub frames: Vec<(u32, u32, u8)>,
+    /// The owner decided and has told this many lifelines.
+    pub telling: Option<(bool, u32)>,
+    /// Events of this lifeline seen so far.
+    pub seen: u64,
 }
 
 /// Checks one run as it goes.
@@ -155,6 +179,128 @@ impl Monitor {
             events: 0,
             failed: None,
         }
+    }
+
+    /// The monitor's state, for a checkpoint: where each lifeline is in its
+    /// view and what is in flight. With the same workflow,
+    /// [`Monitor::restore`] continues exactly where this one is.
+    pub fn snapshot(&self) -> MonitorState {
+        MonitorState {
+            cursors: self
+                .cursors
+                .iter()
+                .map(|c| CursorState {
+                    frames: c
+                        .frames
+                        .iter()
+                        .map(|f| (f.plan as u32, f.pos as u32, f.arm as u8))
+                        .collect(),
+                    telling: match c.head {
+                        Head::Before => None,
+                        Head::Telling { d, told } => Some((d, told as u32)),
+                    },
+                    seen: c.seen as u64,
+                })
+                .collect(),
+            channels: self
+                .channels
+                .iter()
+                .filter(|(_, q)| !q.is_empty())
+                .map(|(&(from, to), q)| (from, to, q.iter().cloned().collect()))
+                .collect(),
+            events: self.events,
+        }
+    }
+
+    /// A monitor of this one's workflow in the state `state` (taken by
+    /// [`Monitor::snapshot`] of a monitor of the same workflow). A state
+    /// that does not fit the workflow — a position past a plan's end, a
+    /// lifeline it does not have — is refused, never followed.
+    pub fn restore(&self, state: &MonitorState) -> Result<Monitor, String> {
+        let n = self.cursors.len();
+        if state.cursors.len() != n {
+            return Err(format!(
+                "the state has {} lifelines, the workflow {n}",
+                state.cursors.len()
+            ));
+        }
+        let mut cursors = Vec::with_capacity(n);
+        for (l, c) in state.cursors.iter().enumerate() {
+            let plans = &self.plans[l];
+            let mut frames: Vec<Frame> = Vec::with_capacity(c.frames.len());
+            for &(plan, pos, arm) in &c.frames {
+                let (plan, pos) = (plan as usize, pos as usize);
+                let arm = match arm {
+                    0 => Arm::Top,
+                    1 => Arm::Branch,
+                    2 => Arm::LoopBody,
+                    3 => Arm::LoopExit,
+                    other => return Err(format!("lifeline {l}: no frame kind {other}")),
+                };
+                if plans.get(plan).is_none_or(|p| pos > p.len()) {
+                    return Err(format!("lifeline {l}: no position {pos} in plan {plan}"));
+                }
+                // Each frame is an arm of the construct its parent is at:
+                // the outermost is the top-level plan.
+                let fits = match frames.last() {
+                    None => plan == 0 && arm == Arm::Top,
+                    Some(parent) => match plans[parent.plan].get(parent.pos) {
+                        Some(&Op::Branch {
+                            ref arms, is_loop, ..
+                        }) => {
+                            arms.contains(&plan)
+                                && match arm {
+                                    Arm::Branch => !is_loop,
+                                    Arm::LoopBody => is_loop && plan == arms[0],
+                                    Arm::LoopExit => is_loop && plan == arms[1],
+                                    Arm::Top => false,
+                                }
+                        }
+                        _ => false,
+                    },
+                };
+                if !fits {
+                    return Err(format!("lifeline {l}: frames that no run reaches"));
+                }
+                frames.push(Frame { plan, pos, arm });
+            }
+            // Telling a decision happens only at a construct the lifeline
+            // owns, to at most the lifelines it tells.
+            if let Some((_, told)) = c.telling {
+                let at = frames.last().and_then(|f| plans[f.plan].get(f.pos));
+                let fits = matches!(at, Some(Op::Branch { role: Role::Owner(notify), .. })
+                    if told as usize <= notify.len());
+                if !fits {
+                    return Err(format!("lifeline {l}: a decision told where none is made"));
+                }
+            }
+            cursors.push(Cursor {
+                frames,
+                head: match c.telling {
+                    None => Head::Before,
+                    Some((d, told)) => Head::Telling {
+                        d,
+                        told: told as usize,
+                    },
+                },
+                seen: c.seen as usize,
+            });
+        }
+        let mut channels = BTreeMap::new();
+        for (from, to, q) in &state.channels {
+            if from.0 as usize >= n || to.0 as usize >= n {
+                return Err(format!("a channel {}→{} of no lifelines", from.0, to.0));
+            }
+            channels.insert((*from, *to), q.iter().cloned().collect());
+        }
+        Ok(Monitor {
+            names: self.names.clone(),
+            plans: self.plans.clone(),
+            cursors,
+            channels,
+            events: state.events,
+            failed: None,
+        })
     }
 
     /// Events checked so far.
