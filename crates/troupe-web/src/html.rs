@@ -74,22 +74,48 @@ textarea{min-height:7rem;font-family:ui-monospace,monospace;font-size:13px}
 #chart{background:#fff;overflow:auto;padding:.5rem;box-shadow:0 1px 2px #0001}
 #chart svg{max-width:100%;height:auto}
 .grid{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
+header .signout{margin-left:auto}header .signout button{margin:0;padding:.15rem .7rem;font-size:13px}
 "#;
 
-/// A whole page.
-pub(crate) fn page(title: &str, body: &str, script: &str) -> Html<String> {
+/// The stylesheet, served as `/assets/troupe.css` (the CSP allows no
+/// inline style).
+pub(crate) const STYLESHEET: &str = CSS;
+
+/// A whole page. `script` names a script of `/assets/` (the CSP allows no
+/// inline script); `csrf` is the session's CSRF token, given to the page's
+/// scripts in a `<meta>` and used by the sign-out form.
+pub(crate) fn page(title: &str, body: &str, script: &str, csrf: Option<&str>) -> Html<String> {
     let script = if script.is_empty() {
         String::new()
     } else {
-        format!("<script>{script}</script>")
+        format!("<script src=\"/assets/{}\"></script>", escape(script))
+    };
+    let (meta, sign_out) = match csrf {
+        Some(t) => (
+            format!("<meta name=\"csrf-token\" content=\"{}\">", escape(t)),
+            format!(
+                "<form method=\"post\" action=\"/logout\" class=\"signout\">{}<button type=\"submit\">Sign out</button></form>",
+                csrf_field(t)
+            ),
+        ),
+        None => (String::new(), String::new()),
     };
     Html(format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-<title>{} · troupe</title><style>{CSS}</style></head><body>\
-<header><a class=\"brand\" href=\"/\">troupe</a><a href=\"/\">Runs</a><a href=\"/inbox\">Inbox</a></header>\
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">{meta}\
+<title>{} · troupe</title><link rel=\"stylesheet\" href=\"/assets/troupe.css\"></head><body>\
+<header><a class=\"brand\" href=\"/\">troupe</a><a href=\"/\">Runs</a><a href=\"/inbox\">Inbox</a>{sign_out}</header>\
 <main>{body}</main>{script}</body></html>",
         escape(title)
     ))
+}
+
+/// The hidden form field that carries the session's CSRF token.
+pub(crate) fn csrf_field(token: &str) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+        crate::auth::CSRF_FIELD,
+        escape(token)
+    )
 }
 
 #[cfg(test)]

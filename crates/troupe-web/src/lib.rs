@@ -11,7 +11,10 @@
 //!   whose answers come back through `POST /hooks/answer/{task}`.
 //!
 //! Every page and API call needs the server's token: `Authorization: Bearer
-//! T`, or `?token=T` once, which sets an HttpOnly SameSite=Strict cookie.
+//! T` from scripts; a browser signs in with it once (`?token=T` or the
+//! sign-in form) and gets a session — an opaque id in an HttpOnly
+//! SameSite=Strict cookie, with a CSRF token of its own that every
+//! state-changing request must carry, see `src/auth.rs`.
 //! Answers go through [`answer::submit`], which validates exactly like
 //! `troupe answer` does; the first answer wins across all channels.
 
@@ -29,8 +32,9 @@ use std::sync::Arc;
 use troupe_store::{Durability, Store, StoreError};
 
 pub use answer::{AnswerError, AnswerInput};
+pub use auth::SESSION_TTL;
 pub use notify::{NotifyConfig, NotifyDb, TelegramConfig, WebhookConfig};
-pub use routes::router;
+pub use routes::{router, router_with};
 
 /// The store used when `--store` names none (as the CLI's).
 pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
@@ -115,6 +119,8 @@ pub struct ServeOptions {
     pub notify: NotifyConfig,
     /// Announce the URL on stderr at start.
     pub announce: bool,
+    /// How long a browser session lasts after sign-in ([`SESSION_TTL`]).
+    pub session_ttl: std::time::Duration,
 }
 
 /// `troupe serve` from its arguments: builds a runtime and serves until
@@ -225,6 +231,7 @@ pub async fn serve_with(
         token,
         notify,
         announce: made,
+        session_ttl: SESSION_TTL,
     };
     tokio::select! {
         r = serve_listener(listener, store, options) => r,
@@ -254,7 +261,7 @@ pub async fn serve_listener(
             eprintln!("notifications: {a}");
         }
     }
-    let app = router(store, options.token, db);
+    let app = router_with(store, options.token, db, options.session_ttl);
     axum::serve(listener, app)
         .await
         .map_err(|e| WebError::Io(format!("the server stopped: {e}")))

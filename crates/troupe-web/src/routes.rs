@@ -1,19 +1,20 @@
 //! The routes: pages, the JSON API and the webhook answer endpoint.
 
 use crate::answer::{self, AnswerBody, AnswerError, AnswerInput};
-use crate::auth::{Token, require_token};
+use crate::auth::{Auth, Csrf, SESSION_TTL, require_token};
 use crate::constant_time_eq;
-use crate::html::{clip, escape, page, status_badge};
+use crate::html::{STYLESHEET, clip, csrf_field, escape, page, status_badge};
 use crate::live::{self, RunView};
 use crate::notify::{NotifyDb, webhook};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Extension, Form, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use std::sync::Arc;
+use std::time::Duration;
 use troupe_store::{RunSummary, Store, StoreError, TaskRow};
 
 /// What every handler shares.
@@ -23,11 +24,25 @@ pub(crate) struct App {
     pub(crate) db: Arc<NotifyDb>,
 }
 
-/// The whole application: pages, API and hooks, behind the token.
+/// The whole application: pages, API and hooks, behind the token, with
+/// sessions that last [`SESSION_TTL`].
 pub fn router(store: Store, token: String, db: Arc<NotifyDb>) -> Router {
-    let token = Arc::new(Token::new(token));
+    router_with(store, token, db, SESSION_TTL)
+}
+
+/// [`router`] with sessions that last `session_ttl`.
+pub fn router_with(
+    store: Store,
+    token: String,
+    db: Arc<NotifyDb>,
+    session_ttl: Duration,
+) -> Router {
+    let auth = Arc::new(Auth::new(token, session_ttl));
     let app = App { store, db };
     Router::new()
+        .route("/assets/troupe.css", get(stylesheet))
+        .route("/assets/index.js", get(index_script))
+        .route("/assets/run.js", get(run_script))
         .route("/", get(index))
         .route("/fragments/runs", get(runs_fragment))
         .route("/runs/{id}", get(run_page))
@@ -41,7 +56,7 @@ pub fn router(store: Store, token: String, db: Arc<NotifyDb>) -> Router {
         .route("/api/tasks/{id}/answer", post(api_answer))
         .route("/hooks/answer/{task}", post(hook_answer))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(token, require_token))
+        .layer(axum::middleware::from_fn_with_state(auth, require_token))
         .layer(axum::middleware::from_fn(crate::guard::same_origin))
         .layer(axum::middleware::from_fn(crate::guard::headers))
         .with_state(app)
@@ -101,7 +116,7 @@ impl IntoResponse for PageError {
             escape(title),
             escape(&self.1)
         );
-        (self.0, page(title, &body, "")).into_response()
+        (self.0, page(title, &body, "", None)).into_response()
     }
 }
 
@@ -140,7 +155,37 @@ setInterval(function(){
 }, 2000);
 "#;
 
-async fn index(State(app): State<App>) -> Result<Html<String>, PageError> {
+/// The session's CSRF token, when the request came with a session.
+type SessionCsrf = Option<Extension<Csrf>>;
+
+fn token_of(csrf: &SessionCsrf) -> Option<&str> {
+    csrf.as_ref().map(|Extension(Csrf(t))| t.as_str())
+}
+
+fn asset(content_type: &'static str, text: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+async fn stylesheet() -> Response {
+    asset("text/css; charset=utf-8", STYLESHEET)
+}
+
+async fn index_script() -> Response {
+    asset("text/javascript; charset=utf-8", INDEX_SCRIPT)
+}
+
+async fn run_script() -> Response {
+    asset("text/javascript; charset=utf-8", live::RUN_SCRIPT)
+}
+
+async fn index(State(app): State<App>, csrf: SessionCsrf) -> Result<Html<String>, PageError> {
     let store = app.store.clone();
     let (runs, pending) =
         blocking(move || Ok::<_, StoreError>((store.runs(None)?, store.tasks(false)?.len())))
@@ -157,7 +202,7 @@ async fn index(State(app): State<App>) -> Result<Html<String>, PageError> {
         "<h1>Runs</h1>{inbox}<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Updated</th><th>Result</th></tr></thead><tbody id=\"runs\">{}</tbody></table>",
         run_rows(&runs)
     );
-    Ok(page("Runs", &body, INDEX_SCRIPT))
+    Ok(page("Runs", &body, "index.js", token_of(&csrf)))
 }
 
 async fn runs_fragment(State(app): State<App>) -> Result<Html<String>, PageError> {
@@ -173,6 +218,7 @@ fn parse_run(id: &str) -> Result<i64, StoreError> {
 async fn run_page(
     State(app): State<App>,
     Path(id): Path<String>,
+    csrf: SessionCsrf,
 ) -> Result<Html<String>, PageError> {
     let run = parse_run(&id)?;
     let store = app.store.clone();
@@ -245,7 +291,7 @@ async fn run_page(
         chart = view.chart_svg(),
         rows = view.rows_html(0),
     );
-    Ok(page(&s.name, &body, live::RUN_SCRIPT))
+    Ok(page(&s.name, &body, "run.js", token_of(&csrf)))
 }
 
 async fn run_events(State(app): State<App>, Path(id): Path<String>) -> Result<Response, PageError> {
@@ -253,7 +299,7 @@ async fn run_events(State(app): State<App>, Path(id): Path<String>) -> Result<Re
     Ok(live::stream(app, run).into_response())
 }
 
-fn task_form(t: &TaskRow) -> String {
+fn task_form(t: &TaskRow, csrf: Option<&str>) -> String {
     let action = format!("/inbox/{}", escape(&t.id));
     let controls = match t.kind.as_str() {
         "confirm" => "<button class=\"yes\" name=\"choice\" value=\"yes\">Yes</button><button class=\"no\" name=\"choice\" value=\"no\">No</button>".to_owned(),
@@ -270,7 +316,8 @@ fn task_form(t: &TaskRow) -> String {
     };
     format!(
         "<div class=\"card task\" id=\"{id}\" data-kind=\"{kind}\"><div class=\"meta\">{id} · <a href=\"/runs/{run}\">{run}</a> · {lifeline}/{action_name} · {kind} · expects <code class=\"type\">{ty}</code> · since {created}</div>\
-<pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{controls}</form></div>",
+<pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{hidden}{controls}</form></div>",
+        hidden = csrf.map(csrf_field).unwrap_or_default(),
         id = escape(&t.id),
         kind = escape(t.kind.as_str()),
         run = escape(&t.run),
@@ -282,20 +329,24 @@ fn task_form(t: &TaskRow) -> String {
     )
 }
 
-async fn inbox_page(app: &App, notice: &str) -> Result<Html<String>, PageError> {
+async fn inbox_page(
+    app: &App,
+    notice: &str,
+    csrf: Option<&str>,
+) -> Result<Html<String>, PageError> {
     let store = app.store.clone();
     let tasks = blocking(move || store.tasks(false)).await??;
     let list = if tasks.is_empty() {
         "<p class=\"meta\" id=\"empty\">No task waits for a person.</p>".to_owned()
     } else {
-        tasks.iter().map(task_form).collect()
+        tasks.iter().map(|t| task_form(t, csrf)).collect()
     };
     let body = format!("<h1>Inbox <a class=\"meta\" href=\"/inbox\">reload</a></h1>{notice}{list}");
-    Ok(page("Inbox", &body, ""))
+    Ok(page("Inbox", &body, "", csrf))
 }
 
-async fn inbox(State(app): State<App>) -> Result<Html<String>, PageError> {
-    inbox_page(&app, "").await
+async fn inbox(State(app): State<App>, csrf: SessionCsrf) -> Result<Html<String>, PageError> {
+    inbox_page(&app, "", token_of(&csrf)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +359,7 @@ struct InboxForm {
 async fn inbox_answer(
     State(app): State<App>,
     Path(task): Path<String>,
+    csrf: SessionCsrf,
     Form(form): Form<InboxForm>,
 ) -> Result<Response, PageError> {
     let input = match (form.choice.as_deref(), form.value) {
@@ -347,7 +399,7 @@ async fn inbox_answer(
             ),
         ),
     };
-    Ok((status, inbox_page(&app, &notice).await?).into_response())
+    Ok((status, inbox_page(&app, &notice, token_of(&csrf)).await?).into_response())
 }
 
 // ---------------------------------------------------------------- API

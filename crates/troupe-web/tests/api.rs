@@ -1,5 +1,6 @@
-//! The HTTP side against a real store file: access control, the JSON API,
-//! the pages and their forms, and the live event stream.
+//! The HTTP side against a real store file: access control (the token,
+//! sessions and their CSRF tokens), the JSON API, the pages and their forms,
+//! and the live event stream.
 
 mod common;
 
@@ -54,7 +55,7 @@ async fn the_token_is_required() {
     }
     let r = c
         .get(url("/"))
-        .header(COOKIE, "troupe_token=00")
+        .header(COOKIE, "troupe_session=00")
         .send()
         .await
         .unwrap();
@@ -72,7 +73,30 @@ async fn the_token_is_required() {
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
     assert!(!cookie.contains(TOKEN), "the cookie is not the raw token");
+    assert!(cookie.contains("Max-Age="), "the session expires: {cookie}");
     let pair = cookie.split(';').next().unwrap().to_owned();
+    let id = pair.strip_prefix("troupe_session=").unwrap();
+    assert_eq!(id.len(), 64, "{pair}");
+    assert!(
+        !id.contains(&hex(TOKEN)),
+        "the session id is not derived from the token"
+    );
+    // Signing in again gives another session.
+    let again = c
+        .get(url(&format!("/?token={TOKEN}")))
+        .send()
+        .await
+        .unwrap();
+    let other = again.headers()[SET_COOKIE].to_str().unwrap();
+    assert_ne!(other.split(';').next().unwrap(), pair);
+    // The token in the old cookie form is no session.
+    let r = c
+        .get(url("/"))
+        .header(COOKIE, format!("troupe_session={}", hex(TOKEN)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let r = c
         .get(url("/inbox"))
         .header(COOKIE, &pair)
@@ -254,6 +278,11 @@ async fn an_api_answer_completes_the_waiting_run_and_a_second_conflicts() {
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Signs in with `?token=`; returns the session cookie (`name=value`).
 async fn signed_in(c: &reqwest::Client, base: &str) -> String {
     let r = c
         .get(format!("{base}/?token={TOKEN}"))
@@ -264,6 +293,25 @@ async fn signed_in(c: &reqwest::Client, base: &str) -> String {
     cookie.split(';').next().unwrap().to_owned()
 }
 
+/// The CSRF token a page of the session `cookie` carries (in its `<meta>`).
+async fn csrf_of(c: &reqwest::Client, base: &str, cookie: &str) -> String {
+    let page = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let needle = "<meta name=\"csrf-token\" content=\"";
+    let at = page
+        .find(needle)
+        .unwrap_or_else(|| panic!("no CSRF token in {page}"));
+    let rest = &page[at + needle.len()..];
+    rest[..rest.find('"').unwrap()].to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inbox_fits_each_kind_and_escapes_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -272,6 +320,7 @@ async fn the_inbox_fits_each_kind_and_escapes_everything() {
     let base = format!("http://{addr}");
     let c = client();
     let cookie = signed_in(&c, &base).await;
+    let csrf = csrf_of(&c, &base, &cookie).await;
     let evil = "<script>alert('x')</script>";
     let (run, handle) = start_run(&store, KINDS, &[("plan", evil)]);
     let tasks = wait_tasks(&store, run, 5);
@@ -312,11 +361,24 @@ async fn the_inbox_fits_each_kind_and_escapes_everything() {
         page.contains("<textarea name=\"value\">&lt;script&gt;"),
         "edit: a textarea with the prefill"
     );
+    assert_eq!(
+        page.matches(&format!("name=\"csrf\" value=\"{csrf}\""))
+            .count(),
+        6,
+        "every form carries the session's CSRF token (5 tasks and sign-out)"
+    );
+    assert!(
+        !page.contains("<script>"),
+        "no inline script (the CSP forbids it)"
+    );
 
     let post = |task: String, form: Vec<(&'static str, &'static str)>| {
         let c = c.clone();
         let cookie = cookie.clone();
         let base = base.clone();
+        let mut form: Vec<(&str, String)> =
+            form.into_iter().map(|(k, v)| (k, v.to_owned())).collect();
+        form.push(("csrf", csrf.clone()));
         async move {
             let r = c
                 .post(format!("{base}/inbox/{task}"))
@@ -418,6 +480,7 @@ async fn pages_carry_security_headers_and_foreign_origins_cannot_answer() {
     let base = format!("http://{addr}");
     let c = client();
     let cookie = signed_in(&c, &base).await;
+    let csrf = csrf_of(&c, &base, &cookie).await;
     let r = c
         .get(format!("{base}/inbox"))
         .header(COOKIE, &cookie)
@@ -429,6 +492,24 @@ async fn pages_carry_security_headers_and_foreign_origins_cannot_answer() {
     assert_eq!(h["referrer-policy"], "no-referrer");
     let csp = h["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    // The page's own script and style are files of the server, served to
+    // anyone (they hold no secret) with their types.
+    for (asset, ty) in [
+        ("/assets/troupe.css", "text/css"),
+        ("/assets/run.js", "text/javascript"),
+        ("/assets/index.js", "text/javascript"),
+    ] {
+        let r = c.get(format!("{base}{asset}")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{asset}");
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(ty),
+            "{asset}"
+        );
+    }
 
     let (run, handle) = start_run(&store, APPROVAL, &[("request", "a boat")]);
     let task = wait_tasks(&store, run, 1)[0].id.clone();
@@ -446,7 +527,11 @@ async fn pages_carry_security_headers_and_foreign_origins_cannot_answer() {
         for (name, value) in &headers {
             r = r.header(*name, *value);
         }
-        let r = r.form(&[("choice", "yes")]).send().await.unwrap();
+        let r = r
+            .form(&[("choice", "yes"), ("csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "{headers:?}");
         assert_eq!(
             store.task(&task).unwrap().status,
@@ -460,10 +545,246 @@ async fn pages_carry_security_headers_and_foreign_origins_cannot_answer() {
         .header(COOKIE, &cookie)
         .header("origin", "null")
         .header("sec-fetch-site", "same-origin")
-        .form(&[("choice", "yes")])
+        .form(&[("choice", "yes"), ("csrf", csrf.as_str())])
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     handle.join().unwrap().expect("the run finishes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_change_on_the_cookie_alone_needs_the_sessions_csrf_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir);
+    let addr = serve(&store, TOKEN).await;
+    let base = format!("http://{addr}");
+    let c = client();
+    let cookie = signed_in(&c, &base).await;
+    let csrf = csrf_of(&c, &base, &cookie).await;
+    let other = signed_in(&c, &base).await;
+    let others_csrf = csrf_of(&c, &base, &other).await;
+    assert_ne!(csrf, others_csrf);
+    assert_eq!(csrf.len(), 64);
+
+    let (run, handle) = start_run(&store, APPROVAL, &[("request", "a boat")]);
+    let task = wait_tasks(&store, run, 1)[0].id.clone();
+    let pending = || store.task(&task).unwrap().status == troupe_store::TaskStatus::Pending;
+    let inbox = format!("{base}/inbox/{task}");
+    let api = format!("{base}/api/tasks/{task}/answer");
+    // Same-origin as far as the headers say, the cookie sent along — but no
+    // CSRF token, a wrong one, or another session's: refused.
+    for form in [
+        vec![("choice", "yes")],
+        vec![("choice", "yes"), ("csrf", "")],
+        vec![("choice", "yes"), ("csrf", "00")],
+        vec![("choice", "yes"), ("csrf", others_csrf.as_str())],
+    ] {
+        let r = c
+            .post(&inbox)
+            .header(COOKIE, &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{form:?}");
+        assert!(r.text().await.unwrap().contains("CSRF token"));
+        assert!(pending(), "{form:?}");
+    }
+    // The API on the cookie: the header, never a form field or nothing.
+    for csrf_header in [None, Some("00"), Some(others_csrf.as_str())] {
+        let mut r = c
+            .post(&api)
+            .header(COOKIE, &cookie)
+            .json(&json!({"yes": true}));
+        if let Some(h) = csrf_header {
+            r = r.header("x-csrf-token", h);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{csrf_header:?}");
+        assert!(
+            r.json::<Value>().await.unwrap()["error"]
+                .as_str()
+                .unwrap()
+                .contains("CSRF")
+        );
+        assert!(pending());
+    }
+    // A text/plain body (what a cross-site form can send) is no form.
+    let r = c
+        .post(&inbox)
+        .header(COOKIE, &cookie)
+        .header("content-type", "text/plain")
+        .body(format!("choice=yes&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(pending());
+
+    // With its own token the session answers, through the form or the header.
+    let r = c
+        .post(&api)
+        .header(COOKIE, &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"value": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::BAD_REQUEST,
+        "past the CSRF check, refused by type"
+    );
+    let r = c
+        .post(&inbox)
+        .header(COOKIE, &cookie)
+        .form(&[("choice", "yes"), ("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.text().await.unwrap().contains("Answered"));
+    handle.join().unwrap().expect("the run finishes");
+
+    // Scripts with the bearer token need no CSRF token (no page can add the
+    // header); a session signs out with its token, and is gone.
+    let r = c
+        .post(&api)
+        .header(AUTHORIZATION, bearer())
+        .json(&json!({"no": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::CONFLICT,
+        "bearer passes, the task is answered"
+    );
+    let r = c
+        .post(format!("{base}/logout"))
+        .header(COOKIE, &cookie)
+        .form(&[("csrf", others_csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "sign-out needs the token too"
+    );
+    let r = c
+        .post(format!("{base}/logout"))
+        .header(COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(
+        r.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let r = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, &other)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the other session lives on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_form_opens_a_session_and_sessions_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = troupe_web::ServeOptions {
+        token: TOKEN.into(),
+        notify: troupe_web::NotifyConfig::default(),
+        announce: false,
+        session_ttl: Duration::from_secs(1),
+    };
+    tokio::spawn(troupe_web::serve_listener(listener, store.clone(), options));
+    let base = format!("http://{addr}");
+    let c = client();
+
+    let page = c.get(format!("{base}/runs/1")).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::UNAUTHORIZED);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("action=\"/login\""), "{page}");
+    assert!(page.contains("name=\"next\" value=\"/runs/1\""), "{page}");
+    let r = c
+        .post(format!("{base}/login"))
+        .form(&[("token", "wrong"), ("next", "/inbox")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get(SET_COOKIE).is_none());
+    // Another site as `next` is not followed.
+    let r = c
+        .post(format!("{base}/login"))
+        .form(&[("token", TOKEN), ("next", "//evil.example/")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[LOCATION], "/");
+    let r = c
+        .post(format!("{base}/login"))
+        .form(&[("token", TOKEN), ("next", "/inbox")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[LOCATION], "/inbox");
+    let cookie = r.headers()[SET_COOKIE].to_str().unwrap();
+    assert!(cookie.contains("Max-Age=1"), "{cookie}");
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let r = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // A login from another origin is refused like any state change.
+    let r = c
+        .post(format!("{base}/login"))
+        .header("sec-fetch-site", "same-site")
+        .form(&[("token", TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    // Past its lifetime the session is refused, and says why.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let r = c
+        .get(format!("{base}/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("expired"));
+    let r = c
+        .get(format!("{base}/api/tasks"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }

@@ -146,6 +146,7 @@ pub async fn serve_with(store: &Store, token: &str, notify: NotifyConfig) -> Soc
         token: token.to_owned(),
         notify,
         announce: false,
+        session_ttl: troupe_web::SESSION_TTL,
     };
     let store = store.clone();
     tokio::spawn(async move {
