@@ -4,7 +4,7 @@ mod common;
 
 use common::{Fake, KEY, Reply, ok, review_request, settings, text_request};
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use troupe_check::Value;
 use troupe_check::types::EnumId;
 use troupe_llm::{ApiKey, HttpBackend, LlmBackend, LlmError, output_schema};
@@ -162,7 +162,6 @@ async fn retry_after_is_honoured() {
         waited >= Duration::from_millis(950),
         "waited only {waited:?}"
     );
-    assert!(waited < Duration::from_millis(1900), "waited {waited:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -205,11 +204,11 @@ async fn too_long_retry_after_gives_up_at_once() {
         vec![("retry-after", "3600".into())],
     )])
     .await;
-    let start = Instant::now();
     let err = backend(&fake).call(&text_request()).await.unwrap_err();
     assert!(err.is_transient());
     assert!(err.to_string().contains("asked to wait 3600 s"), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(1));
+    // It gave up without waiting: the one request was not repeated.
+    assert_eq!(fake.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -224,12 +223,9 @@ async fn timeout_is_transient() {
     s.max_retries = 1;
     let b =
         HttpBackend::openai_compatible("openai", "m", format!("{}/v1", fake.url), None, s).unwrap();
-    let start = Instant::now();
     let err = b.call(&text_request()).await.unwrap_err();
-    let elapsed = start.elapsed();
     assert!(err.is_transient(), "{err:?}");
     assert!(err.to_string().contains("timed out after 0.3 s"), "{err}");
-    assert!(elapsed < Duration::from_millis(1400), "took {elapsed:?}");
     assert_eq!(fake.requests().len(), 2);
 }
 

@@ -1,0 +1,485 @@
+//! ⟦P⟧ and the projected system against oracles that share no code with
+//! them (`troupe_oracle`), on random workflows whose seeds vary per run
+//! (`TROUPE_TEST_SEED` repeats one):
+//!
+//! - the bounded enumeration equals a brute-force enumeration of the global
+//!   workflow;
+//! - completeness: every MSC of bounded ⟦P⟧ is produced by some schedule of
+//!   the projected programs, and nothing else is — all schedules and all
+//!   decisions explored systematically, no deadlock in any;
+//! - membership rejects valid but mislabelled executions (a message or an
+//!   action carrying another statement's id, a decision flipped together
+//!   with its broadcast) exactly when the brute-force ⟦P⟧ does not hold
+//!   them, offline and online;
+//! - the reference interpreter of the projection runs as the global
+//!   workflow does, values and decisions included.
+
+use std::collections::{HashMap, HashSet};
+use troupe_check::ir::{LifelineId, Program, StmtId, StmtKind, Workflow};
+use troupe_msc::{
+    Decisions, EnumOptions, Event, EventKey, Execution, MemberOptions, Message, Monitor, Semantics,
+    SimOptions, simulate,
+};
+use troupe_oracle::explore::explore;
+use troupe_oracle::generate::{self, Shape};
+use troupe_oracle::global;
+use troupe_oracle::seeds::{Rng, Seeds, repeat_hint};
+use troupe_project::ControlTag;
+
+type Key = Vec<Vec<EventKey>>;
+
+fn small(seed: u64) -> Program {
+    let mut rng = Rng::new(seed);
+    generate::program(seed, &Shape::small(&mut rng))
+}
+
+fn tags(sem: &Semantics) -> impl Fn(StmtId) -> Option<ControlTag> + '_ {
+    move |s| sem.projection().construct(s).map(|c| c.tag)
+}
+
+fn keys(execs: &[Execution]) -> HashSet<Key> {
+    execs.iter().map(Execution::key).collect()
+}
+
+fn unroll_of(seed: u64) -> u32 {
+    1 + (seed % 2) as u32
+}
+
+/// The brute-force ⟦P⟧ (bounded), or `None` when it is too large to hold.
+fn oracle(w: &Workflow, sem: &Semantics, control: bool, unroll: u32) -> Option<Vec<Execution>> {
+    global::enumerate(w, control, unroll, 3000, &tags(sem)).expect("the oracle enumerates")
+}
+
+#[test]
+fn bounded_semantics_is_the_brute_force_enumeration() {
+    let seeds = Seeds::new("bounded_semantics_is_the_brute_force_enumeration", 400);
+    let mut compared = 0;
+    for seed in seeds.iter() {
+        let program = small(seed);
+        let w = &program.workflows[0];
+        let sem = Semantics::new(&program, w).unwrap();
+        let unroll = unroll_of(seed);
+        for control in [false, true] {
+            let Some(expected) = oracle(w, &sem, control, unroll) else {
+                continue;
+            };
+            let got = sem.enumerate(&EnumOptions {
+                unroll,
+                control,
+                limit: 10_000,
+            });
+            if got.truncated {
+                continue;
+            }
+            assert_eq!(
+                keys(&got.executions),
+                keys(&expected),
+                "seed {seed}, control {control}, unroll {unroll}\n{}",
+                repeat_hint(seed)
+            );
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} enumerations compared");
+    assert!(
+        compared as u64 >= seeds.cases,
+        "too few comparisons: {compared}"
+    );
+}
+
+/// Completeness (and soundness) of the projection, as sets: the executions
+/// of the projected programs under every schedule and every decision are
+/// exactly bounded ⟦P⟧ with control events, and their erasures exactly
+/// bounded ⟦P⟧ of the chart.
+#[test]
+fn every_msc_of_bounded_semantics_is_produced_by_some_schedule() {
+    let seeds = Seeds::new(
+        "every_msc_of_bounded_semantics_is_produced_by_some_schedule",
+        700,
+    );
+    let (mut workflows, mut mscs, mut states, mut skipped) = (0u64, 0usize, 0usize, 0u64);
+    for seed in seeds.iter() {
+        let program = small(seed);
+        let w = &program.workflows[0];
+        let sem = Semantics::new(&program, w).unwrap();
+        let unroll = unroll_of(seed);
+        let (Some(expected), Some(chart)) = (
+            oracle(w, &sem, true, unroll),
+            oracle(w, &sem, false, unroll),
+        ) else {
+            skipped += 1;
+            continue;
+        };
+        let explored = match explore(w, &sem.projection().flatten(), unroll, 400_000) {
+            Ok(x) => x,
+            Err(troupe_oracle::explore::ExploreError::Budget) => {
+                skipped += 1;
+                continue;
+            }
+            Err(e) => panic!("seed {seed}: {e:?}\n{}", repeat_hint(seed)),
+        };
+        let by_key: HashMap<Key, &Execution> =
+            explored.executions.iter().map(|x| (x.key(), x)).collect();
+        for x in &expected {
+            match by_key.get(&x.key()) {
+                None => panic!(
+                    "seed {seed}: an MSC of ⟦P⟧ that no schedule of the projection produces:\n{x:?}\n{}",
+                    repeat_hint(seed)
+                ),
+                // Tags included.
+                Some(y) => assert_eq!(*y, x, "seed {seed}: tags differ\n{}", repeat_hint(seed)),
+            }
+        }
+        assert_eq!(
+            explored.executions.len(),
+            expected.len(),
+            "seed {seed}: the projection produces executions outside ⟦P⟧\n{}",
+            repeat_hint(seed)
+        );
+        let erased: Vec<Execution> = explored
+            .executions
+            .iter()
+            .map(Execution::erase_control)
+            .collect();
+        assert_eq!(
+            keys(&erased),
+            keys(&chart),
+            "seed {seed}: erasures differ from the chart's ⟦P⟧\n{}",
+            repeat_hint(seed)
+        );
+        workflows += 1;
+        mscs += expected.len();
+        states += explored.states;
+    }
+    eprintln!(
+        "{workflows} workflows, {mscs} MSCs reached, {states} states explored, {skipped} too large"
+    );
+    assert!(
+        workflows >= 500.min(seeds.cases * 7 / 10),
+        "only {workflows} workflows explored ({skipped} too large)"
+    );
+}
+
+/// One interleaving in which every receive follows its send.
+fn linearize(exec: &Execution) -> Option<Vec<(LifelineId, Event)>> {
+    let n = exec.words.len();
+    let mut next = vec![0usize; n];
+    let mut in_flight = HashMap::<(usize, usize), usize>::new();
+    let total = exec.len();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        let mut moved = false;
+        for (l, at) in next.iter_mut().enumerate() {
+            let Some(e) = exec.words[l].get(*at) else {
+                continue;
+            };
+            match e {
+                Event::Recv { from, .. } => {
+                    let k = in_flight.entry((from.0 as usize, l)).or_default();
+                    if *k == 0 {
+                        continue;
+                    }
+                    *k -= 1;
+                }
+                Event::Send { to, .. } => {
+                    *in_flight.entry((l, to.0 as usize)).or_default() += 1;
+                }
+                _ => {}
+            }
+            out.push((LifelineId(l as u32), e.clone()));
+            *at += 1;
+            moved = true;
+        }
+        if !moved {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// The index in `to`'s word of the receive matching the send at `i` of `from`.
+fn matching_recv(exec: &Execution, from: usize, i: usize) -> Option<(usize, usize)> {
+    let Event::Send { to, .. } = exec.words[from][i] else {
+        return None;
+    };
+    let k = exec.words[from][..i]
+        .iter()
+        .filter(|e| matches!(e, Event::Send { to: t, .. } if *t == to))
+        .count();
+    let t = to.0 as usize;
+    let j = exec.words[t]
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event::Recv { from: f, .. } if f.0 as usize == from))
+        .nth(k)?
+        .0;
+    Some((t, j))
+}
+
+fn set_stmt(e: &mut Event, s: StmtId) {
+    match e {
+        Event::Send { msg, .. } | Event::Recv { msg, .. } => {
+            if let Message::Data { stmt, .. } = msg {
+                *stmt = s;
+            }
+        }
+        Event::Act { stmt, .. } => *stmt = s,
+        Event::Decide { .. } => {}
+    }
+}
+
+fn flip(e: &mut Event) {
+    match e {
+        Event::Decide { decision, .. }
+        | Event::Send {
+            msg: Message::Control { decision, .. },
+            ..
+        }
+        | Event::Recv {
+            msg: Message::Control { decision, .. },
+            ..
+        } => *decision = !*decision,
+        _ => {}
+    }
+}
+
+/// Valid but mislabelled variants of a member: a message (send and receive
+/// together) or an action relabelled with another statement of the same
+/// lifelines, or a decision flipped with its whole broadcast.
+fn mislabelled(w: &Workflow, exec: &Execution, rng: &mut Rng) -> Vec<Execution> {
+    let mut msgs: HashMap<(u32, u32), Vec<StmtId>> = HashMap::new();
+    let mut acts: HashMap<u32, Vec<StmtId>> = HashMap::new();
+    fn walk(
+        b: &troupe_check::ir::Block,
+        msgs: &mut HashMap<(u32, u32), Vec<StmtId>>,
+        acts: &mut HashMap<u32, Vec<StmtId>>,
+    ) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Msg { from, to, .. } => {
+                    msgs.entry((from.0, to.0)).or_default().push(s.id)
+                }
+                StmtKind::Act { at, .. } => acts.entry(at.0).or_default().push(s.id),
+                StmtKind::If {
+                    then: a,
+                    otherwise: c,
+                    ..
+                }
+                | StmtKind::While {
+                    body: a, exit: c, ..
+                } => {
+                    walk(a, msgs, acts);
+                    walk(c, msgs, acts);
+                }
+            }
+        }
+    }
+    walk(&w.body, &mut msgs, &mut acts);
+    let mut out = Vec::new();
+    for (l, word) in exec.words.iter().enumerate() {
+        for (i, e) in word.iter().enumerate() {
+            match e {
+                Event::Send {
+                    to,
+                    msg: Message::Data { stmt, .. },
+                } => {
+                    let others = &msgs[&(l as u32, to.0)];
+                    let alt = others[rng.below(others.len())];
+                    if alt == *stmt {
+                        continue;
+                    }
+                    let Some((t, j)) = matching_recv(exec, l, i) else {
+                        continue;
+                    };
+                    let mut y = exec.clone();
+                    set_stmt(&mut y.words[l][i], alt);
+                    set_stmt(&mut y.words[t][j], alt);
+                    out.push(y);
+                }
+                Event::Act { stmt, .. } => {
+                    let others = &acts[&(l as u32)];
+                    let alt = others[rng.below(others.len())];
+                    if alt != *stmt {
+                        let mut y = exec.clone();
+                        set_stmt(&mut y.words[l][i], alt);
+                        out.push(y);
+                    }
+                }
+                Event::Decide { .. } => {
+                    let mut y = exec.clone();
+                    flip(&mut y.words[l][i]);
+                    let mut k = i + 1;
+                    while let Some(Event::Send {
+                        msg: Message::Control { .. },
+                        ..
+                    }) = exec.words[l].get(k)
+                    {
+                        flip(&mut y.words[l][k]);
+                        if let Some((t, j)) = matching_recv(exec, l, k) {
+                            flip(&mut y.words[t][j]);
+                        }
+                        k += 1;
+                    }
+                    out.push(y);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Whether every loop has at most `unroll` ⊤ decisions in `exec`: then
+/// `exec` is in ⟦P⟧ exactly when the enumeration bounded by `unroll` has
+/// it (each iteration costs its owner a decision).
+fn within(w: &Workflow, exec: &Execution, unroll: u32) -> bool {
+    let loops: HashSet<StmtId> = troupe_oracle::reference::constructs(w)
+        .into_iter()
+        .filter(|c| c.1 == troupe_project::ConstructKind::While)
+        .map(|c| c.0)
+        .collect();
+    let mut yes: HashMap<StmtId, u32> = HashMap::new();
+    for e in exec.words.iter().flatten() {
+        if let Event::Decide {
+            stmt,
+            decision: true,
+            ..
+        } = e
+            && loops.contains(stmt)
+        {
+            *yes.entry(*stmt).or_default() += 1;
+        }
+    }
+    yes.values().all(|&k| k <= unroll)
+}
+
+#[test]
+fn membership_rejects_valid_but_mislabelled_executions() {
+    let seeds = Seeds::new("membership_rejects_valid_but_mislabelled_executions", 300);
+    let (mut rejected, mut accepted) = (0usize, 0usize);
+    let control = MemberOptions {
+        control: true,
+        prefix: false,
+    };
+    for seed in seeds.iter() {
+        let program = small(seed);
+        let w = &program.workflows[0];
+        let sem = Semantics::new(&program, w).unwrap();
+        let unroll = unroll_of(seed);
+        let Some(members) = oracle(w, &sem, true, unroll) else {
+            continue;
+        };
+        let chart = oracle(w, &sem, false, unroll).map(|c| keys(&c));
+        let loop_free = !troupe_oracle::reference::constructs(w)
+            .iter()
+            .any(|c| c.1 == troupe_project::ConstructKind::While);
+        let member_keys = keys(&members);
+        let mut rng = Rng::new(seed ^ 0x5eed);
+        for x in members.iter().take(40) {
+            for y in mislabelled(w, x, &mut rng) {
+                if !within(w, &y, unroll) {
+                    continue;
+                }
+                let expected = member_keys.contains(&y.key());
+                let offline = sem.check(&y, &control).is_ok();
+                assert_eq!(
+                    offline,
+                    expected,
+                    "seed {seed}: membership says {offline} for\n{y:?}\n{}",
+                    repeat_hint(seed)
+                );
+                let mut m = Monitor::new(&program, w).unwrap();
+                let online = linearize(&y).is_some_and(|events| {
+                    events.iter().all(|(l, e)| m.event(*l, e).is_ok()) && m.finish(false).is_ok()
+                });
+                assert_eq!(
+                    online,
+                    expected,
+                    "seed {seed}: the monitor says {online} for\n{y:?}\n{}",
+                    repeat_hint(seed)
+                );
+                // Without control events, on loop-free workflows (where the
+                // bounded chart semantics is all of it).
+                if loop_free && let Some(chart) = &chart {
+                    let erased = y.erase_control();
+                    let expected = chart.contains(&erased.key());
+                    let got = sem.check(&erased, &MemberOptions::default()).is_ok();
+                    assert_eq!(
+                        got,
+                        expected,
+                        "seed {seed}: data membership says {got} for\n{erased:?}\n{}",
+                        repeat_hint(seed)
+                    );
+                }
+                if expected {
+                    accepted += 1;
+                } else {
+                    rejected += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{rejected} mislabelled non-members rejected, {accepted} relabelled members accepted"
+    );
+    if seeds.cases >= 100 {
+        assert!(
+            rejected >= 1000,
+            "too few mislabelled executions ({rejected})"
+        );
+    }
+}
+
+/// The reference interpreter of the projected programs, with guards
+/// evaluated, produces the one execution of the global workflow: the same
+/// words, values, decisions and broadcasts.
+#[test]
+fn the_simulated_projection_runs_as_the_global_workflow() {
+    let seeds = Seeds::new("the_simulated_projection_runs_as_the_global_workflow", 300);
+    let mut events = 0usize;
+    for seed in seeds.iter() {
+        let mut rng = Rng::new(seed);
+        let shape = Shape {
+            asynchronous: false,
+            ..Shape::large(&mut rng, 200)
+        };
+        let program = generate::program(seed, &shape);
+        let w = &program.workflows[0];
+        let sem = Semantics::new(&program, w).unwrap();
+        let inputs = generate::inputs(w, seed);
+        let expected = global::run(w, &inputs, true, &tags(&sem))
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let run = simulate(
+            &program,
+            w,
+            sem.projection(),
+            &inputs,
+            &SimOptions {
+                seed,
+                decisions: Decisions::Evaluate,
+                loop_bound: None,
+                max_steps: 10_000_000,
+            },
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", repeat_hint(seed)));
+        assert!(run.completed(), "seed {seed}: stuck\n{}", repeat_hint(seed));
+        for (l, (a, b)) in expected
+            .execution
+            .words
+            .iter()
+            .zip(&run.execution.words)
+            .enumerate()
+        {
+            let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            assert!(
+                a.len() == b.len() && i == a.len(),
+                "seed {seed}: lifeline {l} differs at event {i}: expected {:?}, simulated {:?}\n{}",
+                a.get(i),
+                b.get(i),
+                repeat_hint(seed)
+            );
+        }
+        events += run.execution.len();
+    }
+    eprintln!("{events} events compared");
+}

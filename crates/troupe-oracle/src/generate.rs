@@ -1,0 +1,539 @@
+//! Random well-typed IR workflows, larger and more varied than
+//! `troupe_project::testing`'s: up to a few hundred statements, nesting
+//! several levels deep, guards with `not`, `and` and `or`, message items that
+//! are expressions, literals or dropped, and asynchronous actions.
+//!
+//! Every lifeline `X` has an `Int` input `n`; every `while` owns a fresh
+//! counter that is set to 0 before the loop and incremented at the end of
+//! its body, and its guard is `k < bound (and …)`, so every run ends. The
+//! actions are functions of their one `Int` argument known to the oracle
+//! ([`action_result`]): `bump` (pure, `x + 1`), `think` (LLM, `x + 2`),
+//! `store` (effect, `x + 3`), `ask` (human, `x + 5`), `fetch` (tool, `x + 7`).
+//! A test that runs a generated workflow registers performers computing
+//! exactly these.
+
+use crate::seeds::Rng;
+use std::sync::Arc;
+use troupe_check::Value;
+use troupe_check::ir::{
+    Action, ActionId, ActionKind, AnswerKind, BinaryOp, Block, Call, Expr, ExprKind, HumanAction,
+    Lifeline, LifelineId, LlmAction, McpServer, McpTransport, MsgItem, Param, Program, Recv, Stmt,
+    StmtId, StmtKind, Template, TemplatePart, ToolAction, UnaryOp, Var, VarId, Workflow,
+};
+use troupe_check::types::{Type, TypeTable};
+use troupe_syntax::Span;
+
+/// Shape of a generated workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Number of lifelines (at least 2).
+    pub lifelines: usize,
+    /// Maximum nesting of `if`/`while`.
+    pub max_depth: usize,
+    /// Maximum number of statements drawn for one block.
+    pub max_block: usize,
+    /// Statements to draw (loop counters add a few more).
+    pub stmts: usize,
+    /// Use the asynchronous actions (LLM, effect, human, tool).
+    pub asynchronous: bool,
+    /// Largest loop bound (`k < bound`, bound drawn in `0..=max_bound`).
+    pub max_bound: usize,
+}
+
+impl Shape {
+    /// A random shape for small workflows (whose bounded ⟦P⟧ can be
+    /// enumerated and whose schedules can all be explored).
+    pub fn small(rng: &mut Rng) -> Shape {
+        Shape {
+            lifelines: rng.range(2, 4),
+            max_depth: rng.range(0, 3),
+            max_block: rng.range(1, 4),
+            stmts: rng.range(2, 14),
+            asynchronous: false,
+            max_bound: 2,
+        }
+    }
+
+    /// A random shape of up to `max_stmts` statements, up to 8 lifelines and
+    /// 5 levels of nesting.
+    pub fn large(rng: &mut Rng, max_stmts: usize) -> Shape {
+        Shape {
+            lifelines: rng.range(2, 8),
+            max_depth: rng.range(1, 5),
+            max_block: rng.range(2, 6),
+            stmts: rng.range(max_stmts / 4, max_stmts),
+            asynchronous: true,
+            max_bound: 3,
+        }
+    }
+}
+
+/// The action ids of the generated programs.
+pub const BUMP: ActionId = ActionId(0);
+pub const THINK: ActionId = ActionId(1);
+pub const STORE: ActionId = ActionId(2);
+pub const ASK: ActionId = ActionId(3);
+pub const FETCH: ActionId = ActionId(4);
+
+/// What action `a` returns for argument `x`.
+pub fn action_result(a: ActionId, x: i64) -> i64 {
+    x + match a {
+        BUMP => 1,
+        THINK => 2,
+        STORE => 3,
+        ASK => 5,
+        FETCH => 7,
+        _ => 0,
+    }
+}
+
+/// A random well-typed program with one workflow, `workflows[0]`, named
+/// `random`. Its result is `n` of the first lifeline.
+pub fn program(seed: u64, shape: &Shape) -> Program {
+    let mut g = Gen::new(seed, shape);
+    let mut stmts = Vec::new();
+    while g.left > 0 {
+        g.stmt(0, &mut stmts);
+    }
+    g.finish(stmts)
+}
+
+/// Inputs for a generated workflow: each lifeline's `n`, in `-3..=3`.
+pub fn inputs(workflow: &Workflow, seed: u64) -> Vec<Value> {
+    let mut rng = Rng::new(seed ^ 0x1f2e_3d4c);
+    workflow
+        .inputs
+        .iter()
+        .map(|_| Value::Int(rng.below(7) as i64 - 3))
+        .collect()
+}
+
+struct Gen {
+    rng: Rng,
+    shape: Shape,
+    next_id: u32,
+    left: usize,
+    vars: Vec<Var>,
+}
+
+fn expr(kind: ExprKind, ty: Type) -> Expr {
+    Expr {
+        kind,
+        ty,
+        span: Span::default(),
+    }
+}
+
+fn int(n: i64) -> Expr {
+    expr(ExprKind::Lit(Value::Int(n)), Type::Int)
+}
+
+fn var(v: VarId) -> Expr {
+    expr(ExprKind::Var(v), Type::Int)
+}
+
+fn bin(op: BinaryOp, l: Expr, r: Expr) -> Expr {
+    let ty = match op {
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => Type::Int,
+        _ => Type::Bool,
+    };
+    expr(ExprKind::Binary(op, Box::new(l), Box::new(r)), ty)
+}
+
+fn template(head: &str) -> Template {
+    Template {
+        parts: vec![
+            TemplatePart::Text(format!("{head}: ")),
+            TemplatePart::Param(0),
+        ],
+    }
+}
+
+const NAMES: [&str; 8] = [
+    "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
+];
+
+impl Gen {
+    fn new(seed: u64, shape: &Shape) -> Gen {
+        let n = shape.lifelines.clamp(2, NAMES.len());
+        let vars = (0..n)
+            .map(|i| Var {
+                name: "n".to_owned(),
+                lifeline: LifelineId(i as u32),
+                ty: Type::Int,
+            })
+            .collect();
+        Gen {
+            rng: Rng::new(seed),
+            shape: Shape {
+                lifelines: n,
+                ..*shape
+            },
+            next_id: 0,
+            left: shape.stmts.max(1),
+            vars,
+        }
+    }
+
+    fn fresh(&mut self) -> StmtId {
+        let id = StmtId(self.next_id);
+        self.next_id += 1;
+        self.left = self.left.saturating_sub(1);
+        id
+    }
+
+    fn n(l: usize) -> VarId {
+        VarId(l as u32)
+    }
+
+    fn lifeline(&mut self) -> usize {
+        self.rng.below(self.shape.lifelines)
+    }
+
+    fn stmt_of(id: StmtId, kind: StmtKind) -> Stmt {
+        Stmt {
+            id,
+            span: Span::default(),
+            kind,
+        }
+    }
+
+    fn block(&mut self, depth: usize, allow_empty: bool) -> Vec<Stmt> {
+        let mut stmts = Vec::new();
+        let min = usize::from(!allow_empty);
+        let len = self.rng.range(min, self.shape.max_block.max(1));
+        for _ in 0..len {
+            if self.left == 0 && stmts.len() >= min {
+                break;
+            }
+            self.stmt(depth, &mut stmts);
+        }
+        stmts
+    }
+
+    fn stmt(&mut self, depth: usize, out: &mut Vec<Stmt>) {
+        let nested = depth < self.shape.max_depth && self.left > 1;
+        match self.rng.below(if nested { 12 } else { 6 }) {
+            0..=3 => self.msg(out),
+            4..=5 => self.act(out),
+            6..=8 => self.if_(depth, out),
+            _ => self.while_(depth, out),
+        }
+    }
+
+    fn value(&mut self, l: usize) -> Expr {
+        match self.rng.below(4) {
+            0 => bin(
+                BinaryOp::Add,
+                var(Self::n(l)),
+                int(self.rng.below(3) as i64),
+            ),
+            _ => var(Self::n(l)),
+        }
+    }
+
+    fn msg(&mut self, out: &mut Vec<Stmt>) {
+        let id = self.fresh();
+        let from = self.lifeline();
+        let to = (from + 1 + self.rng.below(self.shape.lifelines - 1)) % self.shape.lifelines;
+        let arity = self.rng.range(1, 3);
+        let items = (0..arity)
+            .map(|_| {
+                if self.rng.chance(2, 3) {
+                    let recv = if self.rng.chance(3, 4) {
+                        Recv::Bind(Self::n(to))
+                    } else {
+                        Recv::Discard
+                    };
+                    MsgItem {
+                        send: self.value(from),
+                        recv,
+                    }
+                } else {
+                    let c = self.rng.below(5) as i64;
+                    let recv = match self.rng.below(3) {
+                        0 => Recv::Literal(Value::Int(c)),
+                        1 => Recv::Discard,
+                        _ => Recv::Bind(Self::n(to)),
+                    };
+                    MsgItem { send: int(c), recv }
+                }
+            })
+            .collect();
+        out.push(Self::stmt_of(
+            id,
+            StmtKind::Msg {
+                from: LifelineId(from as u32),
+                to: LifelineId(to as u32),
+                items,
+            },
+        ));
+    }
+
+    fn act(&mut self, out: &mut Vec<Stmt>) {
+        let id = self.fresh();
+        let at = self.lifeline();
+        let n = Self::n(at);
+        let action = if self.shape.asynchronous {
+            ActionId(self.rng.below(5) as u32)
+        } else {
+            BUMP
+        };
+        let (outputs, call) = match self.rng.below(4) {
+            0 => (
+                vec![Some(n)],
+                Call::Expr(bin(
+                    BinaryOp::Add,
+                    var(n),
+                    int(self.rng.below(3) as i64 + 1),
+                )),
+            ),
+            1 => (
+                vec![None],
+                Call::Action {
+                    action,
+                    args: vec![var(n)],
+                },
+            ),
+            _ => (
+                vec![Some(n)],
+                Call::Action {
+                    action,
+                    args: vec![self.value(at)],
+                },
+            ),
+        };
+        out.push(Self::stmt_of(
+            id,
+            StmtKind::Act {
+                at: LifelineId(at as u32),
+                outputs,
+                call,
+            },
+        ));
+    }
+
+    fn atom(&mut self, owner: usize) -> Expr {
+        let n = var(Self::n(owner));
+        let c = self.rng.below(7) as i64 - 2;
+        match self.rng.below(4) {
+            0 => bin(BinaryOp::Lt, n, int(c)),
+            1 => bin(BinaryOp::Eq, bin(BinaryOp::Rem, n, int(2)), int(0)),
+            2 => bin(BinaryOp::Ne, n, int(c)),
+            _ => bin(BinaryOp::Ge, n, int(c)),
+        }
+    }
+
+    fn guard(&mut self, owner: usize) -> Expr {
+        let a = self.atom(owner);
+        match self.rng.below(6) {
+            0 => expr(ExprKind::Unary(UnaryOp::Not, Box::new(a)), Type::Bool),
+            1 => {
+                let b = self.atom(owner);
+                bin(BinaryOp::And, a, b)
+            }
+            2 => {
+                let b = self.atom(owner);
+                bin(BinaryOp::Or, a, b)
+            }
+            _ => a,
+        }
+    }
+
+    fn if_(&mut self, depth: usize, out: &mut Vec<Stmt>) {
+        let id = self.fresh();
+        let owner = self.lifeline();
+        let guard = self.guard(owner);
+        let then = self.block(depth + 1, false);
+        let allow_empty_else = self.rng.chance(1, 3);
+        let otherwise = self.block(depth + 1, allow_empty_else);
+        out.push(Self::stmt_of(
+            id,
+            StmtKind::If {
+                owner: LifelineId(owner as u32),
+                guard,
+                then: Block { stmts: then },
+                otherwise: Block { stmts: otherwise },
+            },
+        ));
+    }
+
+    fn while_(&mut self, depth: usize, out: &mut Vec<Stmt>) {
+        let owner = self.lifeline();
+        let k = VarId(self.vars.len() as u32);
+        let reset = self.fresh();
+        self.vars.push(Var {
+            name: format!("k{}", reset.0),
+            lifeline: LifelineId(owner as u32),
+            ty: Type::Int,
+        });
+        out.push(Self::stmt_of(
+            reset,
+            StmtKind::Act {
+                at: LifelineId(owner as u32),
+                outputs: vec![Some(k)],
+                call: Call::Expr(int(0)),
+            },
+        ));
+        let id = self.fresh();
+        let bound = self.rng.range(0, self.shape.max_bound) as i64;
+        let mut guard = bin(BinaryOp::Lt, var(k), int(bound));
+        if self.rng.chance(1, 2) {
+            let extra = self.guard(owner);
+            guard = bin(BinaryOp::And, guard, extra);
+        }
+        let mut body = self.block(depth + 1, true);
+        let inc = self.fresh();
+        body.push(Self::stmt_of(
+            inc,
+            StmtKind::Act {
+                at: LifelineId(owner as u32),
+                outputs: vec![Some(k)],
+                call: Call::Expr(bin(BinaryOp::Add, var(k), int(1))),
+            },
+        ));
+        let exit = self.block(depth + 1, true);
+        out.push(Self::stmt_of(
+            id,
+            StmtKind::While {
+                owner: LifelineId(owner as u32),
+                guard,
+                body: Block { stmts: body },
+                exit: Block { stmts: exit },
+            },
+        ));
+    }
+
+    fn finish(self, stmts: Vec<Stmt>) -> Program {
+        let n = self.shape.lifelines;
+        let lifelines = (0..n)
+            .map(|i| Lifeline {
+                name: NAMES[i].to_owned(),
+                span: Span::default(),
+            })
+            .collect();
+        let workflow = Workflow {
+            name: "random".to_owned(),
+            span: Span::default(),
+            lifelines,
+            vars: self.vars,
+            inputs: (0..n as u32).map(VarId).collect(),
+            body: Block { stmts },
+            results: vec![VarId(0)],
+            stmt_count: self.next_id,
+        };
+        Program {
+            types: TypeTable::default(),
+            actions: actions(),
+            workflows: vec![workflow],
+        }
+    }
+}
+
+fn int_action(name: &str, kind: ActionKind) -> Action {
+    Action {
+        name: name.to_owned(),
+        params: vec![Param {
+            name: "x".to_owned(),
+            ty: Type::Int,
+        }],
+        outputs: vec![Param {
+            name: "result".to_owned(),
+            ty: Type::Int,
+        }],
+        kind,
+        span: Span::default(),
+    }
+}
+
+/// The five actions, indexed by [`BUMP`] … [`FETCH`].
+fn actions() -> Vec<Action> {
+    let server = Arc::new(McpServer {
+        name: "oracle".to_owned(),
+        transport: McpTransport::Stdio {
+            command: "oracle-tools-are-in-process".to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        },
+        contracts: None,
+        span: Span::default(),
+    });
+    vec![
+        int_action(
+            "bump",
+            ActionKind::Pure {
+                body: Some(bin(BinaryOp::Add, var(VarId(0)), int(1))),
+            },
+        ),
+        int_action(
+            "think",
+            ActionKind::Llm(LlmAction {
+                system: None,
+                prompt: template("think"),
+                model: None,
+                temperature: None,
+                retries: None,
+            }),
+        ),
+        int_action("store", ActionKind::Effect { idempotent: false }),
+        int_action(
+            "ask",
+            ActionKind::Human(HumanAction {
+                ask: template("ask"),
+                prefill: None,
+                answer: AnswerKind::Input,
+            }),
+        ),
+        int_action(
+            "fetch",
+            ActionKind::Tool(ToolAction {
+                server,
+                remote: "fetch".to_owned(),
+                defaults: vec![None],
+                idempotent: false,
+            }),
+        ),
+    ]
+}
+
+/// Number of statements of a block, recursively.
+pub fn count_stmts(block: &Block) -> usize {
+    block
+        .stmts
+        .iter()
+        .map(|s| {
+            1 + match &s.kind {
+                StmtKind::Msg { .. } | StmtKind::Act { .. } => 0,
+                StmtKind::If {
+                    then: a,
+                    otherwise: b,
+                    ..
+                }
+                | StmtKind::While {
+                    body: a, exit: b, ..
+                } => count_stmts(a) + count_stmts(b),
+            }
+        })
+        .sum()
+}
+
+/// Deepest nesting of `if`/`while` in a block.
+pub fn depth(block: &Block) -> usize {
+    block
+        .stmts
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Msg { .. } | StmtKind::Act { .. } => 0,
+            StmtKind::If {
+                then: a,
+                otherwise: b,
+                ..
+            }
+            | StmtKind::While {
+                body: a, exit: b, ..
+            } => 1 + depth(a).max(depth(b)),
+        })
+        .max()
+        .unwrap_or(0)
+}

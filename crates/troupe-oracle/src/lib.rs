@@ -1,0 +1,27 @@
+//! Test oracles that share no code with what they check.
+//!
+//! Property tests of the projection, the MSC semantics and the runtime used
+//! to compare those crates with themselves (the bystander rule against the
+//! projection's own recipient lists, membership against an enumeration that
+//! lives in the same module). The oracles here are written from
+//! LANGUAGE.md §5 directly, as naively as possible, over the global workflow:
+//!
+//! - [`generate`]: random well-typed IR workflows of up to a few hundred
+//!   statements, with asynchronous actions (LLM, effect, human, tool) whose
+//!   results are known functions of their argument;
+//! - [`reference`]: lifelines(P) and R by a plain recursive walk, and the
+//!   local programs that follow from them, in a tree of their own;
+//! - [`global`]: a global interpreter (the one execution of a deterministic
+//!   workflow, with values and control events) and a brute-force
+//!   enumeration of bounded ⟦P⟧;
+//! - [`explore`]: every schedule and every decision of the projected
+//!   programs, explored systematically (not sampled), bounded by loop
+//!   unrolling, with deadlocks and protocol errors reported;
+//! - [`seeds`]: seeds that vary per run, printed, reproducible with
+//!   `TROUPE_TEST_SEED`.
+
+pub mod explore;
+pub mod generate;
+pub mod global;
+pub mod reference;
+pub mod seeds;
