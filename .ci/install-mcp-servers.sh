@@ -5,6 +5,8 @@
 #   PyPI mcp-server-time                        -> $DIR/venv/bin/mcp-server-time
 #   PyPI mcp (the official Python SDK)          -> $DIR/venv (client of `troupe mcp serve` tests)
 #   npm  @modelcontextprotocol/server-everything -> $DIR/npm/node_modules/.bin/mcp-server-everything
+#   npm  @modelcontextprotocol/inspector         -> $DIR/npm/node_modules/.bin/mcp-inspector
+#        (its CLI mode drives `troupe mcp serve` over stdio in crates/troupe-cli/tests/mcp_stdio.rs)
 #
 # DIR is $TROUPE_MCP_SERVERS, or ~/.cache/troupe/mcp-servers by default; the
 # tests look in the same place (crates/troupe-mcp/tests/support/mod.rs). No
@@ -14,6 +16,7 @@ set -euo pipefail
 TIME_VERSION="2026.10.19"
 MCP_VERSION="2.3.0"
 EVERYTHING_VERSION="2026.8.31"
+INSPECTOR_VERSION="2.12.0"
 DIR="${TROUPE_MCP_SERVERS:-$HOME/.cache/troupe/mcp-servers}"
 mkdir -p "$DIR"
 
@@ -30,18 +33,21 @@ if ! "$DIR/venv/bin/python" -m pip show mcp 2>/dev/null | grep -qx "Version: $MC
   "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "mcp==$MCP_VERSION"
 fi
 
-# server-everything, in a private npm prefix.
-installed=""
-if [ -f "$DIR/npm/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
-  installed="$(node -p "require('$DIR/npm/node_modules/@modelcontextprotocol/server-everything/package.json').version")"
-fi
-if [ "$installed" != "$EVERYTHING_VERSION" ]; then
+# server-everything and the Inspector, pinned exactly, in a private npm prefix.
+npm_version() {
+  local manifest="$DIR/npm/node_modules/$1/package.json"
+  if [ -f "$manifest" ]; then node -p "require('$manifest').version"; fi
+}
+if [ "$(npm_version @modelcontextprotocol/server-everything)" != "$EVERYTHING_VERSION" ] ||
+   [ "$(npm_version @modelcontextprotocol/inspector)" != "$INSPECTOR_VERSION" ]; then
   mkdir -p "$DIR/npm"
-  npm install --prefix "$DIR/npm" --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+  npm install --prefix "$DIR/npm" --save-exact --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
+    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
 fi
 
 echo "TROUPE_MCP_SERVERS=$DIR"
 echo "mcp-server-time: $DIR/venv/bin/mcp-server-time"
 echo "python mcp SDK: $DIR/venv/bin/python ($MCP_VERSION)"
 echo "server-everything: $DIR/npm/node_modules/.bin/mcp-server-everything"
+echo "MCP Inspector: $DIR/npm/node_modules/.bin/mcp-inspector ($INSPECTOR_VERSION)"

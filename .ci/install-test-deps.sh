@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Rust toolchain: the real MCP
-# servers the MCP tests talk to, and Chromium for the browser tests.
+# servers the MCP tests talk to and the MCP clients that drive `troupe mcp
+# serve` (the Python SDK, the Inspector), and Chromium for the browser tests.
 # Idempotent; safe to run on every CI run and on a developer machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -99,24 +99,51 @@ pub enum McpCommand {
     },
 }
 
-/// Runs a subcommand on its own single-threaded runtime (call it outside any
-/// tokio runtime; from async code use [`run_async`]). Returns the exit status.
-pub fn run(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| McpError::Io {
-            path: "(runtime)".into(),
-            message: e.to_string(),
-        })?;
-    let result = runtime.block_on(run_async(cmd, out));
+/// What the binary read from its environment for the subcommands (the
+/// library reads no environment variables itself).
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// The lease on runs `mcp serve` drives (`TROUPE_LEASE`); the host's
+    /// default when `None`.
+    pub lease: Option<std::time::Duration>,
+}
+
+/// Runs a subcommand on its own runtime (call it outside any tokio runtime;
+/// from async code use [`run_async`]). Returns the exit status.
+///
+/// `mcp serve` gets a multi-threaded runtime: a run that computes for long
+/// without waiting (a long pure loop) holds its thread, and the transport
+/// must still read the client's messages (and its disconnection) meanwhile.
+pub fn run(cmd: McpCommand, out: &mut dyn Write, env: &Environment) -> Result<i32, McpError> {
+    let runtime = match cmd {
+        McpCommand::Serve { .. } => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(
+                std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .max(2),
+            )
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| McpError::Io {
+        path: "(runtime)".into(),
+        message: e.to_string(),
+    })?;
+    let result = runtime.block_on(run_async(cmd, out, env));
     // Stop child processes before the runtime goes away.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result
 }
 
 /// Runs a subcommand. Returns the exit status (0 success).
-pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpError> {
+pub async fn run_async(
+    cmd: McpCommand,
+    out: &mut dyn Write,
+    env: &Environment,
+) -> Result<i32, McpError> {
     match cmd {
         McpCommand::Serve {
             files,
@@ -134,6 +161,7 @@ pub async fn run_async(cmd: McpCommand, out: &mut dyn Write) -> Result<i32, McpE
                 llm_for,
                 deadline: std::time::Duration::from_millis(deadline_ms),
                 mock_externs,
+                lease: env.lease,
             };
             serve(options, http).await.map_err(|e| McpError::Input {
                 what: "troupe mcp serve".into(),
@@ -289,7 +317,7 @@ mod lock_tests {
 
     fn run_to_string(cmd: McpCommand) -> (i32, String) {
         let mut out = Vec::new();
-        let code = run(cmd, &mut out).unwrap();
+        let code = run(cmd, &mut out, &Environment::default()).unwrap();
         (code, String::from_utf8(out).unwrap())
     }
 

@@ -111,6 +111,7 @@ async fn import_from_a_live_time_server_checks_clean_and_calls_work() {
             from_json: false,
         },
         &mut sink,
+        &troupe_mcp::cli::Environment::default(),
     )
     .await
     .unwrap();
@@ -144,6 +145,7 @@ async fn import_from_live_everything_lists_resources_and_prompts() {
             from_json: false,
         },
         &mut sink,
+        &troupe_mcp::cli::Environment::default(),
     )
     .await
     .unwrap();

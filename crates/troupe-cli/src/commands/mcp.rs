@@ -10,7 +10,10 @@ pub fn run(cmd: McpCommand) -> Result<ExitStatus> {
     // transport to stdout from another thread, and a held lock would stall
     // it for ever. `Stdout` locks per write.
     let mut out = std::io::stdout();
-    match troupe_mcp::cli::run(cmd, &mut out) {
+    let env = troupe_mcp::cli::Environment {
+        lease: Some(crate::commands::durable::host_config()?.lease),
+    };
+    match troupe_mcp::cli::run(cmd, &mut out, &env) {
         Ok(0) => Ok(ExitStatus::Success),
         Ok(1) => Ok(ExitStatus::Failure),
         Ok(_) => Ok(ExitStatus::Usage),

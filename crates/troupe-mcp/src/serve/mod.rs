@@ -44,8 +44,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    ReadResourceResult, RequestId, Resource, ResourceContents, ResourceTemplate,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -106,6 +106,8 @@ pub struct ServeOptions {
     pub deadline: Duration,
     /// `extern` actions without an implementation answer with mock values.
     pub mock_externs: bool,
+    /// The length of the leases on runs (the host's default, 15 s, when `None`).
+    pub lease: Option<Duration>,
 }
 
 impl ServeOptions {
@@ -117,6 +119,7 @@ impl ServeOptions {
             llm_for: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             mock_externs: false,
+            lease: None,
         }
     }
 }
@@ -128,11 +131,17 @@ struct Inner {
     tools: Vec<Tool>,
 }
 
-/// The MCP server over a set of workflows and a store. Cheap to clone (one
-/// clone per Streamable HTTP session shares the runs).
+/// The tool calls of one connection that wait on runs: request id → run.
+type Calls = Arc<std::sync::Mutex<std::collections::HashMap<RequestId, i64>>>;
+
+/// The MCP server over a set of workflows and a store. Cheap to clone: the
+/// clones share the runs (one [`Server::for_session`] per Streamable HTTP
+/// session).
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
+    /// The calls of this connection in flight, for `notifications/cancelled`.
+    calls: Calls,
 }
 
 impl std::fmt::Debug for Server {
@@ -241,11 +250,21 @@ impl Server {
         Ok(Server {
             inner: Arc::new(Inner {
                 workflows,
-                runs: Runs::new(store, settings)?,
+                runs: Runs::new(store, settings, options.lease)?,
                 deadline: options.deadline,
                 tools,
             }),
+            calls: Calls::default(),
         })
+    }
+
+    /// The same server for another connection: shares the workflows and
+    /// runs, not the table of calls in flight (request ids are per connection).
+    pub fn for_session(&self) -> Server {
+        Server {
+            inner: self.inner.clone(),
+            calls: Calls::default(),
+        }
     }
 
     /// The names of the served workflows.
@@ -264,6 +283,7 @@ impl Server {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let running = self
+            .clone()
             .serve((read, write))
             .await
             .map_err(|e| ServeError::Transport(e.to_string()))?;
@@ -274,10 +294,15 @@ impl Server {
         Ok(())
     }
 
-    /// Serves one client over standard input and output.
+    /// Serves one client over standard input and output until it
+    /// disconnects (closes standard input), then stops the runs this
+    /// process drives (see [`Runs::shutdown`]): the process is the client's
+    /// child and ends with it.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let (read, write) = rmcp::transport::stdio();
-        self.serve_io(read, write).await
+        let served = self.clone().serve_io(read, write).await;
+        self.inner.runs.shutdown().await;
+        served
     }
 
     /// Binds Streamable HTTP at `addr` (a loopback address; port 0 picks
@@ -304,7 +329,7 @@ impl Server {
         })?;
         let server = self;
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_session()),
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default(),
         );
@@ -324,17 +349,32 @@ impl Server {
         &self,
         entry: &WorkflowEntry,
         args: &Map<String, J>,
-        peer: &rmcp::Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let runs = &self.inner.runs;
         let run = match runs.start(entry, args) {
             Ok(run) => run,
             Err(e) => return tool_error(&e.to_string()),
         };
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.insert(context.id.clone(), run);
+        }
         // The run is a new resource; a client that is gone does not matter.
-        let _ = peer.notify_resource_list_changed().await;
+        let _ = context.peer.notify_resource_list_changed().await;
         let name = Store::run_name(run);
-        match runs.wait(run, self.inner.deadline, 0).await {
+        let progress = tokio::select! {
+            p = runs.wait(run, self.inner.deadline, 0) => p,
+            // Cancelled (`notifications/cancelled`, handled by `on_cancelled`)
+            // or the client went away: nobody reads the answer, and the run
+            // goes on unless it was cancelled.
+            () = context.ct.cancelled() => {
+                return tool_error(&format!("the call was cancelled; {name} goes on unless it was cancelled too"));
+            }
+        };
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.remove(&context.id);
+        }
+        match progress {
             Progress::Ended(Ok(results)) => {
                 let mut result = CallToolResult::structured(J::Object(results));
                 let mut meta = Map::new();
@@ -507,7 +547,7 @@ impl ServerHandler for Server {
             name => match self.entry(name) {
                 Some(entry) => {
                     let entry = entry.clone();
-                    self.call_workflow(&entry, &args, &context.peer).await
+                    self.call_workflow(&entry, &args, &context).await
                 }
                 None => {
                     return Err(ErrorData::invalid_params(

@@ -43,12 +43,17 @@ pub enum Progress {
 /// Wait counters of the runs this process drives, fed by the host's notices.
 type Waits = Arc<Mutex<HashMap<String, Arc<watch::Sender<u64>>>>>;
 
+/// How long [`Runs::shutdown`] waits for the runs' tasks to stop.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
 /// The runs of one store, and the settings new runs get.
 pub struct Runs {
     host: Host,
     settings: RunSettings,
     waits: Waits,
     live: Mutex<HashMap<i64, LiveRun>>,
+    /// The tasks driving the runs of this process (finished ones included).
+    tasks: Mutex<HashMap<i64, tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Runs {
@@ -60,14 +65,22 @@ impl std::fmt::Debug for Runs {
 }
 
 impl Runs {
-    /// The runs of `store`, started with `settings` (models, mock externs).
-    pub fn new(store: Store, settings: RunSettings) -> Result<Runs, ServeError> {
+    /// The runs of `store`, started with `settings` (models, mock externs),
+    /// under leases of length `lease` (the host's default when `None`).
+    pub fn new(
+        store: Store,
+        settings: RunSettings,
+        lease: Option<Duration>,
+    ) -> Result<Runs, ServeError> {
         let dir = std::env::current_dir().map_err(|e| ServeError::Io {
             path: "(current directory)".into(),
             message: e.to_string(),
         })?;
         let waits: Waits = Arc::default();
         let mut config = troupe_host::HostConfig::new(dir);
+        if let Some(lease) = lease {
+            config.lease = lease;
+        }
         let feed = waits.clone();
         config.observer = Some(Arc::new(move |n: &Notice| {
             if let Notice::Waiting { run, .. } = n
@@ -82,7 +95,50 @@ impl Runs {
             settings,
             waits,
             live: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Stops the runs this process drives, as a crash would (what they
+    /// recorded stays; a resume goes on from there), and releases their
+    /// leases, so that another process may resume them at once instead of
+    /// after the lease expired. A run whose task does not stop in time (a
+    /// long computation that does not yield) keeps its lease: it expires.
+    pub async fn shutdown(&self) {
+        let tasks: Vec<(i64, tokio::task::JoinHandle<()>)> = match self.tasks.lock() {
+            Ok(mut map) => map.drain().collect(),
+            Err(_) => return,
+        };
+        let until = tokio::time::Instant::now() + SHUTDOWN_WAIT;
+        for (run, task) in tasks {
+            if task.is_finished() {
+                continue;
+            }
+            task.abort();
+            if tokio::time::timeout_at(until, task).await.is_ok() {
+                let _ = self.store().release(run, &self.host.config().owner);
+            }
+        }
+    }
+
+    /// Asks the run to stop: its in-flight actions are dropped (a command
+    /// effect's process is killed) when its owner sees the request, at its
+    /// next lease renewal (every third of the lease).
+    pub fn cancel(&self, run: i64, reason: &str) -> Result<troupe_host::Cancel, ServeError> {
+        self.host
+            .cancel(run, reason)
+            .map_err(|e| ServeError::Internal(e.to_string()))
+    }
+
+    /// How far `run` got: its recorded events and finished steps.
+    pub fn progress(&self, run: i64) -> Result<(u64, usize), StoreError> {
+        let detail = self.store().run(run)?;
+        let done = detail
+            .steps
+            .iter()
+            .filter(|s| s.status == troupe_store::StepStatus::Done)
+            .count();
+        Ok((detail.events, done))
     }
 
     pub fn store(&self) -> &Store {
@@ -158,7 +214,7 @@ impl Runs {
             );
         let host = self.host.clone();
         let waits = self.waits.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let end = match host.drive(run, &Overrides::default(), None).await {
                 Ok(f) => match f.end {
                     RunEnd::Done { results, .. } => Ok(results
@@ -179,6 +235,10 @@ impl Runs {
             drop(waits_tx);
             let _ = end_tx.send(Some(end));
         });
+        self.tasks
+            .lock()
+            .map_err(|_| ServeError::Internal("the task table is poisoned".into()))?
+            .insert(run, task);
         Ok(())
     }
 
