@@ -139,12 +139,18 @@ impl HttpBackend {
         let spec = format!("{provider}:{model}");
         let url = reqwest::Url::parse(&base_url).map_err(|e| ConfigError::Provider {
             name: provider.clone(),
-            message: format!("bad base URL {base_url:?}: {e}"),
+            message: format!(
+                "bad base URL {:?}: {e}",
+                crate::redact_url_credentials(&base_url)
+            ),
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ConfigError::Provider {
                 name: provider,
-                message: format!("base URL {base_url:?} must start with http:// or https://"),
+                message: format!(
+                    "base URL {:?} must start with http:// or https://",
+                    crate::redact_url_credentials(&base_url)
+                ),
             });
         }
         if let Some(k) = &key
@@ -288,6 +294,7 @@ impl HttpBackend {
             Some(u) if message.contains(u.as_str()) => message.replace(u.as_str(), "<redacted>@"),
             _ => message,
         };
+        let message = crate::redact_url_credentials(&message).into_owned();
         match &self.key {
             Some(k) if !k.expose().is_empty() && message.contains(k.expose()) => {
                 message.replace(k.expose(), "<redacted>")

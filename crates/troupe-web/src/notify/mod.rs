@@ -211,7 +211,10 @@ pub fn start(
             .clone()
             .unwrap_or_else(|| "http://127.0.0.1:7878".into());
         let hook = Arc::new(Webhook::new(store.clone(), db.clone(), w.clone(), public)?);
-        started.push(format!("webhook {}", w.url));
+        started.push(format!(
+            "webhook {}",
+            troupe_llm::redact_url_credentials(&w.url)
+        ));
         tokio::spawn(hook.run());
     }
     Ok(started)

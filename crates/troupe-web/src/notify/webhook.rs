@@ -65,7 +65,8 @@ impl Webhook {
     fn err(message: impl std::fmt::Display) -> WebError {
         WebError::Notify {
             channel: CHANNEL.into(),
-            message: message.to_string(),
+            // The receiver's URL may carry credentials (`user:pass@`).
+            message: troupe_llm::redact_url_credentials(&message.to_string()).into_owned(),
         }
     }
 
