@@ -107,7 +107,13 @@ pub enum Notice {
     /// These `extern`s answer with mock values.
     MockedExterns(Vec<String>),
     /// A run is resumed; this many recorded steps are not redone.
-    Resuming { run: String, recorded_steps: usize },
+    Resuming {
+        run: String,
+        recorded_steps: usize,
+        /// The events before the checkpoint it continues from (`None`: it
+        /// replays from the start).
+        checkpoint: Option<u64>,
+    },
     /// A new run was started although unfinished runs of the same file
     /// exist (other inputs, or another version of the workflow).
     NewBeside { run: String, others: Vec<String> },
@@ -611,11 +617,13 @@ impl Host {
         let (engine, tools) = self
             .backends
             .engine(&compiled, &settings, &name, Arc::new(inbox))?;
-        let stored = store.journal(run, Arc::new(compiled.types().clone()))?;
+        let stored =
+            store.journal_with(run, Arc::new(compiled.types().clone()), settings.journal())?;
         let recorded_steps = stored.recorded_steps();
-        // Verified online as it goes (a resumed run replays its events from
-        // the start, so the monitor sees the whole run), recorded by the
-        // store; nothing keeps the events in memory.
+        let checkpoint = stored.resumes_at();
+        // Verified online as it goes (a resumed run continues the monitor
+        // from its checkpoint, or replays its events from the start),
+        // recorded by the store; nothing keeps the events in memory.
         let journal = Arc::new(troupe_runtime::Watched::new(
             Some(engine.monitor()),
             None,
@@ -625,6 +633,7 @@ impl Host {
             self.notify(Notice::Resuming {
                 run: name.clone(),
                 recorded_steps,
+                checkpoint,
             });
         }
         let options = RunOptions {
@@ -805,9 +814,10 @@ impl Host {
         Ok(ids)
     }
 
-    /// Checks a recorded run against ⟦P⟧: `Ok(events)` when it is a run
-    /// (a prefix of one when it is unfinished).
-    pub fn verify(&self, run: i64) -> Result<Result<u64, String>, HostError> {
+    /// Checks a recorded run against ⟦P⟧: `Ok` when it is a run (a prefix
+    /// of one when it is unfinished). A run whose history was pruned is
+    /// checked from the checkpoint its retained window starts at.
+    pub fn verify(&self, run: i64) -> Result<Result<Verified, String>, HostError> {
         let compiled = self.recorded(run)?;
         let engine = EngineBuilder::from_program((*compiled.program).clone())
             .workflow(&compiled.workflow().name)
@@ -839,11 +849,34 @@ fn needs_resolution(detail: &RunDetail) -> HostError {
 /// Checks a recorded run's events against ⟦P⟧ (as a prefix of a run with
 /// `prefix`, for a run that has not finished), streaming them from the
 /// store through the online monitor: one chunk in memory at a time.
-fn verify_recorded(store: &Store, run: i64, engine: &Engine, prefix: bool) -> Result<u64, String> {
-    let mut monitor = engine.monitor();
+fn verify_recorded(
+    store: &Store,
+    run: i64,
+    engine: &Engine,
+    prefix: bool,
+) -> Result<Verified, String> {
+    let name = Store::run_name(run);
+    // A pruned history starts at a checkpoint: the monitor continues from
+    // the state it had there (the events before were checked online, as
+    // the run made them, and are gone).
+    let (mut monitor, from, chunk) = match store.history_start(run).map_err(|e| e.to_string())? {
+        None => (engine.monitor(), 0, 0),
+        Some((checkpoint, chunk)) => {
+            let state = checkpoint.monitor.as_ref().ok_or_else(|| {
+                format!(
+                    "{name}: its retained history starts at a checkpoint taken without verification"
+                )
+            })?;
+            let monitor = engine
+                .monitor()
+                .restore(state)
+                .map_err(|e| format!("{name}: its retained history's checkpoint: {e}"))?;
+            (monitor, checkpoint.events, chunk)
+        }
+    };
     let mut first: Option<String> = None;
     store
-        .for_each_event(run, |l, e| {
+        .for_each_event_from(run, chunk, |l, e| {
             if first.is_none()
                 && let Err(e) = monitor.event(l, e)
             {
@@ -860,7 +893,20 @@ fn verify_recorded(store: &Store, run: i64, engine: &Engine, prefix: bool) -> Re
     monitor
         .finish(prefix)
         .map_err(|e| format!("{}: the execution is not in ⟦P⟧: {e}", Store::run_name(run)))?;
-    Ok(monitor.events())
+    Ok(Verified {
+        events: monitor.events(),
+        from,
+    })
+}
+
+/// What a verification of a recorded run covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    /// Events of the run up to its last recorded one.
+    pub events: u64,
+    /// Events before the checked window: retention pruned them, and they
+    /// were checked online as the run made them (0: the whole history).
+    pub from: u64,
 }
 
 /// Scripted answers from a JSON object keyed by `Lifeline.action` or

@@ -41,6 +41,11 @@ pub struct RunSettings {
     /// `extern` actions with no implementation answer with mock values
     /// (marked `mock` in the recorded steps).
     pub mock_externs: bool,
+    /// Events of history the store keeps at least (`None`: all of them);
+    /// older ones are pruned from a checkpoint on.
+    pub history_keep: Option<u64>,
+    /// Events between checkpoints (`None`: the store chooses).
+    pub checkpoint_every: Option<u64>,
     /// Overrides given when the run was resumed, oldest first.
     pub overrides: Vec<String>,
 }
@@ -82,6 +87,12 @@ impl RunSettings {
                 .push(format!("durability={d:?}").to_lowercase());
             self.durability = d;
         }
+        if let Some(k) = o.history_keep
+            && self.history_keep != Some(k)
+        {
+            self.overrides.push(format!("history_keep={k}"));
+            self.history_keep = Some(k);
+        }
         if o.mock_externs && !self.mock_externs {
             self.overrides.push("mock_externs=true".into());
             self.mock_externs = true;
@@ -97,6 +108,20 @@ pub struct Overrides {
     pub timeout_ms: Option<u64>,
     pub durability: Option<DurabilitySetting>,
     pub mock_externs: bool,
+    pub history_keep: Option<u64>,
+}
+
+impl RunSettings {
+    /// How the store keeps the run's history.
+    pub fn journal(&self) -> troupe_store::JournalOptions {
+        troupe_store::JournalOptions {
+            history: match self.history_keep {
+                Some(k) => troupe_store::History::Keep(k),
+                None => troupe_store::History::All,
+            },
+            checkpoint_every: self.checkpoint_every,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -82,13 +82,30 @@ fn host(dir: &Path) -> Host {
     let store = Store::open(dir.join("store.db"), Durability::Full).unwrap();
     let mut config = HostConfig::new(dir.to_owned());
     config.owner = OWNER.into();
+    // The parent counts the resumptions that continued from a checkpoint.
+    config.observer = Some(Arc::new(|n: &troupe_host::Notice| {
+        if let troupe_host::Notice::Resuming {
+            checkpoint: Some(at),
+            ..
+        } = n
+        {
+            println!("FROM-CHECKPOINT {at}");
+        }
+    }));
     Host::new(store, config, Arc::new(NoTools))
 }
 
-fn settings() -> RunSettings {
+/// The run's settings; a run directory with a `checkpoint_every` file
+/// takes a checkpoint that often, so its resumptions continue from
+/// checkpoints (taken while effects, human waits and model calls are in
+/// flight) instead of replaying from the start.
+fn settings(dir: &Path) -> RunSettings {
     RunSettings {
         llm: Some("mock".into()),
         seed: 7,
+        checkpoint_every: std::fs::read_to_string(dir.join("checkpoint_every"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
         ..RunSettings::default()
     }
 }
@@ -132,7 +149,7 @@ fn crash_child() {
             host.start(
                 &compiled(),
                 vec![Value::Int(LIMIT)],
-                &settings(),
+                &settings(&dir),
                 StartPolicy::New,
             )
             .unwrap()
@@ -220,7 +237,7 @@ fn reference_result(dir: &Path) -> serde_json::Value {
         .start(
             &compiled(),
             vec![Value::Int(LIMIT)],
-            &settings(),
+            &settings(dir),
             StartPolicy::New,
         )
         .unwrap();
@@ -259,6 +276,8 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
     let mut rng = Rng(seed);
     let mut kills = 0usize;
     let mut resolutions = 0usize;
+    let mut from_checkpoints = 0usize;
+    let mut resumed_from_checkpoints = 0usize;
     let mut runs = 0usize;
     let started = Instant::now();
     while kills < KILLS {
@@ -266,6 +285,10 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         let dir = root.path().join(format!("run{runs}"));
         std::fs::create_dir_all(&dir).unwrap();
         write_config(&dir);
+        // Every other run resumes from checkpoints taken every few events.
+        if runs % 2 == 1 {
+            std::fs::write(dir.join("checkpoint_every"), format!("{}", 3 + runs % 11)).unwrap();
+        }
         let mut kills_this_run = 0;
         let result = loop {
             let mut c = child(&dir);
@@ -288,6 +311,7 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
             };
             let Some(out) = out else { continue };
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            resumed_from_checkpoints += text.matches("FROM-CHECKPOINT").count();
             assert!(
                 out.status.success(),
                 "the child failed: {}\n{text}{}",
@@ -333,6 +357,12 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
 
         // The recorded execution is a run of the workflow.
         let h = host(&dir);
+        from_checkpoints += usize::from(
+            h.store()
+                .checkpoints(1)
+                .unwrap()
+                .is_some_and(|(seq, _)| seq > 0),
+        );
         h.verify(1)
             .unwrap()
             .unwrap_or_else(|e| panic!("run {runs}: {e}"));
@@ -343,8 +373,12 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         kills >= KILLS && runs >= 2,
         "{kills} kills over {runs} runs"
     );
+    assert!(
+        from_checkpoints * 3 >= runs,
+        "only {from_checkpoints} of {runs} runs had checkpoints"
+    );
     eprintln!(
-        "crash test: {kills} kills over {runs} runs ({resolutions} resolutions) in {:.1?}",
+        "crash test: {kills} kills over {runs} runs ({from_checkpoints} with checkpoints; {resumed_from_checkpoints} finishing incarnations resumed from one; {resolutions} resolutions) in {:.1?}",
         started.elapsed()
     );
 }

@@ -18,6 +18,7 @@
 use crate::actions::{
     EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn, ToolCall, ToolHost,
 };
+use crate::checkpoint::{Channel, Checkpoint, LaneState, Queued};
 use crate::error::{Location, RunError};
 use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
 use crate::trace::{Trace, TraceEntry};
@@ -34,7 +35,7 @@ use troupe_check::ir::{
 use troupe_check::{Type, TypeTable, Value};
 use troupe_llm::{CallKey, LlmBackend, LlmRequest, OutputSlot};
 use troupe_msc::{Event, MemberOptions, Message, Semantics};
-use troupe_project::{ControlTag, FlatProgram, Op};
+use troupe_project::{FlatProgram, Op};
 use troupe_syntax::{LineIndex, Span};
 
 /// How a declared action is performed.
@@ -446,7 +447,21 @@ impl Engine {
         let journal = options.journal.clone();
         let run_id = options.run_id.clone();
         let mut run = RunState::new(self.inner.clone(), options);
-        let outcome = match run.bind_inputs(inputs) {
+        // A resumed run continues from its latest checkpoint, if it has
+        // one; otherwise it replays from the start.
+        let resumed = match journal.as_ref().and_then(|j| j.resume_from()) {
+            Some(checkpoint) => run
+                .restore(checkpoint)
+                .map_err(|message| RunError::Journal {
+                    run: run_id.clone(),
+                    message: format!("the checkpoint does not fit the workflow: {message}"),
+                }),
+            None => run.bind_inputs(inputs),
+        };
+        if let Some(every) = journal.as_ref().and_then(|j| j.checkpoint_every()) {
+            run.next_checkpoint = run.events.saturating_add(every.max(1));
+        }
+        let outcome = match resumed {
             Ok(()) => run.drive().await,
             Err(e) => Err(e),
         };
@@ -523,12 +538,8 @@ impl Engine {
     }
 }
 
-/// What travels on a channel.
-#[derive(Debug)]
-enum Msg {
-    Data { stmt: StmtId, values: Vec<Value> },
-    Control { tag: ControlTag, decision: bool },
-}
+/// What travels on a channel (the same data a checkpoint keeps).
+type Msg = Queued;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wait {
@@ -601,6 +612,10 @@ struct RunState {
     trace: Option<Vec<TraceEntry>>,
     clock: u64,
     steps: u64,
+    /// Events recorded, over all lifelines (since the run began).
+    events: u64,
+    /// At how many events the next checkpoint is due (`u64::MAX`: never).
+    next_checkpoint: u64,
     done: usize,
     rng: u64,
 }
@@ -645,6 +660,8 @@ impl RunState {
             pending: FuturesUnordered::new(),
             clock: 0,
             steps: 0,
+            events: 0,
+            next_checkpoint: u64::MAX,
             done: 0,
             rng,
             engine,
@@ -653,6 +670,151 @@ impl RunState {
 
     fn workflow(&self) -> &Workflow {
         &self.engine.program.workflows[self.engine.workflow]
+    }
+
+    /// Hands the journal a checkpoint of the run as it is now (see
+    /// [`crate::checkpoint`]).
+    fn checkpoint(&mut self) {
+        let Some(journal) = self.options.journal.clone() else {
+            self.next_checkpoint = u64::MAX;
+            return;
+        };
+        let engine = self.engine.clone();
+        let wf = &engine.program.workflows[engine.workflow];
+        let mut pending = Vec::new();
+        let lanes = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                let mut occurrences = lane.occurrences.clone();
+                // A lifeline waiting for an action is recorded before it:
+                // the resumed run starts it again under the same key.
+                if lane.wait == Wait::Action
+                    && let Some(Op::Act {
+                        call: Call::Action { action, .. },
+                        ..
+                    }) = engine.flat[i].ops.get(lane.pc as usize)
+                {
+                    let n = &mut occurrences[action.0 as usize];
+                    *n = n.saturating_sub(1);
+                    pending.push(StepKey {
+                        lifeline: wf.lifelines[i].name.clone(),
+                        action: engine.program.action(*action).name.clone(),
+                        occurrence: *n,
+                    });
+                }
+                LaneState {
+                    pc: lane.pc,
+                    done: lane.wait == Wait::Done,
+                    values: lane.env.values.clone(),
+                    occurrences: occurrences
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, n)| **n > 0)
+                        .map(|(a, n)| (a as u32, *n))
+                        .collect(),
+                }
+            })
+            .collect();
+        let channels = self
+            .queues
+            .iter()
+            .enumerate()
+            .flat_map(|(to, inbox)| {
+                inbox
+                    .iter()
+                    .filter(|(_, q)| !q.is_empty())
+                    .map(move |(from, q)| Channel {
+                        from: LifelineId(*from),
+                        to: LifelineId(to as u32),
+                        messages: q.iter().cloned().collect(),
+                    })
+            })
+            .collect();
+        let checkpoint = Checkpoint {
+            lanes,
+            channels,
+            steps: self.steps,
+            events: self.events,
+            pending,
+            monitor: None,
+        };
+        self.next_checkpoint = match journal.checkpoint(checkpoint) {
+            Some(every) => self.events.saturating_add(every.max(1)),
+            None => u64::MAX,
+        };
+    }
+
+    /// Puts the run in the state of `checkpoint`, after checking that it
+    /// fits the workflow: as many lifelines, positions inside their
+    /// programs, values of their variables' types, actions that exist.
+    fn restore(&mut self, checkpoint: Checkpoint) -> Result<(), String> {
+        let engine = self.engine.clone();
+        let wf = &engine.program.workflows[engine.workflow];
+        let types = &engine.program.types;
+        let n = self.lanes.len();
+        if checkpoint.lanes.len() != n {
+            return Err(format!(
+                "it has {} lifelines, the workflow {n}",
+                checkpoint.lanes.len()
+            ));
+        }
+        // Each lifeline's variables, by slot, to check the values' types.
+        let mut vars_of: Vec<Vec<VarId>> = vec![Vec::new(); n];
+        for (i, v) in wf.vars.iter().enumerate() {
+            vars_of[v.lifeline.0 as usize].push(VarId(i as u32));
+        }
+        let actions = engine.program.actions.len();
+        self.ready.clear();
+        self.done = 0;
+        for (i, state) in checkpoint.lanes.into_iter().enumerate() {
+            let name = &wf.lifelines[i].name;
+            if state.pc as usize > engine.flat[i].ops.len() {
+                return Err(format!("{name} is past the end of its program"));
+            }
+            if state.values.len() != vars_of[i].len() {
+                return Err(format!("{name} has another number of variables"));
+            }
+            for (value, var) in state.values.iter().zip(&vars_of[i]) {
+                if let Some(value) = value
+                    && !value.conforms(&wf.var(*var).ty, types)
+                {
+                    return Err(format!("{name}'s {} has the wrong type", wf.var(*var).name));
+                }
+            }
+            let lane = &mut self.lanes[i];
+            lane.occurrences = vec![0; actions];
+            for (action, count) in state.occurrences {
+                *lane
+                    .occurrences
+                    .get_mut(action as usize)
+                    .ok_or_else(|| format!("{name} called an action that does not exist"))? = count;
+            }
+            lane.pc = state.pc;
+            lane.env.values = state.values;
+            if state.done {
+                lane.wait = Wait::Done;
+                self.done += 1;
+            } else {
+                lane.wait = Wait::Ready;
+                self.ready.push_back(i as u32);
+            }
+        }
+        for q in &mut self.queues {
+            q.clear();
+        }
+        for channel in checkpoint.channels {
+            let (from, to) = (channel.from.0, channel.to.0);
+            if from as usize >= n || to as usize >= n {
+                return Err("a channel between lifelines that do not exist".into());
+            }
+            self.queues[to as usize].push((from, channel.messages.into()));
+        }
+        self.steps = checkpoint.steps;
+        self.events = checkpoint.events;
+        self.clock = checkpoint.events;
+        Ok(())
     }
 
     fn bind_inputs(&mut self, inputs: Vec<Value>) -> Result<(), RunError> {
@@ -782,6 +944,7 @@ impl RunState {
     }
 
     fn record(&mut self, lane: u32, event: Event) {
+        self.events += 1;
         if let Some(journal) = &self.options.journal {
             journal.event(LifelineId(lane), &event);
         }
@@ -822,6 +985,11 @@ impl RunState {
         let types = &engine.program.types;
         let one_op = matches!(self.options.schedule, Schedule::Random(_));
         loop {
+            // Between two operations the state is consistent: a checkpoint
+            // taken here is one a resumed run can continue from.
+            if self.events >= self.next_checkpoint {
+                self.checkpoint();
+            }
             let pc = self.lanes[lane as usize].pc;
             let Some(op) = ops.get(pc as usize) else {
                 self.lanes[lane as usize].wait = Wait::Done;

@@ -10,6 +10,7 @@
 //! the effect runs, and the run's end durable before [`RunJournal::finish`]
 //! completes.
 
+use crate::checkpoint::Checkpoint;
 use crate::error::RunError;
 use std::fmt;
 use troupe_check::Value;
@@ -122,6 +123,28 @@ pub trait RunJournal: Send + Sync {
     /// it got there.
     fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async { Ok(()) })
+    }
+
+    /// Events the run may record between two checkpoints; `None` (the
+    /// default): this journal takes no checkpoints.
+    fn checkpoint_every(&self) -> Option<u64> {
+        None
+    }
+
+    /// Takes a checkpoint of the run. It need not be durable when this
+    /// returns (a crash before it is resumes from an earlier one). Returns
+    /// the events until the next checkpoint (`None`: no more).
+    fn checkpoint(&self, checkpoint: Checkpoint) -> Option<u64> {
+        let _ = checkpoint;
+        None
+    }
+
+    /// The checkpoint a resumed run continues from, taken out of the
+    /// journal (asked once, when the run starts). The journal then drops
+    /// the events before it, and answers for the steps it names as
+    /// pending.
+    fn resume_from(&self) -> Option<Checkpoint> {
+        None
     }
 
     /// Flushes everything and durably records how the run ended.

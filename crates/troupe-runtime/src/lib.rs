@@ -28,6 +28,7 @@
 //! ```
 
 pub mod actions;
+pub mod checkpoint;
 pub mod engine;
 pub mod error;
 pub mod journal;
@@ -37,6 +38,7 @@ pub mod watch;
 pub use actions::{
     EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
 };
+pub use checkpoint::{Channel, Checkpoint, LaneState, Queued};
 pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_inputs};
 pub use error::{Location, RunError};
 pub use journal::{Recorded, RunJournal, StepKey, StepKind};

@@ -5,6 +5,7 @@
 //! (the store). So a run's memory does not grow with its history, whether
 //! it is verified, printed, recorded, or all three.
 
+use crate::checkpoint::Checkpoint;
 use crate::error::RunError;
 use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,9 @@ pub trait EventSink: Send + Sync {
 /// A journal that verifies, streams, and delegates. See the module docs.
 pub struct Watched {
     monitor: Option<Mutex<Monitor>>,
+    /// Why the run cannot be verified although a monitor was asked for (it
+    /// resumed from a checkpoint taken without one).
+    unverifiable: Mutex<Option<String>>,
     sink: Option<Arc<dyn EventSink>>,
     inner: Option<Arc<dyn RunJournal>>,
 }
@@ -42,6 +46,7 @@ impl Watched {
     ) -> Watched {
         Watched {
             monitor: monitor.map(Mutex::new),
+            unverifiable: Mutex::new(None),
             sink,
             inner,
         }
@@ -50,6 +55,11 @@ impl Watched {
     /// The verdict on the events so far: `Ok(events)` when they make a run
     /// of the workflow (with `prefix`, the prefix of one).
     pub fn verdict(&self, prefix: bool) -> Result<u64, String> {
+        if let Ok(guard) = self.unverifiable.lock()
+            && let Some(why) = guard.as_ref()
+        {
+            return Err(why.clone());
+        }
         let mut m = self
             .monitor
             .as_ref()
@@ -77,6 +87,46 @@ impl RunJournal for Watched {
 
     fn recorded(&self, key: &StepKey) -> Option<Recorded> {
         self.inner.as_ref().and_then(|j| j.recorded(key))
+    }
+
+    fn checkpoint_every(&self) -> Option<u64> {
+        self.inner.as_ref().and_then(|j| j.checkpoint_every())
+    }
+
+    /// Adds the monitor's state, so that a resumed run is verified from
+    /// where this one is. A run that already failed verification takes no
+    /// more checkpoints: resuming it replays from before the failure and
+    /// fails again, instead of continuing from a state that hides it.
+    fn checkpoint(&self, mut checkpoint: Checkpoint) -> Option<u64> {
+        let inner = self.inner.as_ref()?;
+        if let Some(m) = &self.monitor {
+            let m = m.lock().ok()?;
+            if m.failure().is_some() {
+                return inner.checkpoint_every();
+            }
+            checkpoint.monitor = Some(m.snapshot());
+        }
+        inner.checkpoint(checkpoint)
+    }
+
+    /// Restores the monitor from the checkpoint's state, so the resumed run
+    /// is verified from there on; without one (taken unverified), the run
+    /// reports that it cannot be verified.
+    fn resume_from(&self) -> Option<Checkpoint> {
+        let checkpoint = self.inner.as_ref()?.resume_from()?;
+        if let Some(m) = &self.monitor {
+            let restored = match &checkpoint.monitor {
+                Some(state) => m
+                    .lock()
+                    .map_err(|_| "the monitor was poisoned".to_owned())
+                    .and_then(|mut m| m.restore(state).map(|r| *m = r)),
+                None => Err("it resumed from a checkpoint taken without verification".to_owned()),
+            };
+            if let (Err(why), Ok(mut u)) = (restored, self.unverifiable.lock()) {
+                *u = Some(format!("this run cannot be verified: {why}"));
+            }
+        }
+        Some(checkpoint)
     }
 
     fn begin_effect(

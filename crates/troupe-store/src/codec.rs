@@ -89,6 +89,27 @@ fn encode_opt_values(out: &mut Vec<u8>, values: &Option<Vec<Value>>) {
     }
 }
 
+/// Appends one message (as events and the monitor's channels carry it).
+pub fn encode_message(out: &mut Vec<u8>, msg: &Message) {
+    match msg {
+        Message::Data { stmt, values } => {
+            out.push(0);
+            put_varint(out, u64::from(stmt.0));
+            encode_opt_values(out, values);
+        }
+        Message::Control {
+            stmt,
+            tag,
+            decision,
+        } => {
+            out.push(1);
+            put_varint(out, u64::from(stmt.0));
+            out.extend_from_slice(&tag.0.to_le_bytes());
+            out.push(u8::from(*decision));
+        }
+    }
+}
+
 /// Appends one event of `lifeline`.
 pub fn encode_event(out: &mut Vec<u8>, lifeline: LifelineId, event: &Event) {
     let (tag, peer, msg) = match event {
@@ -102,23 +123,8 @@ pub fn encode_event(out: &mut Vec<u8>, lifeline: LifelineId, event: &Event) {
     match event {
         Event::Send { .. } | Event::Recv { .. } => {
             put_varint(out, u64::from(peer));
-            match msg {
-                Some(Message::Data { stmt, values }) => {
-                    out.push(0);
-                    put_varint(out, u64::from(stmt.0));
-                    encode_opt_values(out, values);
-                }
-                Some(Message::Control {
-                    stmt,
-                    tag,
-                    decision,
-                }) => {
-                    out.push(1);
-                    put_varint(out, u64::from(stmt.0));
-                    out.extend_from_slice(&tag.0.to_le_bytes());
-                    out.push(u8::from(*decision));
-                }
-                None => {}
+            if let Some(msg) = msg {
+                encode_message(out, msg);
             }
         }
         Event::Act { stmt, outputs } => {
@@ -158,11 +164,11 @@ impl<'a> Reader<'a> {
         self.pos >= self.bytes.len()
     }
 
-    fn fail<T>(&self, what: &'static str) -> Result<T, DecodeError> {
+    pub(crate) fn fail<T>(&self, what: &'static str) -> Result<T, DecodeError> {
         Err(DecodeError { at: self.pos, what })
     }
 
-    fn byte(&mut self) -> Result<u8, DecodeError> {
+    pub(crate) fn byte(&mut self) -> Result<u8, DecodeError> {
         match self.bytes.get(self.pos) {
             Some(&b) => {
                 self.pos += 1;
@@ -193,12 +199,12 @@ impl<'a> Reader<'a> {
         self.fail("varint too long")
     }
 
-    fn u32(&mut self) -> Result<u32, DecodeError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
         let n = self.varint()?;
         u32::try_from(n).or_else(|_| self.fail("number out of range"))
     }
 
-    fn len(&mut self) -> Result<usize, DecodeError> {
+    pub(crate) fn len(&mut self) -> Result<usize, DecodeError> {
         let n = self.varint()?;
         // A length can never exceed what is left: rejects absurd allocations.
         if n > (self.bytes.len() - self.pos) as u64 {
@@ -207,14 +213,14 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn u64_le(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn u64_le(&mut self) -> Result<u64, DecodeError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
 
-    fn text(&mut self) -> Result<&'a str, DecodeError> {
+    pub(crate) fn text(&mut self) -> Result<&'a str, DecodeError> {
         let n = self.len()?;
         let b = self.take(n)?;
         std::str::from_utf8(b).or_else(|_| self.fail("invalid UTF-8"))
@@ -265,28 +271,32 @@ impl<'a> Reader<'a> {
         }
     }
 
+    pub fn message(&mut self) -> Result<Message, DecodeError> {
+        Ok(match self.byte()? {
+            0 => Message::Data {
+                stmt: StmtId(self.u32()?),
+                values: self.opt_values()?,
+            },
+            1 => {
+                let stmt = StmtId(self.u32()?);
+                let tag = ControlTag(self.u64_le()?);
+                Message::Control {
+                    stmt,
+                    tag,
+                    decision: self.byte()? != 0,
+                }
+            }
+            _ => return self.fail("unknown message tag"),
+        })
+    }
+
     pub fn event(&mut self) -> Result<(LifelineId, Event), DecodeError> {
         let tag = self.byte()?;
         let lifeline = LifelineId(self.u32()?);
         let event = match tag {
             0 | 1 => {
                 let peer = LifelineId(self.u32()?);
-                let msg = match self.byte()? {
-                    0 => Message::Data {
-                        stmt: StmtId(self.u32()?),
-                        values: self.opt_values()?,
-                    },
-                    1 => {
-                        let stmt = StmtId(self.u32()?);
-                        let tag = ControlTag(self.u64_le()?);
-                        Message::Control {
-                            stmt,
-                            tag,
-                            decision: self.byte()? != 0,
-                        }
-                    }
-                    _ => return self.fail("unknown message tag"),
-                };
+                let msg = self.message()?;
                 if tag == 0 {
                     Event::Send { to: peer, msg }
                 } else {

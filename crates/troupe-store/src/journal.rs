@@ -2,11 +2,20 @@
 //!
 //! Events are encoded into a buffer and handed to the writer in chunks of
 //! about 64 KiB without waiting: a crash may lose the last chunks, which the
-//! resumed run recomputes. A resumed run replays from its start; the journal
-//! drops each lifeline's events up to the count already stored, so no event
-//! is recorded twice. Step results, effect starts and the end of the run are
-//! durable before the corresponding future resolves.
+//! resumed run recomputes. Step results, effect starts and the end of the
+//! run are durable before the corresponding future resolves.
+//!
+//! Every so many events the run hands the journal a checkpoint, written with
+//! the buffered events in one transaction (so it marks an exact chunk
+//! boundary). A resumed run continues from the latest checkpoint and
+//! replays only the events after it; the journal drops each lifeline's
+//! events up to the count already stored, so no event is recorded twice.
+//! Opening the journal reads the checkpoint, the chunks after it and the
+//! steps recorded after it: its cost follows the tail, not the history.
+//! The checkpoint interval grows with the checkpoint's size, so that
+//! writing checkpoints costs a small fraction of writing events.
 
+use crate::checkpoint as stored_checkpoint;
 use crate::codec::{self, Reader};
 use crate::writer::{Op, Writer};
 use crate::{Store, StoreError};
@@ -17,9 +26,32 @@ use troupe_check::ir::LifelineId;
 use troupe_check::{TypeTable, Value};
 use troupe_llm::BoxFuture;
 use troupe_msc::Event;
-use troupe_runtime::{Recorded, RunError, RunJournal, StepKey, StepKind};
+use troupe_runtime::{Checkpoint, Recorded, RunError, RunJournal, StepKey, StepKind};
 
 const CHUNK: usize = 64 * 1024;
+
+/// Events between checkpoints at least (more when a checkpoint is large:
+/// one byte of checkpoint per event).
+const MIN_INTERVAL: u64 = 100_000;
+
+/// How a run's journal keeps its history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JournalOptions {
+    pub history: History,
+    /// Events between checkpoints; `None`: chosen by the journal (at least
+    /// 100,000, more for a large state, fewer to honour `history`).
+    pub checkpoint_every: Option<u64>,
+}
+
+/// How much of a run's history the store keeps (see `retention.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum History {
+    /// Every event.
+    #[default]
+    All,
+    /// At least this many of the latest events, from a checkpoint on.
+    Keep(u64),
+}
 
 pub struct StoreJournal {
     run: i64,
@@ -27,6 +59,10 @@ pub struct StoreJournal {
     types: Arc<TypeTable>,
     buffer: Mutex<Buffer>,
     recorded: HashMap<String, Recorded>,
+    fingerprint: String,
+    options: JournalOptions,
+    /// The checkpoint the resumed run continues from, until it asks.
+    resume: Mutex<Option<Checkpoint>>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -53,13 +89,18 @@ impl StoreJournal {
         store: &Store,
         run: i64,
         types: Arc<TypeTable>,
+        options: JournalOptions,
     ) -> Result<StoreJournal, StoreError> {
-        let lifelines: i64 = store
+        let corrupt = |message: String| StoreError::Corrupt {
+            path: store.path().to_owned(),
+            message,
+        };
+        let (lifelines, fingerprint, pruned): (i64, String, i64) = store
             .with("load the run", |c| {
                 c.query_row(
-                    "SELECT lifelines FROM runs WHERE id = ?1",
+                    "SELECT lifelines, fingerprint, pruned FROM runs WHERE id = ?1",
                     params![run],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .map(Some)
                 .or_else(|e| match e {
@@ -68,19 +109,66 @@ impl StoreJournal {
                 })
             })?
             .ok_or_else(|| StoreError::UnknownRun(Store::run_name(run)))?;
-        let mut stored = vec![0u64; lifelines.max(0) as usize];
-        let mut next_chunk = 0;
+        let lifelines = lifelines.max(0) as usize;
+        type Row = (i64, i64, String, i64, Vec<u8>);
+        let latest: Option<Row> = store.with("load the checkpoint", |c| {
+            c.query_row(
+                "SELECT seq, chunk, fingerprint, steps_mark, CAST(data AS BLOB) FROM checkpoints
+                 WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
+        })?;
+        // A checkpoint of another workflow, or one that does not decode, is
+        // not followed: the run replays its history instead, unless the
+        // history before it was pruned.
+        let checkpoint = match latest {
+            None => None,
+            Some((seq, chunk, fp, mark, data)) => {
+                let usable = if fp != fingerprint {
+                    Err(format!("it is of workflow {fp}, the run of {fingerprint}"))
+                } else {
+                    stored_checkpoint::decode(&data).map_err(|e| e.to_string())
+                };
+                match usable {
+                    Ok(cp) => Some((chunk, mark, cp)),
+                    Err(why) if pruned > 0 => {
+                        return Err(corrupt(format!(
+                            "run {run}: the checkpoint at event {seq} cannot be used ({why}), and the history before it was pruned"
+                        )));
+                    }
+                    Err(why) => {
+                        tracing::warn!(run, seq, %why, "ignoring the run's checkpoint; replaying its history");
+                        None
+                    }
+                }
+            }
+        };
+        let (mut stored, first_chunk) = match &checkpoint {
+            Some((chunk, _, cp)) => {
+                let mut seen = cp.seen.clone();
+                seen.resize(lifelines.max(seen.len()), 0);
+                (seen, *chunk)
+            }
+            None => (vec![0u64; lifelines], 0),
+        };
+        let seen = stored.clone();
+        let mut next_chunk = first_chunk;
         let chunks: Vec<(i64, Vec<u8>)> = store.with("load the events", |c| {
-            let mut stmt =
-                c.prepare("SELECT chunk, data FROM events WHERE run = ?1 ORDER BY chunk")?;
-            let rows = stmt.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let mut stmt = c.prepare(
+                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
+            )?;
+            let rows = stmt.query_map(params![run, first_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect()
         })?;
         for (chunk, data) in chunks {
-            let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
-                path: store.path().to_owned(),
-                message: format!("run {run}, event chunk {chunk}: {e}"),
-            })?;
+            let events = codec::decode_events(&data)
+                .map_err(|e| corrupt(format!("run {run}, event chunk {chunk}: {e}")))?;
             for (l, _) in events {
                 if let Some(n) = stored.get_mut(l.0 as usize) {
                     *n += 1;
@@ -88,10 +176,38 @@ impl StoreJournal {
             }
             next_chunk = chunk + 1;
         }
-        let steps: Vec<(String, String, Option<Vec<u8>>)> = store.with("load the steps", |c| {
-            let mut stmt = c.prepare("SELECT key, status, outputs FROM steps WHERE run = ?1")?;
-            let rows = stmt.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
+        // The steps a resumed run may ask for: after a checkpoint, those
+        // recorded after it and the ones it was waiting for.
+        type StepRow = (String, String, Option<Vec<u8>>);
+        let steps: Vec<StepRow> = store.with("load the steps", |c| {
+            let select = "SELECT key, status, outputs FROM steps WHERE run = ?1";
+            match &checkpoint {
+                None => {
+                    let mut stmt = c.prepare(select)?;
+                    let rows =
+                        stmt.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                    rows.collect()
+                }
+                Some((_, mark, cp)) => {
+                    let mut out: Vec<StepRow> = {
+                        let mut stmt = c.prepare(&format!("{select} AND seq > ?2"))?;
+                        let rows = stmt.query_map(params![run, mark], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        })?;
+                        rows.collect::<Result<_, _>>()?
+                    };
+                    let mut stmt = c.prepare(&format!("{select} AND key = ?2"))?;
+                    for key in &cp.checkpoint.pending {
+                        let rows = stmt.query_map(params![run, key.to_string()], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        })?;
+                        for row in rows {
+                            out.push(row?);
+                        }
+                    }
+                    Ok(out)
+                }
+            }
         })?;
         let mut recorded = HashMap::new();
         for (key, status, outputs) in steps {
@@ -99,10 +215,7 @@ impl StoreJournal {
                 ("done", Some(bytes)) => {
                     let values = Reader::new(&bytes)
                         .values()
-                        .map_err(|e| StoreError::Corrupt {
-                            path: store.path().to_owned(),
-                            message: format!("run {run}, step {key}: {e}"),
-                        })?;
+                        .map_err(|e| corrupt(format!("run {run}, step {key}: {e}")))?;
                     Recorded::Done(values)
                 }
                 _ => Recorded::Started,
@@ -121,11 +234,33 @@ impl StoreJournal {
                 bytes: Vec::with_capacity(CHUNK + 1024),
                 count: 0,
                 next_chunk,
-                seen: stored.iter().map(|_| 0).collect(),
+                seen,
                 stored,
             }),
             recorded,
+            fingerprint,
+            options,
+            resume: Mutex::new(checkpoint.map(|(_, _, cp)| cp.checkpoint)),
         })
+    }
+
+    /// After how many events the checkpoint the run resumes from was taken
+    /// (`None`: it replays from the start).
+    pub fn resumes_at(&self) -> Option<u64> {
+        self.resume.lock().ok()?.as_ref().map(|cp| cp.events)
+    }
+
+    /// Events between checkpoints, for a checkpoint of `bytes`.
+    fn interval(&self, bytes: usize) -> u64 {
+        if let Some(every) = self.options.checkpoint_every {
+            return every.max(1);
+        }
+        let every = MIN_INTERVAL.max(bytes as u64);
+        match self.options.history {
+            History::All => every,
+            // The retained window is `keep` plus one interval at most.
+            History::Keep(keep) => every.min((keep / 2).max(1_000)),
+        }
     }
 
     /// Steps already recorded when the journal was opened.
@@ -211,6 +346,44 @@ impl RunJournal for StoreJournal {
 
     fn recorded(&self, key: &StepKey) -> Option<Recorded> {
         self.recorded.get(&key.to_string()).cloned()
+    }
+
+    fn checkpoint_every(&self) -> Option<u64> {
+        Some(self.interval(0))
+    }
+
+    fn checkpoint(&self, checkpoint: Checkpoint) -> Option<u64> {
+        let mut buf = self.buffer.lock().ok()?;
+        // While a resumed run replays events the store has, its cursor and
+        // the store's chunks disagree: checkpoint once it has caught up.
+        if buf.seen.iter().zip(&buf.stored).any(|(s, t)| s < t) {
+            return Some(self.interval(0));
+        }
+        let data = stored_checkpoint::encode(&buf.seen, &checkpoint);
+        let every = self.interval(data.len());
+        let events = self.take_chunk(&mut buf);
+        let op = Op::Checkpoint {
+            run: self.run,
+            seq: checkpoint.events,
+            chunk: buf.next_chunk,
+            fingerprint: self.fingerprint.clone(),
+            data,
+            keep: match self.options.history {
+                History::All => None,
+                History::Keep(k) => Some(k),
+            },
+        };
+        let op = match events {
+            Some(events) => Op::Batch(vec![events, op]),
+            None => op,
+        };
+        // A failure here resurfaces at the next durable write.
+        let _ = self.writer.send(op);
+        Some(every)
+    }
+
+    fn resume_from(&self) -> Option<Checkpoint> {
+        self.resume.lock().ok()?.take()
     }
 
     fn begin_effect(

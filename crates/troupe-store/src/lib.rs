@@ -15,17 +15,19 @@
 //! run goes on. WAL with `synchronous=FULL` by default; files are created with
 //! mode 0600; pragmas are read back after they are set.
 
+mod checkpoint;
 mod codec;
 mod inbox;
 mod journal;
 mod lease;
 mod query;
+mod retention;
 mod state;
 mod writer;
 
 pub use codec::{DecodeError, decode_events, fnv64};
 pub use inbox::StoreInbox;
-pub use journal::StoreJournal;
+pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Renewal};
 pub use query::{RunDetail, RunSummary, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
@@ -267,6 +269,24 @@ CREATE TABLE IF NOT EXISTS notify_state(
   value TEXT NOT NULL,
   PRIMARY KEY(channel, key)
 );
+",
+    // 3: checkpoints (resume from the latest instead of replaying the
+    // history; retention keeps the events from one on), and steps numbered
+    // in the order they were first recorded, so that a resumed run reads
+    // only the steps after its checkpoint.
+    "
+CREATE TABLE checkpoints(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  seq INTEGER NOT NULL,
+  chunk INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  steps_mark INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run, seq)
+) WITHOUT ROWID;
+ALTER TABLE steps ADD COLUMN seq INTEGER;
+CREATE INDEX steps_seq ON steps(run, seq);
+ALTER TABLE runs ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 
@@ -661,7 +681,18 @@ impl Store {
         run: i64,
         types: Arc<troupe_check::TypeTable>,
     ) -> Result<Arc<StoreJournal>, StoreError> {
-        journal::StoreJournal::open(self, run, types).map(Arc::new)
+        self.journal_with(run, types, JournalOptions::default())
+    }
+
+    /// [`Store::journal`], with its history kept and checkpointed as
+    /// `options` say.
+    pub fn journal_with(
+        &self,
+        run: i64,
+        types: Arc<troupe_check::TypeTable>,
+        options: JournalOptions,
+    ) -> Result<Arc<StoreJournal>, StoreError> {
+        journal::StoreJournal::open(self, run, types, options).map(Arc::new)
     }
 
     /// Parses `run-7` or `7`.

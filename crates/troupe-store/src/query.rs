@@ -46,7 +46,11 @@ pub struct RunDetail {
     pub settings: serde_json::Value,
     /// Someone asked to cancel the run, with this reason.
     pub cancel_requested: Option<String>,
+    /// Events in the store (the retained history).
     pub events: u64,
+    /// Events pruned by retention before the retained history (which
+    /// starts at a checkpoint).
+    pub pruned: u64,
     pub steps: Vec<StepRow>,
     /// The human tasks the run waits on.
     pub pending_tasks: Vec<TaskRow>,
@@ -212,11 +216,12 @@ impl Store {
                 path: self.path().to_owned(),
                 message: format!("inputs of run {id}: {e}"),
             })?;
-        let events: i64 = self.with("count the events", |c| {
+        let (events, pruned): (i64, i64) = self.with("count the events", |c| {
             c.query_row(
-                "SELECT coalesce(sum(count), 0) FROM events WHERE run = ?1",
+                "SELECT coalesce((SELECT sum(count) FROM events WHERE run = ?1), 0), pruned
+                 FROM runs WHERE id = ?1",
                 params![id],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
         })?;
         Ok(RunDetail {
@@ -232,6 +237,7 @@ impl Store {
             settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
             cancel_requested,
             events: events.max(0) as u64,
+            pruned: pruned.max(0) as u64,
             steps: self.steps(id)?,
             pending_tasks: self.run_tasks(id, true)?,
         })
@@ -291,15 +297,26 @@ impl Store {
     pub fn for_each_event(
         &self,
         run: i64,
+        f: impl FnMut(LifelineId, &Event),
+    ) -> Result<u64, StoreError> {
+        self.for_each_event_from(run, 0, f)
+    }
+
+    /// [`Store::for_each_event`] from chunk `first` on.
+    pub fn for_each_event_from(
+        &self,
+        run: i64,
+        first: i64,
         mut f: impl FnMut(LifelineId, &Event),
     ) -> Result<u64, StoreError> {
         let path = self.path().to_owned();
         let mut n = 0u64;
         let mut corrupt = None;
         self.with("read the events", |c| {
-            let mut stmt =
-                c.prepare("SELECT chunk, data FROM events WHERE run = ?1 ORDER BY chunk")?;
-            let mut rows = stmt.query(params![run])?;
+            let mut stmt = c.prepare(
+                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
+            )?;
+            let mut rows = stmt.query(params![run, first])?;
             while let Some(row) = rows.next()? {
                 let chunk: i64 = row.get(0)?;
                 let data: Vec<u8> = row.get(1)?;
@@ -321,6 +338,70 @@ impl Store {
         match corrupt {
             Some(message) => Err(StoreError::Corrupt { path, message }),
             None => Ok(n),
+        }
+    }
+
+    /// The latest checkpoint of a run: after how many events, and its size
+    /// in bytes.
+    pub fn checkpoints(&self, run: i64) -> Result<Option<(u64, u64)>, StoreError> {
+        self.with("read the checkpoints", |c| {
+            c.query_row(
+                "SELECT seq, length(data) FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
+                params![run],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()
+        })
+    }
+
+    /// Deletes a run's checkpoints: it then resumes by replaying its whole
+    /// history (a baseline for benchmarks; a way out of a checkpoint one
+    /// does not trust). Refused when retention pruned the history.
+    pub fn forget_checkpoints(&self, run: i64) -> Result<(), StoreError> {
+        if self.run(run)?.pruned > 0 {
+            return Err(StoreError::Conflict(format!(
+                "{}: its history before its checkpoint was pruned; the checkpoint is all there is",
+                Store::run_name(run)
+            )));
+        }
+        self.with("delete the checkpoints", |c| {
+            c.execute("DELETE FROM checkpoints WHERE run = ?1", params![run])
+                .map(|_| ())
+        })
+    }
+
+    /// Where a run's retained history starts when retention pruned its
+    /// beginning: the checkpoint there (its monitor state is where a
+    /// verification of the window starts) and the first chunk after it.
+    /// `None` when nothing was pruned.
+    pub fn history_start(
+        &self,
+        run: i64,
+    ) -> Result<Option<(troupe_runtime::Checkpoint, i64)>, StoreError> {
+        let row: Option<(i64, Vec<u8>)> = self.with("read the checkpoints", |c| {
+            c.query_row(
+                "SELECT k.chunk, CAST(k.data AS BLOB) FROM checkpoints k JOIN runs r ON r.id = k.run
+                 WHERE k.run = ?1 AND r.pruned > 0 AND k.seq = r.pruned",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        let pruned = self.run(run)?.pruned;
+        match row {
+            Some((chunk, data)) => crate::checkpoint::decode(&data)
+                .map(|s| Some((s.checkpoint, chunk)))
+                .map_err(|e| StoreError::Corrupt {
+                    path: self.path().to_owned(),
+                    message: format!("run {run}: the checkpoint its history starts at: {e}"),
+                }),
+            None if pruned > 0 => Err(StoreError::Corrupt {
+                path: self.path().to_owned(),
+                message: format!(
+                    "run {run}: its history was pruned but the checkpoint it starts at is missing"
+                ),
+            }),
+            None => Ok(None),
         }
     }
 
@@ -538,7 +619,7 @@ impl Store {
                 "DELETE FROM notify_announced WHERE task IN (SELECT id FROM tasks WHERE run = ?1)",
                 params![run],
             )?;
-            for table in ["events", "steps", "tasks"] {
+            for table in ["events", "checkpoints", "steps", "tasks"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), params![run])?;
             }
             tx.execute("DELETE FROM runs WHERE id = ?1", params![run])?;

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::oneshot;
 
 /// One write.
@@ -50,6 +50,18 @@ pub(crate) enum Op {
         error: Option<String>,
     },
     Task(crate::NewTask),
+    /// A checkpoint of `run` after `seq` events, whose later events start
+    /// at `chunk`. Older checkpoints go; with `keep`, so do the events
+    /// before the newest checkpoint that leaves at least `keep` events
+    /// after it.
+    Checkpoint {
+        run: i64,
+        seq: u64,
+        chunk: i64,
+        fingerprint: String,
+        data: Vec<u8>,
+        keep: Option<u64>,
+    },
     /// Several operations that must share one transaction.
     Batch(Vec<Op>),
 }
@@ -68,6 +80,57 @@ pub(crate) struct Writer {
     failure: Arc<Mutex<Option<String>>>,
     /// Transactions committed so far.
     commits: Arc<std::sync::atomic::AtomicU64>,
+    /// Bytes queued and not yet committed.
+    queued: Arc<Queued>,
+}
+
+/// The bytes waiting for the writer: a sender waits while more than
+/// [`QUEUED_BYTES`] are, so a run that produces events faster than the
+/// disk takes them slows down instead of filling memory.
+#[derive(Default)]
+struct Queued {
+    bytes: Mutex<usize>,
+    drained: Condvar,
+}
+
+impl Queued {
+    fn add(&self, n: usize) {
+        let Ok(mut b) = self.bytes.lock() else { return };
+        while *b > QUEUED_BYTES {
+            b = match self.drained.wait(b) {
+                Ok(b) => b,
+                Err(_) => return,
+            };
+        }
+        *b += n;
+    }
+
+    fn sub(&self, n: usize) {
+        if let Ok(mut b) = self.bytes.lock() {
+            *b = b.saturating_sub(n);
+        }
+        self.drained.notify_all();
+    }
+}
+
+/// See [`Queued`]: 8 MiB, about 128 event chunks.
+const QUEUED_BYTES: usize = 8 << 20;
+
+impl Op {
+    /// About how much memory the operation holds.
+    fn bytes(&self) -> usize {
+        match self {
+            Op::Events { data, .. } => data.len(),
+            Op::Checkpoint { data, .. } => data.len(),
+            Op::StepDone {
+                outputs,
+                outputs_json,
+                ..
+            } => outputs.len() + outputs_json.len() + 128,
+            Op::Batch(ops) => ops.iter().map(Op::bytes).sum(),
+            _ => 128,
+        }
+    }
 }
 
 /// Queued operations allowed before `send` waits for the writer: bounds
@@ -83,9 +146,11 @@ impl Writer {
         let f = failure.clone();
         let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = commits.clone();
+        let queued = Arc::new(Queued::default());
+        let drained = queued.clone();
         std::thread::Builder::new()
             .name("troupe-store-writer".into())
-            .spawn(move || run(conn, rx, f, counter))
+            .spawn(move || run(conn, rx, f, counter, drained))
             .map(|_| ())
             .unwrap_or_else(|e| {
                 if let Ok(mut slot) = failure.lock() {
@@ -96,6 +161,7 @@ impl Writer {
             tx,
             failure,
             commits,
+            queued,
         }
     }
 
@@ -112,6 +178,7 @@ impl Writer {
         if let Some(f) = self.failure() {
             return Err(f);
         }
+        self.queued.add(op.bytes());
         let req = Request { op, done: None };
         match self.tx.try_send(req) {
             Ok(()) => Ok(()),
@@ -131,6 +198,7 @@ impl Writer {
             let _ = done.send(Err(f));
             return rx;
         }
+        self.queued.add(op.bytes());
         let req = Request {
             op,
             done: Some(done),
@@ -159,6 +227,7 @@ fn run(
     rx: Receiver<Request>,
     failure: Arc<Mutex<Option<String>>>,
     commits: Arc<std::sync::atomic::AtomicU64>,
+    queued: Arc<Queued>,
 ) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -177,6 +246,7 @@ fn run(
         {
             *slot = Some(e.clone());
         }
+        queued.sub(batch.iter().map(|r| r.op.bytes()).sum());
         for req in batch {
             if let Some(done) = req.done {
                 let _ = done.send(result.clone());
@@ -215,8 +285,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             input_hash,
         } => {
             tx.prepare_cached(
-                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', strftime('%Y-%m-%dT%H:%M:%fZ','now'),
+                   (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1))
                  ON CONFLICT(run, key) DO NOTHING",
             )?
             .execute(params![run, key, kind, lifeline, action, input_hash])?;
@@ -232,8 +303,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             outputs_json,
         } => {
             tx.prepare_cached(
-                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now'),
+                   (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1))
                  ON CONFLICT(run, key) DO UPDATE SET status = 'done', outputs = excluded.outputs,
                    outputs_json = excluded.outputs_json, finished_at = excluded.finished_at",
             )?
@@ -265,6 +337,25 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             .execute(params![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
+        Op::Checkpoint {
+            run,
+            seq,
+            chunk,
+            fingerprint,
+            data,
+            keep,
+        } => {
+            let seq = *seq as i64;
+            // The steps recorded before this point stay where they are:
+            // a resumed run reads those after the mark, and the pending
+            // ones the checkpoint names.
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO checkpoints(run, seq, chunk, fingerprint, steps_mark, data)
+                 VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) FROM steps WHERE run = ?1), ?5)",
+            )?
+            .execute(params![run, seq, chunk, fingerprint, data])?;
+            crate::retention::apply(tx, *run, seq, *keep)?;
+        }
         Op::Batch(ops) => {
             for op in ops {
                 apply(tx, op)?;

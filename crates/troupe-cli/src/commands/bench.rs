@@ -65,6 +65,23 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// Resume after a long history: `troupe run --store` counts ROUNDS
+    /// rounds and waits for a person; it is killed (SIGKILL), the task is
+    /// answered, and `troupe resume` finishes the run — once from the
+    /// run's checkpoint, once from a copy of the store without
+    /// checkpoints (a replay of the whole history). Each is a child
+    /// process of the real binary; time and peak resident memory of each.
+    Resume {
+        /// Rounds before the run waits (4 events each).
+        #[arg(long, default_value_t = 1_000_000)]
+        rounds: i64,
+        /// With --history-keep EVENTS: the store stays bounded.
+        #[arg(long, value_name = "EVENTS")]
+        history_keep: Option<u64>,
+        /// Where the stores go (default: a temporary directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Many concurrent runs of a three-lifeline workflow whose mock model
     /// sleeps per call: wall time against the critical path of one run, and
     /// memory per run.
@@ -92,7 +109,234 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
         }
         BenchCommand::Project { lifelines } => bench_project(*lifelines),
         BenchCommand::Verify { rounds } => bench_verify(*rounds),
+        BenchCommand::Resume {
+            rounds,
+            history_keep,
+            dir,
+        } => bench_resume(*rounds, *history_keep, dir.as_deref()),
     }
+}
+
+/// Counts, waits for a person, counts a little more.
+const WAITING_COUNTER: &str = r#"
+human go_on(k: Int) -> Bool { ask: "Go on after {k} rounds?" }
+
+workflow counted(limit: Int @ Ping) {
+  lifelines Ping, Pong
+  act Ping: k = 0
+  while k < limit @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  act Ping: ok = go_on(k)
+  while k < limit + 1000 @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  return k @ Ping
+}
+"#;
+
+/// A child process of this binary, with its wall time and peak resident
+/// memory (VmHWM, sampled from /proc until it exits or `until` holds).
+struct Child {
+    elapsed: std::time::Duration,
+    peak_kib: u64,
+    status: Option<std::process::ExitStatus>,
+    stderr: String,
+}
+
+fn measure_child(
+    args: &[&std::ffi::OsStr],
+    dir: &std::path::Path,
+    mut until: impl FnMut() -> bool,
+) -> Result<Child> {
+    use std::io::Read as _;
+    let t = Instant::now();
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .args(args)
+        .current_dir(dir)
+        // One owner for every child, so the resuming process adopts the
+        // lease of the one it replaces (as `--detach` hands one over)
+        // instead of waiting for it to expire.
+        .env("TROUPE_LEASE_OWNER", "troupe-bench-resume")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        {
+            peak_kib = kib;
+        }
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if until() {
+            // A crash: SIGKILL, no chance to clean up.
+            child.kill()?;
+            child.wait()?;
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let elapsed = t.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    Ok(Child {
+        elapsed,
+        peak_kib,
+        status,
+        stderr,
+    })
+}
+
+fn bench_resume(
+    rounds: i64,
+    history_keep: Option<u64>,
+    dir: Option<&std::path::Path>,
+) -> Result<ExitStatus> {
+    use std::ffi::OsStr;
+    use troupe_store::{Durability, Store};
+    let dir = dir.map_or_else(
+        || std::env::temp_dir().join(format!("troupe-bench-resume-{}", std::process::id())),
+        |d| d.to_owned(),
+    );
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("counted.troupe"), WAITING_COUNTER)?;
+    let db = dir.join("resume.db");
+    let replay_db = dir.join("replay.db");
+    for p in [&db, &replay_db] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+        }
+    }
+    crate::outln!(
+        "troupe bench resume: {rounds} rounds, then a wait for a person; files in {}",
+        dir.display()
+    );
+    let limit = format!("limit={rounds}");
+    let keep = history_keep.map(|k| k.to_string());
+    let mut run_args: Vec<&OsStr> = vec![
+        OsStr::new("run"),
+        OsStr::new("counted.troupe"),
+        OsStr::new("--store"),
+        db.as_os_str(),
+        OsStr::new("-i"),
+        OsStr::new(&limit),
+    ];
+    if let Some(k) = &keep {
+        run_args.extend([OsStr::new("--history-keep"), OsStr::new(k)]);
+    }
+    let store = std::cell::OnceCell::new();
+    let mut polls = 0u32;
+    let waiting = || {
+        polls += 1;
+        if !polls.is_multiple_of(25) {
+            return false;
+        }
+        if store.get().is_none()
+            && let Ok(s) = Store::open(&db, Durability::Normal)
+        {
+            let _ = store.set(s);
+        }
+        store
+            .get()
+            .and_then(|s: &Store| s.tasks(false).ok())
+            .is_some_and(|t| !t.is_empty())
+    };
+    let first = measure_child(&run_args, &dir, waiting)?;
+    anyhow::ensure!(
+        first.status.is_none(),
+        "the run ended before it waited: {}",
+        first.stderr
+    );
+    let events = 4.0 * rounds as f64;
+    crate::outln!(
+        "  troupe run --store (FULL), killed at the wait  {:>8.2?}  {:>10.0} rounds/s  peak {:>7} KiB",
+        first.elapsed,
+        rounds as f64 / first.elapsed.as_secs_f64(),
+        first.peak_kib
+    );
+    let size = |p: &std::path::Path| {
+        ["", "-wal"]
+            .iter()
+            .filter_map(|s| std::fs::metadata(format!("{}{s}", p.display())).ok())
+            .map(|m| m.len())
+            .sum::<u64>()
+    };
+    // The baseline: the same store without its checkpoints.
+    {
+        // Opening and closing the store checkpoints its WAL into the file.
+        drop(Store::open(&db, Durability::Full)?);
+        std::fs::copy(&db, &replay_db)?;
+        let _ = std::fs::copy(
+            format!("{}-wal", db.display()),
+            format!("{}-wal", replay_db.display()),
+        );
+        Store::open(&replay_db, Durability::Full)?.forget_checkpoints(1)?;
+    }
+    let mut results = Vec::new();
+    for (label, path) in [
+        ("from its checkpoint", &db),
+        ("replaying the history", &replay_db),
+    ] {
+        let answer = measure_child(
+            &[
+                OsStr::new("answer"),
+                OsStr::new("task-1"),
+                OsStr::new("--yes"),
+                OsStr::new("--store"),
+                path.as_os_str(),
+            ],
+            &dir,
+            || false,
+        )?;
+        anyhow::ensure!(
+            answer.status.is_some_and(|s| s.success()),
+            "troupe answer failed: {}",
+            answer.stderr
+        );
+        let resumed = measure_child(
+            &[
+                OsStr::new("resume"),
+                OsStr::new("run-1"),
+                OsStr::new("--store"),
+                path.as_os_str(),
+            ],
+            &dir,
+            || false,
+        )?;
+        anyhow::ensure!(
+            resumed.status.is_some_and(|s| s.success()),
+            "troupe resume failed: {}",
+            resumed.stderr
+        );
+        crate::outln!(
+            "  troupe resume {label:<22}  {:>8.2?}  peak {:>7} KiB",
+            resumed.elapsed,
+            resumed.peak_kib
+        );
+        results.push(resumed);
+    }
+    crate::outln!(
+        "  resume from the checkpoint: {:.1}x faster, {:.1}x less memory than the replay of {events:.0} events; store {:.1} MB",
+        results[1].elapsed.as_secs_f64() / results[0].elapsed.as_secs_f64(),
+        results[1].peak_kib as f64 / results[0].peak_kib.max(1) as f64,
+        size(&db) as f64 / 1e6
+    );
+    Ok(ExitStatus::Success)
 }
 
 /// Nested loops whose erasure is ambiguous: without the decisions, B cannot

@@ -111,7 +111,15 @@ pub fn print_notice(notice: &Notice) {
         Notice::Resuming {
             run,
             recorded_steps,
-        } => eprintln!("resuming {run}: {recorded_steps} recorded step(s) will not be redone"),
+            checkpoint,
+        } => match checkpoint {
+            Some(at) => eprintln!(
+                "resuming {run} from its checkpoint after {at} events: {recorded_steps} recorded step(s) since will not be redone"
+            ),
+            None => {
+                eprintln!("resuming {run}: {recorded_steps} recorded step(s) will not be redone")
+            }
+        },
         Notice::NewBeside { run, others } => eprintln!(
             "started {run}; unfinished runs of this file with other inputs or another version are left as they are: {}",
             others.join(", ")
@@ -326,8 +334,23 @@ pub fn settings_of(args: &RunArgs) -> RunSettings {
         timeout_ms: args.timeout.map(|t| t.as_millis() as u64),
         durability: args.durability.into(),
         mock_externs: args.mock_externs,
+        history_keep: args.history_keep,
+        checkpoint_every: args.checkpoint_every,
         overrides: Vec::new(),
     }
+}
+
+/// `--history-keep EVENTS`: a count of at least 1,000 (fewer would prune
+/// at nearly every checkpoint).
+pub fn parse_history_keep(s: &str) -> Result<u64, String> {
+    let n: u64 =
+        s.trim().replace('_', "").parse().map_err(|_| {
+            format!("{s:?} is not a count of events: give e.g. 1000000 or 1_000_000")
+        })?;
+    if n < 1_000 {
+        return Err(format!("{n} is too few: keep at least 1000 events"));
+    }
+    Ok(n)
 }
 
 /// `troupe run FILE --store DB`.
@@ -438,6 +461,10 @@ pub struct OverrideArgs {
     /// A new durability for the run's records.
     #[arg(long, value_enum)]
     pub durability: Option<DurabilityArg>,
+    /// Keep at least the last EVENTS events of the history from now on
+    /// (older ones are pruned from a checkpoint on).
+    #[arg(long, value_name = "EVENTS", value_parser = parse_history_keep)]
+    pub history_keep: Option<u64>,
     /// Answer `extern` actions that have no implementation with mock values.
     #[arg(long)]
     pub mock_externs: bool,
@@ -457,6 +484,7 @@ impl OverrideArgs {
             timeout_ms: self.timeout.map(|t| t.as_millis() as u64),
             durability: self.durability.map(Into::into),
             mock_externs: self.mock_externs,
+            history_keep: self.history_keep,
         }
     }
 }

@@ -236,8 +236,10 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
             "run": s.name,
             "status": s.status,
             "events": detail.events,
+            "pruned": detail.pruned,
             "complete": done,
             "verified": verdict.is_ok(),
+            "window_from": verdict.as_ref().ok().map(|v| v.from),
             "error": verdict.as_ref().err(),
         });
         out::println(&serde_json::to_string_pretty(&doc)?)?;
@@ -248,17 +250,24 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
         });
     }
     match verdict {
-        Ok(n) => {
-            out::println(&format!(
-                "{}: the recorded execution ({n} events) is {} of `{}`",
-                s.name,
-                if done {
-                    "a complete run".to_owned()
-                } else {
-                    format!("a prefix of a run ({} so far)", s.status)
-                },
-                sanitize(&s.workflow)
-            ))?;
+        Ok(v) => {
+            let what = if done {
+                "a complete run".to_owned()
+            } else {
+                format!("a prefix of a run ({} so far)", s.status)
+            };
+            let workflow = sanitize(&s.workflow);
+            if v.from == 0 {
+                out::println(&format!(
+                    "{}: the recorded execution ({} events) is {what} of `{workflow}`",
+                    s.name, v.events
+                ))?;
+            } else {
+                out::println(&format!(
+                    "{}: the retained history (events {}..{}, from the checkpoint it starts at) continues {what} of `{workflow}`; the {} events before it were pruned (--history-keep) after being verified online",
+                    s.name, v.from, v.events, v.from
+                ))?;
+            }
             Ok(ExitStatus::Success)
         }
         Err(e) => {

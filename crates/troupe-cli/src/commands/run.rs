@@ -74,6 +74,18 @@ pub struct RunArgs {
     /// With --store: `full` (survives power loss) or `normal` (faster).
     #[arg(long, value_enum, default_value_t = crate::commands::durable::DurabilityArg::Full)]
     pub durability: crate::commands::durable::DurabilityArg,
+    /// With --store: keep at least the last EVENTS events of the run's
+    /// history and prune older ones (from a checkpoint on), so a run that
+    /// goes on for days keeps a store of bounded size. Steps, tasks and
+    /// results are always kept; `troupe verify` then checks the retained
+    /// window from its checkpoint. Default: keep everything.
+    #[arg(long, value_name = "EVENTS", requires = "store", value_parser = crate::commands::durable::parse_history_keep)]
+    pub history_keep: Option<u64>,
+    /// With --store: take a checkpoint every EVENTS events (a resumed run
+    /// continues from the latest one). Default: every 100,000 events, or
+    /// more for a large state (one byte of checkpoint per event).
+    #[arg(long, value_name = "EVENTS", requires = "store", value_parser = clap::value_parser!(u64).range(1..))]
+    pub checkpoint_every: Option<u64>,
     /// Answer `extern` actions that have no implementation with mock
     /// values (marked `mock` in the recorded steps). Without it such a
     /// workflow refuses to run; give an effect a command in `troupe.toml`

@@ -1,0 +1,67 @@
+//! Checkpoints: a run's whole state at one moment — every lifeline's
+//! position, variables and action counts, what is on every channel, and
+//! (from [`crate::Watched`]) the online monitor's state — from which a
+//! resumed run continues instead of replaying its history. So resuming
+//! costs the size of the state and the events since the last checkpoint,
+//! not the run's length.
+//!
+//! A checkpoint is taken between two operations of the run's scheduler,
+//! where the state is consistent. A lifeline waiting for an asynchronous
+//! action is recorded *before* the action (its count of that action one
+//! less, its position at the action): the resumed run starts the action
+//! again under the same [`crate::StepKey`], and the journal answers with
+//! the recorded result or refuses to repeat an effect, exactly as a replay
+//! would. A checkpoint need not be durable at once: a crash before it is
+//! resumes from an earlier one.
+
+use crate::journal::StepKey;
+use troupe_check::Value;
+use troupe_check::ir::{LifelineId, StmtId};
+use troupe_msc::MonitorState;
+use troupe_project::ControlTag;
+
+/// A run's state. See the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// Per lifeline, in ⊏ order.
+    pub lanes: Vec<LaneState>,
+    /// The channels with messages in flight.
+    pub channels: Vec<Channel>,
+    /// Operations executed before, over all lifelines.
+    pub steps: u64,
+    /// Events recorded before, over all lifelines.
+    pub events: u64,
+    /// The actions in flight (started again when the run resumes): the
+    /// journal must keep what it recorded for them.
+    pub pending: Vec<StepKey>,
+    /// The online monitor's state, when the run is verified.
+    pub monitor: Option<MonitorState>,
+}
+
+/// One lifeline's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneState {
+    /// Its position in its flat local program.
+    pub pc: u32,
+    /// Whether it has ended.
+    pub done: bool,
+    /// Its own variables, by slot (unbound ones are `None`).
+    pub values: Vec<Option<Value>>,
+    /// How many times it called each action it called: (action, count).
+    pub occurrences: Vec<(u32, u64)>,
+}
+
+/// What is in flight from one lifeline to another, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    pub from: LifelineId,
+    pub to: LifelineId,
+    pub messages: Vec<Queued>,
+}
+
+/// A message on a channel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Queued {
+    Data { stmt: StmtId, values: Vec<Value> },
+    Control { tag: ControlTag, decision: bool },
+}
