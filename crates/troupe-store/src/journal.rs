@@ -437,16 +437,16 @@ impl RunJournal for StoreJournal {
             Ok(mut buf) => self.take_chunk(&mut buf),
             Err(_) => return Box::pin(async { Err("the journal was poisoned".to_owned()) }),
         };
-        match op {
-            Some(op) => {
-                let rx = self.writer.send_durable(op);
-                Box::pin(async move {
-                    rx.await
-                        .unwrap_or_else(|_| Err("the store writer stopped".to_owned()))
-                })
-            }
-            None => Box::pin(async { Ok(()) }),
-        }
+        // With nothing buffered, an empty batch still waits for what was
+        // handed to the writer before (event chunks, checkpoints): the
+        // writer commits in order.
+        let rx = self
+            .writer
+            .send_durable(op.unwrap_or(Op::Batch(Vec::new())));
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("the store writer stopped".to_owned()))
+        })
     }
 
     fn finish(
@@ -474,5 +474,166 @@ impl RunJournal for StoreJournal {
             },
         };
         self.durable(op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Durability, NewRun};
+    use troupe_check::ir::StmtId;
+    use troupe_runtime::{Checkpoint, LaneState};
+
+    fn store(dir: &std::path::Path) -> (Store, i64) {
+        let store = Store::open(dir.join("s.db"), Durability::Normal).unwrap();
+        let run = store
+            .create_run(&NewRun {
+                workflow: "w".into(),
+                file: None,
+                source: String::new(),
+                fingerprint: "fp".into(),
+                canonical: String::new(),
+                inputs_json: "{}".into(),
+                inputs: Vec::new(),
+                seed: 0,
+                lifelines: 1,
+                llm: "mock".into(),
+                settings: "{}".into(),
+                owner: None,
+            })
+            .unwrap();
+        (store, run)
+    }
+
+    fn act() -> Event {
+        Event::Act {
+            stmt: StmtId(0),
+            outputs: None,
+        }
+    }
+
+    fn checkpoint(events: u64) -> Checkpoint {
+        Checkpoint {
+            lanes: vec![LaneState {
+                pc: 0,
+                done: false,
+                values: Vec::new(),
+                occurrences: Vec::new(),
+            }],
+            channels: Vec::new(),
+            steps: events,
+            events,
+            pending: Vec::new(),
+            monitor: None,
+        }
+    }
+
+    /// Records `n` events with a checkpoint after every `every`, durably.
+    fn record(j: &StoreJournal, n: u64, every: u64) {
+        for i in 1..=n {
+            j.event(LifelineId(0), &act());
+            if i % every == 0 {
+                j.checkpoint(checkpoint(i));
+            }
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(RunJournal::flush(j)).unwrap();
+    }
+
+    fn open(store: &Store, run: i64, history: History) -> Result<StoreJournal, StoreError> {
+        StoreJournal::open(
+            store,
+            run,
+            Arc::new(TypeTable::default()),
+            JournalOptions {
+                history,
+                checkpoint_every: None,
+            },
+        )
+    }
+
+    fn damage(store: &Store) {
+        store
+            .with("damage", |c| {
+                c.execute(
+                    "UPDATE checkpoints SET data = CAST(substr(data, 1, 3) || x'ff' || substr(data, 5) AS BLOB)",
+                    [],
+                )
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn the_latest_checkpoint_is_resumed_from_and_the_events_before_it_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = store(dir.path());
+        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+        let j = open(&store, run, History::All).unwrap();
+        assert_eq!(j.resumes_at(), Some(2_000));
+        let cp = j.resume_from().unwrap();
+        assert_eq!(cp.events, 2_000);
+        // The replayed tail is dropped, the events after it recorded once.
+        for _ in 0..600 {
+            j.event(LifelineId(0), &act());
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(RunJournal::flush(&j)).unwrap();
+        assert_eq!(store.run(run).unwrap().events, 2_600);
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_is_ignored_while_the_history_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = store(dir.path());
+        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+        damage(&store);
+        let j = open(&store, run, History::All).unwrap();
+        assert_eq!(j.resumes_at(), None, "a damaged checkpoint was followed");
+        assert!(j.resume_from().is_none());
+    }
+
+    #[test]
+    fn a_checkpoint_of_another_workflow_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = store(dir.path());
+        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+        store
+            .with("refingerprint", |c| {
+                c.execute("UPDATE checkpoints SET fingerprint = 'other'", [])
+            })
+            .unwrap();
+        assert_eq!(open(&store, run, History::All).unwrap().resumes_at(), None);
+    }
+
+    #[test]
+    fn with_a_pruned_history_a_damaged_checkpoint_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = store(dir.path());
+        record(
+            &open(&store, run, History::Keep(1_000)).unwrap(),
+            20_000,
+            1_000,
+        );
+        let detail = store.run(run).unwrap();
+        assert!(detail.pruned > 0 && detail.events < 4_000, "{detail:?}");
+        assert_eq!(
+            detail.pruned + detail.events,
+            20_000,
+            "pruned {} kept {}",
+            detail.pruned,
+            detail.events
+        );
+        damage(&store);
+        match open(&store, run, History::Keep(1_000)) {
+            Err(StoreError::Corrupt { message, .. }) => {
+                assert!(message.contains("pruned"), "{message}");
+            }
+            other => panic!("expected a corrupt store, got {other:?}"),
+        }
+        assert!(store.forget_checkpoints(run).is_err());
     }
 }
