@@ -206,6 +206,17 @@ pub async fn serve_with(
         return Err(WebError::NoStore(store_path.display().to_string()));
     }
     let store = Store::open(store_path, Durability::Full)?;
+    if let Err(e) = std::fs::OpenOptions::new().write(true).open(store_path)
+        && matches!(
+            e.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        )
+    {
+        eprintln!(
+            "warning: the store {} is read-only ({e}): the pages show its runs, but answers cannot be recorded",
+            store_path.display()
+        );
+    }
     if !bind.ip().is_loopback() {
         eprintln!(
             "warning: listening on {bind}, which is not a loopback address: anyone who can reach it and has the token can answer tasks"

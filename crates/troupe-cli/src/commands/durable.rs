@@ -59,7 +59,7 @@ impl StoreArg {
                 self.store.display()
             );
         }
-        Ok(Store::open(&self.store, Durability::Full)?)
+        open_store(&self.store, Durability::Full)
     }
 
     pub fn host(&self) -> Result<Host> {
@@ -166,8 +166,121 @@ pub fn print_warnings(compiled: &troupe_host::Compiled, color: crate::ColorChoic
     eprint!("{}", String::from_utf8_lossy(&buf));
 }
 
+/// The store this process opened, for the hints of [`store_hint`].
+static STORE_PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Opens the store at `path`; an error says, when it is so, that the
+/// store's file, directory or file system is read-only and what to do.
+pub fn open_store(path: &Path, durability: Durability) -> Result<Store> {
+    let _ = STORE_PATH.set(path.to_owned());
+    Store::open(path, durability).map_err(|e| {
+        let message = e.to_string();
+        match store_hint(&message) {
+            Some(hint) => anyhow::anyhow!("{message}\n  hint: {hint}"),
+            None => e.into(),
+        }
+    })
+}
+
+/// A hint for an error that a read-only store explains: the file is not
+/// writable (mode 0400), its directory is not (SQLite creates the journal
+/// files `DB-wal` and `DB-shm` beside it), or the file system is mounted
+/// read-only. Probes the store that this process opened; `None` when the
+/// error is of another kind or the store is writable after all.
+pub fn store_hint(message: &str) -> Option<String> {
+    let lower = message.to_ascii_lowercase();
+    let about_access = [
+        "readonly",
+        "read-only",
+        "permission denied",
+        "os error 13",
+        "os error 30",
+        "unable to open database file",
+    ]
+    .iter()
+    .any(|s| lower.contains(s));
+    if !about_access {
+        return None;
+    }
+    read_only_reason(STORE_PATH.get()?)
+}
+
+fn read_only_reason(path: &Path) -> Option<String> {
+    use std::io::ErrorKind;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| format!(" (mode {:04o})", m.permissions().mode() & 0o7777))
+            .unwrap_or_default()
+    };
+    let read_only_fs = |p: &Path| {
+        format!(
+            "{} is on a read-only file system; copy the store to a writable disk and pass that copy with --store (reading commands such as `troupe runs` may still work on this one)",
+            p.display()
+        )
+    };
+    if path.exists() {
+        match std::fs::OpenOptions::new().write(true).open(path) {
+            Err(e) if e.kind() == ErrorKind::ReadOnlyFilesystem => return Some(read_only_fs(path)),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                return Some(format!(
+                    "the store file {}{} is read-only: `chmod u+w {}` to record in it, or pass a writable copy with --store (reading commands such as `troupe runs` still work)",
+                    path.display(),
+                    mode(path),
+                    path.display()
+                ));
+            }
+            _ => {}
+        }
+    }
+    // The directory that holds (or would hold) the store: its nearest
+    // existing ancestor must let us create files.
+    let mut dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    while !dir.exists() {
+        dir = dir
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_owned);
+    }
+    let probe = dir.join(format!(".troupe-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) if e.kind() == ErrorKind::ReadOnlyFilesystem => Some(read_only_fs(&dir)),
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => Some(format!(
+            "the directory {}{} is not writable, and the store needs it for its file and the journal files beside it ({}-wal, {}-shm): `chmod u+w {}`, or pass --store with a path in a writable directory",
+            dir.display(),
+            mode(&dir),
+            path.display(),
+            path.display(),
+            dir.display()
+        )),
+        Err(_) => None,
+    }
+}
+
 /// Renders a host error; returns the exit status it maps to.
 pub fn report_error(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
+    let status = report_error_only(e, color);
+    if let HostError::Store(_) = e
+        && let Some(hint) = store_hint(&e.to_string())
+    {
+        eprintln!("  hint: {}", sanitize(&hint));
+    }
+    status
+}
+
+fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
     match e {
         HostError::DoesNotCheck {
             file,
@@ -371,7 +484,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         Ok(i) => i,
         Err(e) => return Ok(report_error(&e, color)),
     };
-    let store = Store::open(store_path, settings.durability.into())?;
+    let store = open_store(store_path, settings.durability.into())?;
     let host = host(store)?;
     let policy = if args.new {
         StartPolicy::New
