@@ -29,6 +29,9 @@ pub struct RunSummary {
     pub lease_expires_in_ms: i64,
 }
 
+/// Events of a run, with their lifelines, in the order they were recorded.
+pub type Events = Vec<(LifelineId, Event)>;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RunDetail {
     #[serde(flatten)]
@@ -292,6 +295,82 @@ impl Store {
         Ok((out, next))
     }
 
+    /// At most `max_chunks` chunks of a run's events from chunk
+    /// `from_chunk` on, and the next chunk number: a page of a long run.
+    pub fn events_page(
+        &self,
+        run: i64,
+        from_chunk: i64,
+        max_chunks: usize,
+    ) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
+        let chunks: Vec<(i64, Vec<u8>)> = self.with("read the events", |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![run, from_chunk, max_chunks as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            rows.collect()
+        })?;
+        self.decode_chunks(run, from_chunk, chunks)
+    }
+
+    /// The retained events of a run with indices in `range` (counted from
+    /// the first retained event), reading only the chunks that hold them;
+    /// also returns how many events are retained and the chunk after the
+    /// last one (to follow the run from there).
+    pub fn events_range(
+        &self,
+        run: i64,
+        range: std::ops::Range<u64>,
+    ) -> Result<(Events, u64, i64), StoreError> {
+        let counts: Vec<(i64, u64)> = self.with("count the events", |c| {
+            let mut stmt =
+                c.prepare_cached("SELECT chunk, count FROM events WHERE run = ?1 ORDER BY chunk")?;
+            let rows = stmt.query_map(params![run], |r| {
+                Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            rows.collect()
+        })?;
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        let next_chunk = counts.last().map_or(0, |(c, _)| c + 1);
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        for (chunk, n) in counts {
+            let (start, end) = (at, at + n);
+            at = end;
+            if end <= range.start || start >= range.end {
+                continue;
+            }
+            let (events, _) = self.events_page(run, chunk, 1)?;
+            for (i, e) in events.into_iter().enumerate() {
+                if range.contains(&(start + i as u64)) {
+                    out.push(e);
+                }
+            }
+        }
+        Ok((out, total, next_chunk))
+    }
+
+    fn decode_chunks(
+        &self,
+        run: i64,
+        from_chunk: i64,
+        chunks: Vec<(i64, Vec<u8>)>,
+    ) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
+        let mut out = Vec::new();
+        let mut next = from_chunk;
+        for (chunk, data) in chunks {
+            let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
+                path: self.path().to_owned(),
+                message: format!("run {run}, chunk {chunk}: {e}"),
+            })?;
+            out.extend(events);
+            next = chunk + 1;
+        }
+        Ok((out, next))
+    }
+
     /// Streams the recorded events of a run, in the order they were
     /// recorded, one chunk in memory at a time.
     pub fn for_each_event(
@@ -352,6 +431,25 @@ impl Store {
             )
             .optional()
         })
+    }
+
+    /// Prunes a run's history to the last `keep` events at least, from a
+    /// checkpoint on (see `retention.rs`); returns the events pruned now.
+    /// A run without a checkpoint that old keeps its history.
+    pub fn prune_history(&self, run: i64, keep: u64) -> Result<u64, StoreError> {
+        let before = self.run(run)?.pruned;
+        self.with("prune the history", |c| {
+            let tx = c.unchecked_transaction()?;
+            let total: i64 = tx.query_row(
+                "SELECT pruned + coalesce((SELECT sum(count) FROM events WHERE run = ?1), 0)
+                 FROM runs WHERE id = ?1",
+                params![run],
+                |r| r.get(0),
+            )?;
+            crate::retention::apply(&tx, run, total, Some(keep))?;
+            tx.commit()
+        })?;
+        Ok(self.run(run)?.pruned - before)
     }
 
     /// Deletes a run's checkpoints: it then resumes by replaying its whole

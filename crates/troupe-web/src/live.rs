@@ -1,6 +1,14 @@
-//! A run as the page shows it: the recorded trace, its sequence chart (the
-//! recorded execution drawn with `troupe_msc::execution_chart`) and the
-//! server-sent event stream that keeps both up to date while the run goes on.
+//! A run as the page shows it: a window of its recorded trace (the last
+//! [`WINDOW`] events, or a page of earlier ones), the sequence chart of that
+//! window (drawn with `troupe_msc::execution_chart`) and the server-sent
+//! event stream that keeps both up to date while the run goes on.
+//!
+//! Nothing here grows with a run's history: a view holds one window, the
+//! stream reads only the chunks recorded since its last read and sends the
+//! new rows (an increment), and the chart — redrawn from the window — at
+//! most every [`CHART_EVERY`] and when the run ends. So memory per client
+//! and bytes per update are bounded, for a run of ten events or of ten
+//! million.
 //!
 //! The stream polls the store every [`POLL`] with short reads (one query
 //! each; a long-lived reader would hold back WAL checkpoints) and sends an
@@ -11,8 +19,9 @@ use crate::html::{clip, escape};
 use crate::routes::App;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::Stream;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use troupe_check::ir::{LifelineId, Program};
 use troupe_msc::{ChartOptions, Event, Execution, execution_chart};
 use troupe_runtime::{Trace, TraceEntry};
@@ -20,6 +29,12 @@ use troupe_store::{RunDetail, Store, StoreError};
 
 /// How often the live stream reads the store.
 pub(crate) const POLL: Duration = Duration::from_millis(300);
+
+/// Events a page shows and a view keeps.
+pub(crate) const WINDOW: u64 = 500;
+
+/// The live chart is redrawn at most this often (and when the run ends).
+pub(crate) const CHART_EVERY: Duration = Duration::from_secs(2);
 
 /// Statuses after which nothing more is recorded (until a resume).
 pub(crate) fn is_over(status: &str) -> bool {
@@ -29,7 +44,8 @@ pub(crate) fn is_over(status: &str) -> bool {
     )
 }
 
-/// The recorded events of one run, with what is needed to name them.
+/// A window of the recorded events of one run, with what is needed to name
+/// them.
 #[derive(Debug)]
 pub(crate) struct RunView {
     run: i64,
@@ -37,13 +53,24 @@ pub(crate) struct RunView {
     /// when the recorded source does not check any more.
     program: Option<(Program, usize)>,
     lifelines: usize,
-    pub(crate) events: Vec<(LifelineId, Event)>,
+    /// The window: at most [`WINDOW`] events, oldest first.
+    events: VecDeque<(LifelineId, Event)>,
+    /// The index (in the run's whole history) of the window's first event.
+    first: u64,
+    /// Events in the history up to the window's end (pruned ones included).
+    total: u64,
+    /// The chunk after the last one read, to follow the run.
     next_chunk: i64,
 }
 
 impl RunView {
-    /// Reads everything recorded so far. Blocking.
-    pub(crate) fn load(store: &Store, detail: &RunDetail) -> Result<RunView, StoreError> {
+    /// The last [`WINDOW`] events recorded so far or, with `before`, the
+    /// window that ends there (a page of the history). Blocking.
+    pub(crate) fn load(
+        store: &Store,
+        detail: &RunDetail,
+        before: Option<u64>,
+    ) -> Result<RunView, StoreError> {
         let (program, _) = troupe_check::check_text(&detail.source);
         let program = program.and_then(|p| {
             let i = p
@@ -55,35 +82,73 @@ impl RunView {
         let lifelines = program
             .as_ref()
             .map_or(detail.lifelines, |(p, i)| p.workflows[*i].lifelines.len());
-        let mut view = RunView {
+        // Indices of the store are of the retained history; the page's are
+        // of the whole run.
+        let pruned = detail.pruned;
+        let (_, retained, _) = store.events_range(detail.summary.id, 0..0)?;
+        let end = before
+            .map_or(retained, |b| b.saturating_sub(pruned))
+            .min(retained);
+        let start = end.saturating_sub(WINDOW);
+        let (events, retained, next_chunk) = store.events_range(detail.summary.id, start..end)?;
+        let live = end >= retained;
+        Ok(RunView {
             run: detail.summary.id,
             program,
             lifelines,
-            events: Vec::new(),
-            next_chunk: 0,
-        };
-        view.refresh(store)?;
-        Ok(view)
+            first: pruned + start,
+            total: pruned + start + events.len() as u64,
+            events: events.into(),
+            // A page of the past is not followed.
+            next_chunk: if live { next_chunk } else { i64::MAX },
+        })
     }
 
-    /// Reads the events committed since the last read; returns how many.
-    pub(crate) fn refresh(&mut self, store: &Store) -> Result<usize, StoreError> {
-        let (events, next) = store.events(self.run, self.next_chunk)?;
-        self.next_chunk = next;
-        let n = events.len();
-        self.events.extend(events);
+    /// Events in the run up to the window's end.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The index of the window's first event.
+    pub(crate) fn first(&self) -> u64 {
+        self.first
+    }
+
+    /// Reads the events committed since the last read into the window;
+    /// returns how many there were.
+    pub(crate) fn refresh(&mut self, store: &Store) -> Result<u64, StoreError> {
+        if self.next_chunk == i64::MAX {
+            return Ok(0);
+        }
+        let mut n = 0;
+        loop {
+            let (events, next) = store.events_page(self.run, self.next_chunk, 16)?;
+            if events.is_empty() {
+                break;
+            }
+            self.next_chunk = next;
+            n += events.len() as u64;
+            self.total += events.len() as u64;
+            self.events.extend(events);
+            while self.events.len() as u64 > WINDOW {
+                self.events.pop_front();
+                self.first += 1;
+            }
+        }
         Ok(n)
     }
 
-    fn trace(&self, from: usize) -> Trace {
+    /// The window's events from index `from` (of the whole run) on.
+    fn trace(&self, from: u64) -> Trace {
+        let skip = from.saturating_sub(self.first) as usize;
         Trace {
             entries: self
                 .events
                 .iter()
                 .enumerate()
-                .skip(from)
+                .skip(skip)
                 .map(|(i, (lifeline, event))| TraceEntry {
-                    time: i as u64,
+                    time: self.first + i as u64,
                     lifeline: *lifeline,
                     event: event.clone(),
                 })
@@ -91,7 +156,7 @@ impl RunView {
         }
     }
 
-    /// The trace as JSON records (as `troupe trace --json` prints them).
+    /// The window as JSON records (as `troupe trace --json` prints them).
     pub(crate) fn trace_json(&self) -> serde_json::Value {
         match &self.program {
             Some((p, i)) => self.trace(0).to_json(p, &p.workflows[*i]),
@@ -99,14 +164,26 @@ impl RunView {
         }
     }
 
-    /// The sequence chart of what is recorded so far, as inline SVG.
+    /// The sequence chart of the window, as inline SVG. Receives of
+    /// messages sent before the window are left out (FIFO matching from
+    /// the window's start would pair them with later sends).
     pub(crate) fn chart_svg(&self) -> String {
         let Some((program, i)) = &self.program else {
             return "<p class=\"meta\">The recorded source no longer checks: no chart.</p>"
                 .to_owned();
         };
+        let early = if self.first > 0 {
+            receives_from_before(&self.events)
+        } else {
+            Default::default()
+        };
         let mut exec = Execution::new(self.lifelines);
-        for (l, e) in &self.events {
+        let mut left_out = 0;
+        for (k, (l, e)) in self.events.iter().enumerate() {
+            if early.contains(&k) {
+                left_out += 1;
+                continue;
+            }
             if let Some(word) = exec.words.get_mut(l.0 as usize) {
                 word.push(e.clone());
             }
@@ -117,11 +194,25 @@ impl RunView {
             &exec,
             &ChartOptions::default(),
         );
-        troupe_msc::chart::svg::render(&chart)
+        let mut svg = String::new();
+        if self.first > 0 {
+            svg.push_str(&format!(
+                "<p class=\"meta\">Events {}–{} of the run{}.</p>",
+                self.first,
+                self.total.saturating_sub(1),
+                if left_out > 0 {
+                    format!("; {left_out} receive(s) of messages sent before them are not drawn")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        svg.push_str(&troupe_msc::chart::svg::render(&chart));
+        svg
     }
 
-    /// Table rows for the events from index `from` on.
-    pub(crate) fn rows_html(&self, from: usize) -> String {
+    /// Table rows for the window's events from index `from` on.
+    pub(crate) fn rows_html(&self, from: u64) -> String {
         let Some((program, i)) = &self.program else {
             return String::new();
         };
@@ -159,6 +250,32 @@ impl RunView {
     }
 }
 
+/// The positions in `window` of the receives whose messages were sent
+/// before it: per channel, the first `r` receives, with `r` the least shift
+/// under which the receives' messages are the window's sends in FIFO order.
+fn receives_from_before(
+    window: &VecDeque<(LifelineId, Event)>,
+) -> std::collections::HashSet<usize> {
+    use troupe_msc::Message;
+    let mut sends: HashMap<(u32, u32), Vec<&Message>> = HashMap::new();
+    let mut recvs: HashMap<(u32, u32), Vec<(usize, &Message)>> = HashMap::new();
+    for (k, (l, e)) in window.iter().enumerate() {
+        match e {
+            Event::Send { to, msg } => sends.entry((l.0, to.0)).or_default().push(msg),
+            Event::Recv { from, msg } => recvs.entry((from.0, l.0)).or_default().push((k, msg)),
+            _ => {}
+        }
+    }
+    let mut early = std::collections::HashSet::new();
+    for (channel, rs) in recvs {
+        let ss = sends.get(&channel).map_or(&[][..], Vec::as_slice);
+        let fits = |r: usize| rs[r..].iter().zip(ss).all(|((_, a), b)| a == b);
+        let shift = (0..=rs.len()).find(|&r| fits(r)).unwrap_or(rs.len());
+        early.extend(rs[..shift].iter().map(|(k, _)| *k));
+    }
+    early
+}
+
 /// The result or error of a run, as HTML.
 pub(crate) fn outcome_html(detail: &RunDetail) -> String {
     let s = &detail.summary;
@@ -176,8 +293,13 @@ struct Live {
     app: App,
     run: i64,
     view: Option<RunView>,
-    last: Option<(String, usize)>,
-    sent_rows: usize,
+    /// The status and event count last sent.
+    last: Option<(String, u64)>,
+    /// Rows were sent for the events before this index.
+    sent_upto: u64,
+    /// When the chart was last sent; whether it changed since.
+    chart_sent: Option<Instant>,
+    chart_stale: bool,
     ending: bool,
     finished: bool,
 }
@@ -205,7 +327,7 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
                     v.refresh(&store)?;
                     v
                 }
-                None => RunView::load(&store, &detail)?,
+                None => RunView::load(&store, &detail, None)?,
             };
             Ok::<_, StoreError>((detail, view))
         })
@@ -221,31 +343,43 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             Err(_) => return None,
         };
         let status = detail.summary.status.as_str().to_owned();
-        let now = (status.clone(), view.events.len());
+        let now = (status.clone(), view.total());
         let changed = live.last.as_ref() != Some(&now);
-        if !changed {
+        let over = is_over(&status);
+        let reset = live.last.is_none();
+        live.chart_stale |= changed;
+        let chart_due = live.chart_stale
+            && (reset || over || live.chart_sent.is_none_or(|t| t.elapsed() >= CHART_EVERY));
+        if !changed && !chart_due {
             live.view = Some(view);
-            if is_over(&status) {
+            if over {
                 live.finished = true;
                 return Some((Ok(SseEvent::default().event("end").data("over")), live));
             }
             continue;
         }
-        let reset = live.last.is_none();
-        let from = if reset { 0 } else { live.sent_rows };
-        let data = serde_json::json!({
+        // Only the rows of new events; those that scrolled out of the
+        // window in one burst are counted, not sent.
+        let from = live.sent_upto.max(view.first());
+        let mut data = serde_json::json!({
             "status": status,
             "badge": crate::html::status_badge(&status),
-            "events": view.events.len(),
+            "events": view.total(),
             "outcome": outcome_html(&detail),
-            "chart": view.chart_svg(),
-            "rows": view.rows_html(from),
+            "rows": if reset { view.rows_html(view.first()) } else { view.rows_html(from) },
+            "skipped": if reset { 0 } else { from - live.sent_upto },
+            "window": WINDOW,
             "reset": reset,
         });
-        live.sent_rows = view.events.len();
+        if chart_due {
+            data["chart"] = serde_json::Value::String(view.chart_svg());
+            live.chart_sent = Some(Instant::now());
+            live.chart_stale = false;
+        }
+        live.sent_upto = view.total();
         live.last = Some(now);
         live.view = Some(view);
-        live.ending = is_over(&status);
+        live.ending = over;
         let ev = SseEvent::default().event("update").json_data(data).ok()?;
         return Some((Ok(ev), live));
     }
@@ -258,7 +392,9 @@ pub(crate) fn stream(app: App, run: i64) -> Sse<impl Stream<Item = Result<SseEve
         run,
         view: None,
         last: None,
-        sent_rows: 0,
+        sent_upto: 0,
+        chart_sent: None,
+        chart_stale: false,
         ending: false,
         finished: false,
     };
@@ -276,9 +412,11 @@ pub(crate) const RUN_SCRIPT: &str = r#"
     $('status').innerHTML = d.badge;
     $('events').textContent = d.events;
     $('outcome').innerHTML = d.outcome;
-    $('chart').innerHTML = d.chart;
+    if (d.chart !== undefined) { $('chart').innerHTML = d.chart; }
     var body = $('trace');
     if (d.reset) { body.innerHTML = d.rows; } else { body.insertAdjacentHTML('beforeend', d.rows); }
+    // The page keeps a window of the latest rows, as the server does.
+    while (body.rows.length > d.window) { body.deleteRow(0); }
     document.body.setAttribute('data-status', d.status);
   });
   es.addEventListener('end', function(){ es.close(); $('live').textContent = 'finished'; });
@@ -287,3 +425,68 @@ pub(crate) const RUN_SCRIPT: &str = r#"
   es.onopen = function(){ $('live').textContent = 'live'; };
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_check::Value;
+    use troupe_check::ir::StmtId;
+    use troupe_msc::Message;
+
+    fn msg(k: i64) -> Message {
+        Message::Data {
+            stmt: StmtId(1),
+            values: Some(vec![Value::Int(k)]),
+        }
+    }
+
+    #[test]
+    fn receives_of_messages_sent_before_the_window_are_found() {
+        let (a, b) = (LifelineId(0), LifelineId(1));
+        // A sent 0 and 1 before the window; in it B receives them, A sends
+        // 2 and 3, and B receives 2.
+        let window: VecDeque<(LifelineId, Event)> = [
+            (
+                b,
+                Event::Recv {
+                    from: a,
+                    msg: msg(0),
+                },
+            ),
+            (a, Event::Send { to: b, msg: msg(2) }),
+            (
+                b,
+                Event::Recv {
+                    from: a,
+                    msg: msg(1),
+                },
+            ),
+            (a, Event::Send { to: b, msg: msg(3) }),
+            (
+                b,
+                Event::Recv {
+                    from: a,
+                    msg: msg(2),
+                },
+            ),
+        ]
+        .into();
+        let early = receives_from_before(&window);
+        assert_eq!(early, [0, 2].into_iter().collect());
+        // A window that starts with nothing in flight leaves all in.
+        let whole: VecDeque<_> = window.iter().skip(1).take(2).cloned().collect();
+        assert!(
+            receives_from_before(&VecDeque::from(vec![
+                whole[0].clone(),
+                (
+                    b,
+                    Event::Recv {
+                        from: a,
+                        msg: msg(2)
+                    }
+                ),
+            ]))
+            .is_empty()
+        );
+    }
+}

@@ -215,16 +215,23 @@ fn parse_run(id: &str) -> Result<i64, StoreError> {
     Store::parse_run_id(id).ok_or_else(|| StoreError::UnknownRun(id.to_owned()))
 }
 
+/// `?before=N`: the page of the trace that ends before event N.
+#[derive(Debug, Deserialize)]
+struct PageQuery {
+    before: Option<u64>,
+}
+
 async fn run_page(
     State(app): State<App>,
     Path(id): Path<String>,
+    Query(page_q): Query<PageQuery>,
     csrf: SessionCsrf,
 ) -> Result<Html<String>, PageError> {
     let run = parse_run(&id)?;
     let store = app.store.clone();
     let (detail, view, tasks) = blocking(move || {
         let detail = store.run(run)?;
-        let view = RunView::load(&store, &detail)?;
+        let view = RunView::load(&store, &detail, page_q.before)?;
         let name = Store::run_name(run);
         let tasks: Vec<TaskRow> = store
             .tasks(true)?
@@ -279,19 +286,50 @@ async fn run_page(
 <span class=\"meta\">created</span><span>{created}</span><span class=\"meta\">events</span><span id=\"events\">{events}</span>\
 <span class=\"meta\">outcome</span><div id=\"outcome\">{outcome}</div></div>\
 <h2>Sequence chart</h2><div id=\"chart\">{chart}</div>{tasks_html}\
-<h2>Trace</h2><table><thead><tr><th>#</th><th>Lifeline</th><th>Event</th><th>Peer</th><th>Stmt</th><th>Values</th></tr></thead><tbody id=\"trace\">{rows}</tbody></table>",
+<h2>Trace</h2>{paging}<table><thead><tr><th>#</th><th>Lifeline</th><th>Event</th><th>Peer</th><th>Stmt</th><th>Values</th></tr></thead><tbody id=\"trace\">{rows}</tbody></table>",
         name = escape(&s.name),
         wf = escape(&s.workflow),
         badge = status_badge(s.status.as_str()),
         file = escape(s.file.as_deref().unwrap_or("-")),
         inputs = escape(&clip(&detail.inputs.to_string(), 300)),
         created = escape(&s.created_at),
-        events = view.events.len(),
+        events = view.total(),
         outcome = live::outcome_html(&detail),
         chart = view.chart_svg(),
         rows = view.rows_html(0),
+        paging = paging(run, &detail, &view, page_q.before.is_some()),
     );
     Ok(page(&s.name, &body, "run.js", token_of(&csrf)))
+}
+
+/// Links to the pages of a long run's trace.
+fn paging(run: i64, detail: &troupe_store::RunDetail, view: &RunView, paged: bool) -> String {
+    let mut links = Vec::new();
+    if view.first() > detail.pruned {
+        links.push(format!(
+            "<a href=\"/runs/{run}?before={}\">← earlier events</a>",
+            view.first()
+        ));
+    }
+    if paged {
+        links.push(format!("<a href=\"/runs/{run}\">latest events →</a>"));
+    }
+    let mut text = String::new();
+    if view.first() > 0 || paged {
+        text.push_str(&format!(
+            "<p class=\"meta\">Events {}–{} of {}{}. {}</p>",
+            view.first(),
+            view.total().saturating_sub(1),
+            detail.pruned + detail.events,
+            if detail.pruned > 0 {
+                format!(" (the first {} pruned by --history-keep)", detail.pruned)
+            } else {
+                String::new()
+            },
+            links.join(" · ")
+        ));
+    }
+    text
 }
 
 async fn run_events(State(app): State<App>, Path(id): Path<String>) -> Result<Response, PageError> {
@@ -450,18 +488,25 @@ async fn api_runs(State(app): State<App>, Query(q): Query<RunsQuery>) -> Result<
     to_json(&runs)
 }
 
-async fn api_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json, ApiError> {
+async fn api_run(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(page_q): Query<PageQuery>,
+) -> Result<Json, ApiError> {
     let run = parse_run(&id)?;
     let store = app.store.clone();
     let (detail, view) = blocking(move || {
         let detail = store.run(run)?;
-        let view = RunView::load(&store, &detail)?;
+        let view = RunView::load(&store, &detail, page_q.before)?;
         Ok::<_, StoreError>((detail, view))
     })
     .await??;
     let mut doc = to_json(&detail)?.0;
     if let Some(o) = doc.as_object_mut() {
+        // A window of the trace (the last events, or those before
+        // `?before=N`), with where it starts.
         o.insert("trace".into(), view.trace_json());
+        o.insert("trace_from".into(), view.first().into());
     }
     Ok(axum::Json(doc))
 }

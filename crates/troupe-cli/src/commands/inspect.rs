@@ -21,6 +21,12 @@ pub struct RunsArgs {
     /// KEEP, with their events, steps and tasks.
     #[arg(long, value_name = "KEEP")]
     pub prune: Option<usize>,
+    /// Prune every run's history to its last EVENTS events at least, from
+    /// a checkpoint on (steps, tasks and results stay; `troupe verify`
+    /// then checks the retained window). Runs keep doing so if started
+    /// with `--history-keep`.
+    #[arg(long, value_name = "EVENTS", value_parser = crate::commands::durable::parse_history_keep)]
+    pub history_keep: Option<u64>,
     #[arg(long)]
     pub json: bool,
 }
@@ -30,6 +36,31 @@ fn parse_status(s: &str) -> Result<RunStatus, String> {
 }
 
 pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
+    if let Some(keep) = args.history_keep {
+        let store = args.store.open()?;
+        let mut pruned = Vec::new();
+        for r in store.runs(None)? {
+            let n = store.prune_history(r.id, keep)?;
+            if n > 0 {
+                pruned.push((r.name, n));
+            }
+        }
+        let total: u64 = pruned.iter().map(|(_, n)| n).sum();
+        eprintln!(
+            "pruned {total} event(s) of {} run(s), keeping at least the last {keep} of each",
+            pruned.len()
+        );
+        if args.json {
+            let doc: serde_json::Map<String, serde_json::Value> = pruned
+                .into_iter()
+                .map(|(name, n)| (name, serde_json::json!(n)))
+                .collect();
+            out::println(&serde_json::json!({ "pruned_events": doc }).to_string())?;
+        }
+        if args.prune.is_none() {
+            return Ok(ExitStatus::Success);
+        }
+    }
     if let Some(keep) = args.prune {
         let host = args.store.host()?;
         let ids = host.prune(keep)?;
@@ -110,6 +141,12 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
         detail.events,
         detail.steps.len()
     );
+    if detail.pruned > 0 {
+        text += &format!(
+            "  history   the first {} events pruned (--history-keep); {} kept from a checkpoint on\n",
+            detail.pruned, detail.events
+        );
+    }
     for step in &detail.steps {
         let out = step
             .outputs
@@ -177,9 +214,18 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
     let compiled = Compiled::recorded(&detail)?;
     let (program, workflow) = (&compiled.program, compiled.workflow());
     let mut next = 0;
-    let mut time = 0u64;
+    // Logical time counts the pruned events too.
+    let mut time = detail.pruned;
+    if detail.pruned > 0 {
+        eprintln!(
+            "note: the first {} events of {} were pruned (--history-keep); showing the retained {}",
+            detail.pruned, detail.summary.name, detail.events
+        );
+    }
     loop {
-        let (events, after) = store.events(run, next)?;
+        // A page at a time: a long run is never in memory at once.
+        let (events, after) = store.events_page(run, next, 16)?;
+        let more = after > next && !events.is_empty();
         next = after;
         let trace = troupe_runtime::Trace::from_events(time, events);
         time += trace.entries.len() as u64;
@@ -194,6 +240,9 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
             }
         } else {
             out::print(&sanitize_lines(&trace.render(program, workflow)))?;
+        }
+        if more {
+            continue;
         }
         if !args.follow {
             break;
