@@ -17,7 +17,7 @@ use crate::import::{
     ImportOptions, Listing, default_server_name, listing_from_json, listing_from_server,
     parse_server_spec, published_contracts, render_with_contracts, snake_identifier,
 };
-use crate::serve::{ServeError, ServeOptions, Server};
+use crate::serve::{HttpOptions, ServeError, ServeOptions, Server};
 
 /// MCP: import a server's tools as typed declarations, or serve workflows as an MCP server.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -71,6 +71,11 @@ pub enum McpCommand {
     /// answered with the tool `answer_task` (listed by `list_tasks`); runs
     /// are resources: troupe://runs, troupe://runs/{id}, troupe://runs/{id}/trace,
     /// troupe://runs/{id}/chart (Mermaid).
+    ///
+    /// Over HTTP, requests from a browser page (with an Origin header) are
+    /// served only from loopback origins and --allow-origin ones; with a
+    /// token (TROUPE_TOKEN, or --token-file) every request needs
+    /// `Authorization: Bearer TOKEN`.
     #[command(verbatim_doc_comment)]
     Serve {
         /// The .troupe files whose workflows become tools.
@@ -96,7 +101,73 @@ pub enum McpCommand {
         /// values (without it, such workflows' runs refuse to start).
         #[arg(long)]
         mock_externs: bool,
+        /// With --http: also serve browser pages from this origin
+        /// (scheme://host[:port], `:*` for any port, or `null`; repeatable).
+        /// Loopback origins are always allowed; requests without an Origin
+        /// header (non-browser clients) are always served.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
+        /// With --http: read the bearer token from this file (its first
+        /// line; the file must be private, mode 0600). TROUPE_TOKEN gives it
+        /// too; never on the command line, where `ps` shows it.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
+        /// With --http: the most sessions open at once; an `initialize`
+        /// beyond them is refused (HTTP 503) until one ends or expires.
+        #[arg(long, value_name = "N", default_value_t = crate::serve::http::DEFAULT_MAX_SESSIONS)]
+        max_sessions: usize,
+        /// With --http: close a session after this long without a message
+        /// (e.g. 90s, 10m, 1h); its client starts a new one. Runs go on.
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+        session_idle: std::time::Duration,
     },
+}
+
+/// A duration: a whole number with `ms`, `s`, `m` or `h`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 90s, 10m or 1h"))?;
+    let ms = match unit.trim() {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "m" | "min" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    }
+    .ok_or_else(|| format!("`{text}` is not a duration such as 90s, 10m or 1h"))?;
+    if ms == 0 {
+        return Err("the duration must be more than zero".into());
+    }
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// The bearer token of `--token-file`: its first line; the file must not be
+/// readable or writable by others.
+fn read_token_file(path: &std::path::Path) -> Result<String, McpError> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |e: std::io::Error| McpError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mode = std::fs::metadata(path).map_err(io)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(McpError::Input {
+            what: format!("--token-file {}", path.display()),
+            message: format!(
+                "the file is readable by others (mode {:o}); `chmod 600 {}` first",
+                mode & 0o777,
+                path.display()
+            ),
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    Ok(text.lines().next().unwrap_or("").trim().to_owned())
 }
 
 /// What the binary read from its environment for the subcommands (the
@@ -106,6 +177,9 @@ pub struct Environment {
     /// The lease on runs `mcp serve` drives (`TROUPE_LEASE`); the host's
     /// default when `None`.
     pub lease: Option<std::time::Duration>,
+    /// The bearer token `mcp serve --http` requires (`TROUPE_TOKEN`), unless
+    /// `--token-file` names one.
+    pub token: Option<String>,
 }
 
 /// Runs a subcommand on its own runtime (call it outside any tokio runtime;
@@ -153,7 +227,26 @@ pub async fn run_async(
             llm_for,
             deadline_ms,
             mock_externs,
+            allow_origin,
+            token_file,
+            max_sessions,
+            session_idle,
         } => {
+            let token = match &token_file {
+                Some(path) => Some(read_token_file(path)?),
+                None => env.token.clone().filter(|_| http.is_some()),
+            };
+            let http = http.map(|addr| {
+                (
+                    addr,
+                    HttpOptions {
+                        allow_origins: allow_origin,
+                        token,
+                        max_sessions,
+                        session_idle,
+                    },
+                )
+            });
             let options = ServeOptions {
                 files,
                 store,
@@ -287,17 +380,22 @@ async fn fetch(
 /// the protocol's.
 async fn serve(
     options: ServeOptions,
-    http: Option<std::net::SocketAddr>,
+    http: Option<(std::net::SocketAddr, HttpOptions)>,
 ) -> Result<(), ServeError> {
     let server = Server::new(&options)?;
     let names = server.workflow_names().join(", ");
     match http {
-        Some(addr) => {
-            let serving = server.bind_http(addr).await?;
+        Some((addr, http)) => {
+            let serving = server.bind_http(addr, &http).await?;
             eprintln!(
-                "serving {names} at http://{}/mcp (store {})",
+                "serving {names} at http://{}/mcp (store {}{})",
                 serving.addr,
-                options.store.display()
+                options.store.display(),
+                if http.token.is_some() {
+                    "; bearer token required"
+                } else {
+                    ""
+                }
             );
             serving.run().await
         }
@@ -373,6 +471,27 @@ mod lock_tests {
         assert!(!printed.contains("contracts:"), "{printed}");
         assert!(printed.contains("import with -o FILE"), "{printed}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn durations_read_with_their_unit() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        for bad in [
+            "",
+            "10",
+            "s",
+            "0s",
+            "1.5s",
+            "-1s",
+            "10 days",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -352,7 +352,8 @@ fn bad_files_and_addresses_are_refused() {
         .build()
         .expect("runtime");
     let server = Server::new(&ok).expect("server");
-    let public = rt.block_on(server.bind_http("0.0.0.0:0".parse().expect("addr")));
+    let public =
+        rt.block_on(server.bind_http("0.0.0.0:0".parse().expect("addr"), &Default::default()));
     assert!(public.is_err(), "a non-loopback address is refused");
     let _ = std::fs::remove_dir_all(store.parent().expect("dir"));
 }
@@ -370,7 +371,7 @@ async fn python_sdk_client_over_streamable_http() {
     );
     let (server, store) = server("python");
     let serving = server
-        .bind_http("127.0.0.1:0".parse().expect("addr"))
+        .bind_http("127.0.0.1:0".parse().expect("addr"), &Default::default())
         .await
         .expect("bind");
     let url = format!("http://{}/mcp", serving.addr);
@@ -440,6 +441,7 @@ fn the_serve_subcommand_parses() {
             llm_for,
             deadline_ms,
             mock_externs,
+            ..
         } => {
             assert!(!mock_externs);
             assert_eq!(files.len(), 2);

@@ -12,6 +12,7 @@ pub fn run(cmd: McpCommand) -> Result<ExitStatus> {
     let mut out = std::io::stdout();
     let env = troupe_mcp::cli::Environment {
         lease: Some(crate::commands::durable::host_config()?.lease),
+        token: std::env::var("TROUPE_TOKEN").ok(),
     };
     match troupe_mcp::cli::run(cmd, &mut out, &env) {
         Ok(0) => Ok(ExitStatus::Success),

@@ -1,5 +1,6 @@
 //! `troupe mcp serve FILE...`: workflows as an MCP server (rmcp, protocol
-//! revision 2025-11-25), over stdio or Streamable HTTP on a loopback address.
+//! revision 2025-11-25), over stdio or Streamable HTTP on a loopback address
+//! (see [`http`] for its Origin, token and session rules).
 //!
 //! **Tools.** Each workflow of the given files is a tool: its name is the
 //! workflow's name, its description the file's leading `//` comment, its
@@ -31,11 +32,12 @@
 //! `…/chart` (Mermaid); the three per-run forms are also resource templates.
 //! Starting a run sends `notifications/resources/list_changed` to the caller.
 
+pub mod http;
 pub mod resources;
 pub mod runs;
 pub mod workflows;
 
-use std::net::SocketAddr;
+pub use http::{HttpOptions, HttpServing};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -305,42 +307,6 @@ impl Server {
         served
     }
 
-    /// Binds Streamable HTTP at `addr` (a loopback address; port 0 picks
-    /// one); the endpoint is `http://ADDR/mcp`. Await [`HttpServing::run`].
-    pub async fn bind_http(self, addr: SocketAddr) -> Result<HttpServing, ServeError> {
-        use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        };
-        if !addr.ip().is_loopback() {
-            return Err(ServeError::Input(format!(
-                "{addr} is not a loopback address: the server has no authentication, so it \
-                 listens on 127.0.0.1 or [::1] only"
-            )));
-        }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| ServeError::Io {
-                path: addr.to_string(),
-                message: e.to_string(),
-            })?;
-        let local = listener.local_addr().map_err(|e| ServeError::Io {
-            path: addr.to_string(),
-            message: e.to_string(),
-        })?;
-        let server = self;
-        let service = StreamableHttpService::new(
-            move || Ok(server.for_session()),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-        let app = axum::Router::new().route_service("/mcp", service);
-        Ok(HttpServing {
-            addr: local,
-            listener,
-            app,
-        })
-    }
-
     fn entry(&self, name: &str) -> Option<&WorkflowEntry> {
         self.inner.workflows.iter().find(|w| w.name == name)
     }
@@ -469,34 +435,6 @@ impl Server {
 
 fn tool_error(message: &str) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.to_owned())])
-}
-
-/// A bound Streamable HTTP endpoint.
-pub struct HttpServing {
-    /// The address it listens on.
-    pub addr: SocketAddr,
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-}
-
-impl std::fmt::Debug for HttpServing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpServing")
-            .field("addr", &self.addr)
-            .finish()
-    }
-}
-
-impl HttpServing {
-    /// Serves until the process ends (or the future is dropped).
-    pub async fn run(self) -> Result<(), ServeError> {
-        axum::serve(self.listener, self.app)
-            .await
-            .map_err(|e| ServeError::Io {
-                path: self.addr.to_string(),
-                message: e.to_string(),
-            })
-    }
 }
 
 impl ServerHandler for Server {
