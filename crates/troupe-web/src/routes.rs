@@ -56,6 +56,7 @@ pub fn router_with(
         .route("/api/tasks/{id}/answer", post(api_answer))
         .route("/hooks/answer/{task}", post(hook_answer))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(auth, require_token))
         .layer(axum::middleware::from_fn(crate::guard::same_origin))
         .layer(axum::middleware::from_fn(crate::guard::headers))
@@ -122,6 +123,13 @@ impl IntoResponse for PageError {
 
 async fn not_found() -> PageError {
     PageError(StatusCode::NOT_FOUND, "No such page.".into())
+}
+
+async fn method_not_allowed(method: axum::http::Method) -> PageError {
+    PageError(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("This page does not take {method} requests."),
+    )
 }
 
 fn run_rows(runs: &[RunSummary]) -> String {
