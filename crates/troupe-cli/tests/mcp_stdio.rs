@@ -235,3 +235,98 @@ fn a_client_that_disconnects_mid_call_ends_the_server_cleanly() {
         troupe_store::RunStatus::Stalled
     );
 }
+
+#[test]
+fn a_call_with_a_progress_token_gets_progress_notifications() {
+    let python = python();
+    let dir = project();
+    let output = Command::new(&python)
+        .arg(script("progress_client.py"))
+        .arg(troupe())
+        .current_dir(dir.path())
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["error"], false, "{seen}");
+    assert_eq!(seen["result"], json!({"i": 5}), "{seen}");
+    let progress: Vec<f64> = seen["progress"]
+        .as_array()
+        .expect("progress")
+        .iter()
+        .filter_map(J::as_f64)
+        .collect();
+    assert!(!progress.is_empty(), "no progress notification: {seen}");
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "progress must grow: {progress:?}"
+    );
+    assert!(
+        seen["messages"][0]
+            .as_str()
+            .is_some_and(|m| m.starts_with("run-1: ") && m.contains("events recorded")),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_cancelled_call_cancels_its_run_and_stops_its_effect() {
+    let dir = project();
+    let d = dir.path();
+    let mut client = serve_stdio(
+        d,
+        "1s",
+        &["slow.troupe", "--store", "db", "--deadline-ms", "600000"],
+    );
+    client.handshake();
+    client.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow_one", "arguments": {"n": 1}, "_meta": {"progressToken": "p-1"}}}));
+    let pid_file = d.join("slow.pid");
+    wait_for("the effect to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    });
+    let effect: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(alive(effect));
+    client.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "the user stopped it"}}),
+    );
+    // The run's in-flight effect is stopped and the run recorded as cancelled.
+    wait_for("the effect's process to end", || !alive(effect));
+    let db = d.join("db");
+    wait_for("the run to be cancelled", || {
+        run_status(&db, 1) == troupe_store::RunStatus::Cancelled
+    });
+    let store = troupe_store::Store::open(&db, troupe_store::Durability::Normal).expect("store");
+    let run = store.run(1).expect("run");
+    assert!(
+        run.summary
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("the user stopped it")),
+        "{:?}",
+        run.summary.error
+    );
+    // The server goes on serving; the cancelled call gets no answer.
+    client.send(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    let mut before = Vec::new();
+    let pong = client.answer(2, &mut before);
+    assert!(pong.get("result").is_some(), "{pong}");
+    assert!(
+        before.iter().all(|m| m.get("id") != Some(&json!(1))),
+        "the cancelled call was answered: {before:?}"
+    );
+    let status = client.disconnect_and_wait();
+    assert!(status.success(), "{status}");
+}

@@ -72,6 +72,11 @@ pub enum McpCommand {
     /// are resources: troupe://runs, troupe://runs/{id}, troupe://runs/{id}/trace,
     /// troupe://runs/{id}/chart (Mermaid).
     ///
+    /// A call with a progressToken gets notifications/progress as its run
+    /// records events; notifications/cancelled cancels the call's run (its
+    /// in-flight actions stop at the owner's next lease renewal; TROUPE_LEASE
+    /// sets the lease, 15 s by default, renewed every third of it).
+    ///
     /// Over HTTP, requests from a browser page (with an Origin header) are
     /// served only from loopback origins and --allow-origin ones; with a
     /// token (TROUPE_TOKEN, or --token-file) every request needs

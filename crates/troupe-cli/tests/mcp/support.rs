@@ -103,7 +103,7 @@ workflow steps(n: Int @ A) {
     act A: i = step(i)
     msg A(i) -> B(i)
   }
-  return i @ B
+  return i @ A
 }
 "#;
 

@@ -31,6 +31,14 @@
 //! `troupe://runs/{id}` (status and results), `…/trace` (JSON) and
 //! `…/chart` (Mermaid); the three per-run forms are also resource templates.
 //! Starting a run sends `notifications/resources/list_changed` to the caller.
+//!
+//! **Progress and cancellation.** A workflow call whose `_meta` carries a
+//! `progressToken` gets `notifications/progress` while it waits (the run's
+//! recorded events plus finished steps, whenever they grew). A
+//! `notifications/cancelled` for a workflow call cancels its run through
+//! the host (`Host::cancel`): the run's in-flight actions are dropped at its
+//! owner's next lease renewal, a command effect's process killed, and the
+//! run recorded as cancelled.
 
 pub mod http;
 pub mod resources;
@@ -43,13 +51,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, RequestId, Resource, ResourceContents, ResourceTemplate,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ErrorData,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, RequestId, Resource, ResourceContents,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value as J, json};
 use troupe_store::{Durability, Store, StoreError};
@@ -68,6 +76,8 @@ pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 /// The model used when none is named.
 pub const DEFAULT_LLM: &str = "mock";
+/// How often a call with a `progressToken` looks at its run's progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 /// What can go wrong serving workflows.
 #[derive(Debug, thiserror::Error)]
@@ -328,8 +338,10 @@ impl Server {
         // The run is a new resource; a client that is gone does not matter.
         let _ = context.peer.notify_resource_list_changed().await;
         let name = Store::run_name(run);
+        let reports = self.report_progress(run, &name, context);
         let progress = tokio::select! {
             p = runs.wait(run, self.inner.deadline, 0) => p,
+            () = reports => unreachable!("progress reports until the call ends"),
             // Cancelled (`notifications/cancelled`, handled by `on_cancelled`)
             // or the client went away: nobody reads the answer, and the run
             // goes on unless it was cancelled.
@@ -352,6 +364,32 @@ impl Server {
                 "run": name, "workflow": entry.name, "status": "failed", "error": error
             })),
             p => self.status_result(run, &p),
+        }
+    }
+
+    /// Sends `notifications/progress` while `run` goes on, when the call
+    /// asked for them (a `progressToken` in its `_meta`): the progress is
+    /// the run's recorded events plus its finished steps, reported when it
+    /// grew, checked every [`PROGRESS_EVERY`]. Never ends by itself.
+    async fn report_progress(&self, run: i64, name: &str, context: &RequestContext<RoleServer>) {
+        let Some(token) = context.meta.get_progress_token() else {
+            return std::future::pending().await;
+        };
+        let mut last = 0u64;
+        loop {
+            tokio::time::sleep(PROGRESS_EVERY).await;
+            let Ok((events, steps)) = self.inner.runs.progress(run) else {
+                continue;
+            };
+            let now = events + steps as u64;
+            if now > last {
+                last = now;
+                let note = ProgressNotificationParam::new(token.clone(), now as f64).with_message(
+                    format!("{name}: {events} events recorded, {steps} steps done"),
+                );
+                // A client that is gone does not matter: the call ends with it.
+                let _ = context.peer.notify_progress(note).await;
+            }
         }
     }
 
@@ -455,6 +493,32 @@ impl ServerHandler for Server {
              pending human tasks with `{ANSWER_TOOL}` (list them with `{LIST_TASKS_TOOL}`); \
              read runs as resources under {RUNS_URI}."
         ))
+    }
+
+    /// `notifications/cancelled` of a workflow call: the call's run is
+    /// cancelled (its in-flight actions stop, a command effect's process is
+    /// killed, when the run's owner sees the request at its next lease
+    /// renewal). The call itself gets no answer, as the protocol says.
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        let Some(id) = notification.request_id else {
+            return;
+        };
+        let run = match self.calls.lock() {
+            Ok(mut calls) => calls.remove(&id),
+            Err(_) => None,
+        };
+        if let Some(run) = run {
+            let reason = notification
+                .reason
+                .unwrap_or_else(|| "cancelled by the MCP client".into());
+            // A run that ended meanwhile has nothing to cancel; a notification
+            // has no answer to carry an error.
+            let _ = self.inner.runs.cancel(run, &reason);
+        }
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
