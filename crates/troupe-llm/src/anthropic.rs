@@ -65,9 +65,19 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
     let usage = body.get("usage").and_then(|u| {
         let input = u.get("input_tokens").and_then(J::as_u64)?;
         let output = u.get("output_tokens").and_then(J::as_u64).unwrap_or(0);
+        // `input_tokens` counts only the uncached part of the prompt.
+        let read = u
+            .get("cache_read_input_tokens")
+            .and_then(J::as_u64)
+            .unwrap_or(0);
+        let written = u
+            .get("cache_creation_input_tokens")
+            .and_then(J::as_u64)
+            .unwrap_or(0);
         Some(Usage {
-            input_tokens: input,
+            input_tokens: input.saturating_add(read).saturating_add(written),
             output_tokens: output,
+            cached_input_tokens: read,
         })
     });
     let blocks = body

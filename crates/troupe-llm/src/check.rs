@@ -77,6 +77,7 @@ pub async fn check_models(router: &Router) -> Vec<ModelCheck> {
                         usage: None,
                         latency: Duration::ZERO,
                         attempts: 0,
+                        detail: Default::default(),
                     })
                 });
                 ok

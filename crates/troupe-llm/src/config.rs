@@ -23,6 +23,10 @@
 //! [providers.vllm]                 # a provider of your own: `vllm:MODEL`
 //! api = "openai"                   # or "anthropic"
 //! base_url = "http://127.0.0.1:8000/v1"
+//!
+//! [prices."vllm:qwen2.5"]          # see `prices.rs`; US dollars per 1M tokens
+//! input_per_mtok = 0
+//! output_per_mtok = 0
 //! ```
 //!
 //! Other top-level tables of `troupe.toml` belong to other parts of troupe
@@ -79,6 +83,8 @@ pub struct LlmConfig {
     pub tuning: Tuning,
     /// `[providers.NAME]`.
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[prices."MODEL"]` over the shipped prices.
+    pub prices: crate::prices::Prices,
     /// The file it was read from, for messages.
     pub source: Option<PathBuf>,
 }
@@ -230,6 +236,9 @@ impl LlmConfig {
                     _ => tuning_key(&mut config.tuning, k, v, "[llm]").map_err(&err)?,
                 }
             }
+        }
+        if let Some(prices) = table.get("prices") {
+            config.prices = crate::prices::Prices::parse(prices).map_err(&err)?;
         }
         if let Some(providers) = table.get("providers") {
             let providers = providers

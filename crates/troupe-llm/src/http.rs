@@ -335,6 +335,7 @@ impl HttpBackend {
             Api::Anthropic => anthropic::start(&ex),
         };
         let mut attempts = 0u32;
+        let mut retries: Vec<String> = Vec::new();
         let mut usage: Option<Usage> = None;
         let reasks = request.reasks();
         let mut last_error = String::new();
@@ -343,7 +344,9 @@ impl HttpBackend {
                 Api::OpenAi => openai::body(&ex, &messages),
                 Api::Anthropic => anthropic::body(&ex, &messages),
             };
-            let response = self.send(&body, action, &mut attempts).await?;
+            let response = self
+                .send(&body, action, &mut attempts, &mut retries)
+                .await?;
             let parsed = match self.api {
                 Api::OpenAi => openai::parse(&response),
                 Api::Anthropic => anthropic::parse(&response),
@@ -391,6 +394,14 @@ impl HttpBackend {
                         usage,
                         latency: start.elapsed(),
                         attempts,
+                        detail: crate::CallDetail {
+                            raw: reply
+                                .text
+                                .clone()
+                                .or_else(|| reply.json.as_ref().map(J::to_string)),
+                            retries,
+                            cost_usd: None,
+                        },
                     });
                 }
                 Err(e) => {
@@ -400,6 +411,13 @@ impl HttpBackend {
                         e
                     };
                     if ask < reasks {
+                        tracing::warn!(
+                            backend = %self.spec(),
+                            action,
+                            error = %last_error,
+                            "the answer did not fit the declared outputs; asking again"
+                        );
+                        retries.push(format!("re-asked: {last_error}"));
                         match (self.api, raw_text) {
                             (Api::OpenAi, false) => {
                                 openai::reask(&mut messages, &reply, &last_error)
@@ -430,7 +448,13 @@ impl HttpBackend {
     }
 
     /// One request, with transport retries. Returns the parsed JSON body of a 2xx response.
-    async fn send(&self, body: &J, action: &str, attempts: &mut u32) -> Result<J, LlmError> {
+    async fn send(
+        &self,
+        body: &J,
+        action: &str,
+        attempts: &mut u32,
+        retries: &mut Vec<String>,
+    ) -> Result<J, LlmError> {
         let url = self.url();
         let mut retry = 0u32;
         loop {
@@ -469,6 +493,18 @@ impl HttpBackend {
                     crate::hash::jitter_u64(),
                 ),
             };
+            let cause = self.redact(failure.message.clone());
+            tracing::warn!(
+                backend = %self.spec(),
+                action,
+                error = %cause,
+                retry_in_ms = delay.as_millis() as u64,
+                "transient failure; retrying"
+            );
+            retries.push(format!(
+                "retried after {:.1} s: {cause}",
+                delay.as_secs_f64()
+            ));
             tokio::time::sleep(delay).await;
             retry += 1;
         }

@@ -103,6 +103,7 @@ mod hash;
 mod http;
 pub mod mock;
 mod openai;
+pub mod prices;
 mod redact;
 pub mod router;
 pub mod schema;
@@ -113,6 +114,7 @@ pub use check::{ModelCheck, check_models};
 pub use config::{ConfigError, LlmConfig};
 pub use http::{Api, ApiKey, HttpBackend, HttpSettings};
 pub use mock::MockBackend;
+pub use prices::{PRICES_DATED, Price, Prices};
 pub use redact::redact_url_credentials;
 pub use router::{Router, parse_override};
 pub use schema::{json_schema, output_schema};
@@ -220,8 +222,11 @@ pub const DEFAULT_REASKS: u32 = 2;
 /// Token counts as reported by the provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// Every input token, cached ones included.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (billed lower).
+    pub cached_input_tokens: u64,
 }
 
 impl Usage {
@@ -229,8 +234,24 @@ impl Usage {
         Usage {
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_add(other.cached_input_tokens),
         }
     }
+}
+
+/// What a call record keeps beyond the values: the raw answer, why
+/// requests were repeated, and the cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallDetail {
+    /// The model's last answer as it came (text, or JSON as text).
+    pub raw: Option<String>,
+    /// Why each repeated request was made (a 429, a timeout, an answer
+    /// that did not fit the declared types …), in order.
+    pub retries: Vec<String>,
+    /// In US dollars, from the price table (`None`: no price known).
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -243,6 +264,7 @@ pub struct LlmAnswer {
     pub latency: Duration,
     /// How many requests were made (retries and re-asks included).
     pub attempts: u32,
+    pub detail: CallDetail,
 }
 
 /// Why a call failed, classified so that callers know whether to try again.

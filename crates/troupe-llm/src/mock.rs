@@ -104,6 +104,7 @@ impl LlmBackend for MockBackend {
                 usage: None,
                 latency: start.elapsed(),
                 attempts: 1,
+                detail: Default::default(),
             })
         })
     }

@@ -56,9 +56,14 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
     let usage = body.get("usage").and_then(|u| {
         let input = u.get("prompt_tokens").and_then(J::as_u64)?;
         let output = u.get("completion_tokens").and_then(J::as_u64).unwrap_or(0);
+        let cached = u
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(J::as_u64)
+            .unwrap_or(0);
         Some(Usage {
             input_tokens: input,
             output_tokens: output,
+            cached_input_tokens: cached.min(input),
         })
     });
     let message = body

@@ -388,7 +388,13 @@ impl LlmBackend for Router {
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {
         Box::pin(async move {
             let backend = self.backend_for(request)?;
-            backend.call(request).await
+            let mut answer = backend.call(request).await?;
+            answer.detail.cost_usd = self
+                .factory
+                .config
+                .prices
+                .cost(&answer.model, answer.usage.as_ref());
+            Ok(answer)
         })
     }
 }

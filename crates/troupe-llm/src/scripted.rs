@@ -188,6 +188,7 @@ impl LlmBackend for ScriptedBackend {
                 usage: None,
                 latency: start.elapsed(),
                 attempts: 1,
+                detail: Default::default(),
             })
         })
     }

@@ -20,13 +20,14 @@ use crate::actions::{
 };
 use crate::checkpoint::{Channel, Checkpoint, LaneState, Queued};
 use crate::error::{Location, RunError};
-use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
+use crate::journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 use troupe_check::eval::{EvalError, display, eval};
 use troupe_check::ir::{
     ActionId, ActionKind, AnswerKind, Block, Call, LifelineId, Program, Recv, StmtId, StmtKind,
@@ -446,6 +447,23 @@ impl Engine {
     ) -> Result<RunOutcome, RunError> {
         let journal = options.journal.clone();
         let run_id = options.run_id.clone();
+        let span = tracing::info_span!(
+            "run",
+            run = %run_id,
+            workflow = %self.workflow().name,
+        );
+        self.run_in(inputs, options, journal, run_id)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_in(
+        &self,
+        inputs: Vec<Value>,
+        options: RunOptions,
+        journal: Option<Arc<dyn RunJournal>>,
+        run_id: String,
+    ) -> Result<RunOutcome, RunError> {
         let mut run = RunState::new(self.inner.clone(), options);
         // A resumed run continues from its latest checkpoint, if it has
         // one; otherwise it replays from the start.
@@ -610,6 +628,8 @@ struct RunState {
     /// action's completion wakes the run without crossing threads.
     pending: FuturesUnordered<troupe_llm::BoxFuture<'static, Pending>>,
     trace: Option<Vec<TraceEntry>>,
+    /// One span per lifeline, the parent of its steps' spans.
+    spans: Vec<tracing::Span>,
     clock: u64,
     steps: u64,
     /// Events recorded, over all lifelines (since the run began).
@@ -651,7 +671,13 @@ impl RunState {
             Schedule::Random(seed) => seed | 1,
             Schedule::RunToBlock => 1,
         };
+        let spans = wf
+            .lifelines
+            .iter()
+            .map(|l| tracing::info_span!("lifeline", lifeline = %l.name))
+            .collect();
         RunState {
+            spans,
             trace: options.trace.then(Vec::new),
             options,
             lanes,
@@ -1303,6 +1329,12 @@ impl RunState {
                 Some(Recorded::Started) | None => {}
             }
         }
+        let span = tracing::info_span!(
+            parent: &self.spans[lane as usize],
+            "step",
+            step = %step,
+            kind = kind.as_str(),
+        );
         let make = self.performance(&engine, action, &step, &args, performer);
         let timeout = engine
             .timeouts
@@ -1361,7 +1393,7 @@ impl RunState {
             Ok(values)
         };
         self.pending
-            .push(Box::pin(async move { (lane, fut.await) }));
+            .push(Box::pin(async move { (lane, fut.instrument(span).await) }));
         Ok(())
     }
 
@@ -1417,13 +1449,62 @@ impl RunState {
                     llm.retries,
                 );
                 let backend = engine.llm.clone();
+                let journal = self.options.journal.clone();
+                let step = step.clone();
+                let types = engine.types.clone();
                 Box::new(move || {
                     Box::pin(async move {
-                        backend
-                            .call(&request)
-                            .await
-                            .map(|a| a.values)
-                            .map_err(|e| e.to_string())
+                        let span = tracing::info_span!(
+                            "model call",
+                            gen_ai.operation.name = "chat",
+                            gen_ai.request.model = tracing::field::Empty,
+                            gen_ai.usage.input_tokens = tracing::field::Empty,
+                            gen_ai.usage.output_tokens = tracing::field::Empty,
+                            step = %step,
+                        );
+                        let started = std::time::Instant::now();
+                        let result = backend.call(&request).instrument(span.clone()).await;
+                        let record = match &result {
+                            Ok(a) => {
+                                span.record("gen_ai.request.model", a.model.as_str());
+                                if let Some(u) = &a.usage {
+                                    span.record("gen_ai.usage.input_tokens", u.input_tokens);
+                                    span.record("gen_ai.usage.output_tokens", u.output_tokens);
+                                }
+                                LlmCall {
+                                    model: a.model.clone(),
+                                    system: request.system.clone(),
+                                    prompt: request.prompt.clone(),
+                                    answer: a.detail.raw.clone(),
+                                    outputs: Some(serde_json::Value::Array(
+                                        a.values.iter().map(|v| v.to_json(&types)).collect(),
+                                    )),
+                                    usage: a.usage,
+                                    latency_ms: a.latency.as_millis() as u64,
+                                    attempts: a.attempts,
+                                    retries: a.detail.retries.clone(),
+                                    cost_usd: a.detail.cost_usd,
+                                    error: None,
+                                }
+                            }
+                            Err(e) => LlmCall {
+                                model: e.backend().to_owned(),
+                                system: request.system.clone(),
+                                prompt: request.prompt.clone(),
+                                answer: None,
+                                outputs: None,
+                                usage: None,
+                                latency_ms: started.elapsed().as_millis() as u64,
+                                attempts: 0,
+                                retries: Vec::new(),
+                                cost_usd: None,
+                                error: Some(e.to_string()),
+                            },
+                        };
+                        if let Some(j) = &journal {
+                            j.llm_call(&step, &record);
+                        }
+                        result.map(|a| a.values).map_err(|e| e.to_string())
                     })
                 })
             }

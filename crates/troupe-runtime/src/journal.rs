@@ -83,6 +83,31 @@ impl StepKind {
     }
 }
 
+/// One call of a model, as it happened: what was asked, what came back,
+/// what it cost. Recorded with the run (a replayed step does not call the
+/// model again, so it records nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmCall {
+    /// The backend and model that answered (or failed), e.g. `openai:gpt-4o-mini`.
+    pub model: String,
+    pub system: Option<String>,
+    pub prompt: String,
+    /// The model's answer as it came.
+    pub answer: Option<String>,
+    /// The outputs read from it, as JSON (`None` when the call failed).
+    pub outputs: Option<serde_json::Value>,
+    pub usage: Option<troupe_llm::Usage>,
+    pub latency_ms: u64,
+    /// Requests made (retries and re-asks included).
+    pub attempts: u32,
+    /// Why requests were repeated, in order.
+    pub retries: Vec<String>,
+    /// In US dollars, from the price table.
+    pub cost_usd: Option<f64>,
+    /// Why the call failed, when it did.
+    pub error: Option<String>,
+}
+
 /// A run's durable record. One instance per run.
 pub trait RunJournal: Send + Sync {
     /// An event of `lifeline`, in the order of that lifeline's word. A
@@ -145,6 +170,12 @@ pub trait RunJournal: Send + Sync {
     /// pending.
     fn resume_from(&self) -> Option<Checkpoint> {
         None
+    }
+
+    /// Records a model call of step `key`. Not durable by itself; it is
+    /// kept before the step's result is (the journal keeps order).
+    fn llm_call(&self, key: &StepKey, call: &LlmCall) {
+        let _ = (key, call);
     }
 
     /// Flushes everything and durably records how the run ended.

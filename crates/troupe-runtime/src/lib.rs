@@ -41,6 +41,6 @@ pub use actions::{
 pub use checkpoint::{Channel, Checkpoint, LaneState, Queued};
 pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_inputs};
 pub use error::{Location, RunError};
-pub use journal::{Recorded, RunJournal, StepKey, StepKind};
+pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
 pub use trace::{Trace, TraceEntry};
 pub use watch::{EventSink, Watched};

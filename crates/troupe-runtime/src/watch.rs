@@ -89,6 +89,12 @@ impl RunJournal for Watched {
         self.inner.as_ref().and_then(|j| j.recorded(key))
     }
 
+    fn llm_call(&self, key: &StepKey, call: &crate::journal::LlmCall) {
+        if let Some(j) = &self.inner {
+            j.llm_call(key, call);
+        }
+    }
+
     fn checkpoint_every(&self) -> Option<u64> {
         self.inner.as_ref().and_then(|j| j.checkpoint_every())
     }

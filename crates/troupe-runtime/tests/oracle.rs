@@ -74,6 +74,7 @@ impl LlmBackend for Model {
                 usage: None,
                 latency: std::time::Duration::ZERO,
                 attempts: 1,
+                detail: Default::default(),
             })
         })
     }

@@ -352,6 +352,15 @@ impl RunJournal for StoreJournal {
         Some(self.interval(0))
     }
 
+    fn llm_call(&self, key: &StepKey, call: &troupe_runtime::LlmCall) {
+        // A failure here resurfaces at the next durable write.
+        let _ = self.writer.send(Op::LlmCall {
+            run: self.run,
+            step: key.to_string(),
+            call: Box::new(call.clone()),
+        });
+    }
+
     fn checkpoint(&self, checkpoint: Checkpoint) -> Option<u64> {
         let mut buf = self.buffer.lock().ok()?;
         // While a resumed run replays events the store has, its cursor and

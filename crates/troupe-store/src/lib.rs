@@ -29,7 +29,7 @@ pub use codec::{DecodeError, decode_events, fnv64};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Renewal};
-pub use query::{RunDetail, RunSummary, StepRow, TaskRow};
+pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -287,6 +287,29 @@ CREATE TABLE checkpoints(
 ALTER TABLE steps ADD COLUMN seq INTEGER;
 CREATE INDEX steps_seq ON steps(run, seq);
 ALTER TABLE runs ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0;
+",
+    // 4: model calls, as they happened (prompt, answer, tokens, cost).
+    "
+CREATE TABLE llm_calls(
+  id INTEGER PRIMARY KEY,
+  run INTEGER NOT NULL REFERENCES runs(id),
+  step TEXT NOT NULL,
+  model TEXT NOT NULL,
+  system TEXT,
+  prompt TEXT NOT NULL,
+  answer TEXT,
+  outputs TEXT,
+  input_tokens INTEGER,
+  output_tokens INTEGER,
+  cached_input_tokens INTEGER,
+  latency_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  retries TEXT NOT NULL,
+  cost_usd REAL,
+  error TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX llm_calls_run ON llm_calls(run);
 ",
 ];
 

@@ -6,6 +6,7 @@ use crate::state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 use crate::{NOW_MS, Store, StoreError};
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use troupe_check::Value;
 use troupe_check::ir::LifelineId;
 use troupe_msc::Event;
@@ -57,6 +58,42 @@ pub struct RunDetail {
     pub steps: Vec<StepRow>,
     /// The human tasks the run waits on.
     pub pending_tasks: Vec<TaskRow>,
+}
+
+/// One model call, as recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct LlmCallRow {
+    /// The step that called the model (`Lifeline/action#n`).
+    pub step: String,
+    pub model: String,
+    pub system: Option<String>,
+    pub prompt: String,
+    pub answer: Option<String>,
+    pub outputs: Option<serde_json::Value>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cached_input_tokens: Option<u64>,
+    pub latency_ms: u64,
+    pub attempts: u32,
+    pub retries: Vec<String>,
+    pub cost_usd: Option<f64>,
+    pub error: Option<String>,
+    pub at: String,
+}
+
+/// What a run spent: model calls, tokens, cost, time with models and with
+/// people.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunTotals {
+    pub llm_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    /// `None` when no call had a known price.
+    pub cost_usd: Option<f64>,
+    pub model_ms: u64,
+    /// From each task's creation to its answer (or to now, while pending).
+    pub human_wait_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -452,6 +489,76 @@ impl Store {
         Ok(self.run(run)?.pruned - before)
     }
 
+    /// A run's model calls, oldest first.
+    pub fn llm_calls(&self, run: i64) -> Result<Vec<LlmCallRow>, StoreError> {
+        self.with("read the model calls", |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT step, model, system, prompt, answer, outputs, input_tokens, output_tokens,
+                   cached_input_tokens, latency_ms, attempts, retries, cost_usd, error, created_at
+                 FROM llm_calls WHERE run = ?1 ORDER BY id",
+            )?;
+            let rows = stmt.query_map(params![run], |r| {
+                let outputs: Option<String> = r.get(5)?;
+                let retries: String = r.get(11)?;
+                let count = |i: usize| -> rusqlite::Result<Option<u64>> {
+                    Ok(r.get::<_, Option<i64>>(i)?.map(|n| n.max(0) as u64))
+                };
+                Ok(LlmCallRow {
+                    step: r.get(0)?,
+                    model: r.get(1)?,
+                    system: r.get(2)?,
+                    prompt: r.get(3)?,
+                    answer: r.get(4)?,
+                    outputs: outputs.and_then(|o| serde_json::from_str(&o).ok()),
+                    input_tokens: count(6)?,
+                    output_tokens: count(7)?,
+                    cached_input_tokens: count(8)?,
+                    latency_ms: r.get::<_, i64>(9)?.max(0) as u64,
+                    attempts: r.get(10)?,
+                    retries: serde_json::from_str(&retries).unwrap_or_default(),
+                    cost_usd: r.get(12)?,
+                    error: r.get(13)?,
+                    at: r.get(14)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// Every run's totals (runs without calls or tasks are absent).
+    pub fn run_totals(&self) -> Result<BTreeMap<i64, RunTotals>, StoreError> {
+        let mut totals: BTreeMap<i64, RunTotals> = BTreeMap::new();
+        self.with("sum the model calls", |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT run, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
+                   coalesce(sum(cached_input_tokens), 0), sum(cost_usd), coalesce(sum(latency_ms), 0)
+                 FROM llm_calls GROUP BY run",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
+                let t = totals.entry(r.get(0)?).or_default();
+                t.llm_calls = n(1)?;
+                t.input_tokens = n(2)?;
+                t.output_tokens = n(3)?;
+                t.cached_input_tokens = n(4)?;
+                t.cost_usd = r.get(5)?;
+                t.model_ms = n(6)?;
+            }
+            let mut stmt = c.prepare_cached(
+                "SELECT run, coalesce(sum(CAST((julianday(coalesce(answered_at, strftime('%Y-%m-%dT%H:%M:%fZ','now')))
+                   - julianday(created_at)) * 86400000 AS INTEGER)), 0)
+                 FROM tasks GROUP BY run",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                totals.entry(r.get(0)?).or_default().human_wait_ms = r.get::<_, i64>(1)?.max(0) as u64;
+            }
+            Ok(())
+        })?;
+        Ok(totals)
+    }
+
     /// Deletes a run's checkpoints: it then resumes by replaying its whole
     /// history (a baseline for benchmarks; a way out of a checkpoint one
     /// does not trust). Refused when retention pruned the history.
@@ -717,7 +824,7 @@ impl Store {
                 "DELETE FROM notify_announced WHERE task IN (SELECT id FROM tasks WHERE run = ?1)",
                 params![run],
             )?;
-            for table in ["events", "checkpoints", "steps", "tasks"] {
+            for table in ["events", "checkpoints", "steps", "tasks", "llm_calls"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), params![run])?;
             }
             tx.execute("DELETE FROM runs WHERE id = ?1", params![run])?;

@@ -50,6 +50,12 @@ pub(crate) enum Op {
         error: Option<String>,
     },
     Task(crate::NewTask),
+    /// A model call of `run`'s step `step`.
+    LlmCall {
+        run: i64,
+        step: String,
+        call: Box<troupe_runtime::LlmCall>,
+    },
     /// A checkpoint of `run` after `seq` events, whose later events start
     /// at `chunk`. Older checkpoints go; with `keep`, so do the events
     /// before the newest checkpoint that leaves at least `keep` events
@@ -122,6 +128,9 @@ impl Op {
         match self {
             Op::Events { data, .. } => data.len(),
             Op::Checkpoint { data, .. } => data.len(),
+            Op::LlmCall { call, .. } => {
+                call.prompt.len() + call.answer.as_ref().map_or(0, String::len) + 256
+            }
             Op::StepDone {
                 outputs,
                 outputs_json,
@@ -337,6 +346,33 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             .execute(params![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
+        Op::LlmCall { run, step, call } => {
+            let retries = serde_json::to_string(&call.retries).unwrap_or_else(|_| "[]".into());
+            let usage = call.usage;
+            tx.prepare_cached(
+                "INSERT INTO llm_calls(run, step, model, system, prompt, answer, outputs, input_tokens,
+                   output_tokens, cached_input_tokens, latency_ms, attempts, retries, cost_usd, error, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                   strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+            )?
+            .execute(params![
+                run,
+                step,
+                call.model,
+                call.system,
+                call.prompt,
+                call.answer,
+                call.outputs.as_ref().map(|o| o.to_string()),
+                usage.map(|u| u.input_tokens as i64),
+                usage.map(|u| u.output_tokens as i64),
+                usage.map(|u| u.cached_input_tokens as i64),
+                call.latency_ms as i64,
+                call.attempts,
+                retries,
+                call.cost_usd,
+                call.error,
+            ])?;
+        }
         Op::Checkpoint {
             run,
             seq,

@@ -73,16 +73,28 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
     }
     let store = args.store.open()?;
     let runs = store.runs(args.status)?;
+    let totals = store.run_totals()?;
     if args.json {
-        out::println(&serde_json::to_string_pretty(&runs)?)?;
+        let docs: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                let mut doc = serde_json::to_value(r).unwrap_or_default();
+                doc["totals"] =
+                    serde_json::to_value(totals.get(&r.id).cloned().unwrap_or_default())
+                        .unwrap_or_default();
+                doc
+            })
+            .collect();
+        out::println(&serde_json::to_string_pretty(&docs)?)?;
     } else if runs.is_empty() {
         eprintln!("no runs");
     } else {
         out::println(&format!(
-            "{:<10} {:<18} {:<17} {:<24} result",
-            "RUN", "WORKFLOW", "STATUS", "UPDATED"
+            "{:<10} {:<18} {:<17} {:<24} {:>9} {:>9} {:>8} {:>8} result",
+            "RUN", "WORKFLOW", "STATUS", "UPDATED", "TOKENS", "COST", "MODEL", "PEOPLE"
         ))?;
         for r in runs {
+            let t = totals.get(&r.id).cloned().unwrap_or_default();
             let result = match (&r.result, &r.error) {
                 (Some(v), _) => v.to_string(),
                 (None, Some(e)) => e.clone(),
@@ -90,11 +102,16 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
             };
             let result: String = result.chars().take(60).collect();
             out::println(&format!(
-                "{:<10} {:<18} {:<17} {:<24} {}",
+                "{:<10} {:<18} {:<17} {:<24} {:>9} {:>9} {:>8} {:>8} {}",
                 r.name,
                 sanitize(&r.workflow),
                 r.status.as_str(),
                 r.updated_at,
+                t.input_tokens + t.output_tokens,
+                t.cost_usd
+                    .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}")),
+                short_duration(t.model_ms),
+                short_duration(t.human_wait_ms),
                 sanitize(&result)
             ))?;
         }
@@ -112,11 +129,26 @@ pub struct RunRefArgs {
     pub json: bool,
 }
 
+/// `1.2s`, `3m04s`, `-` for nothing.
+fn short_duration(ms: u64) -> String {
+    match ms {
+        0 => "-".to_owned(),
+        ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        ms => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
 pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
     let store = args.store.open()?;
-    let detail = store.run(run_id(&args.run)?)?;
+    let run = run_id(&args.run)?;
+    let detail = store.run(run)?;
+    let calls = store.llm_calls(run)?;
+    let totals = store.run_totals()?.remove(&run).unwrap_or_default();
     if args.json {
-        out::println(&serde_json::to_string_pretty(&detail)?)?;
+        let mut doc = serde_json::to_value(&detail)?;
+        doc["llm_calls"] = serde_json::to_value(&calls)?;
+        doc["totals"] = serde_json::to_value(&totals)?;
+        out::println(&serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitStatus::Success);
     }
     let s = &detail.summary;
@@ -160,6 +192,44 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             sanitize(&step.key),
             sanitize(&out.chars().take(60).collect::<String>())
         );
+    }
+    if !calls.is_empty() {
+        text += &format!(
+            "  models    {} call(s), {} tokens in ({} cached), {} out, {}, {} with models\n",
+            totals.llm_calls,
+            totals.input_tokens,
+            totals.cached_input_tokens,
+            totals.output_tokens,
+            totals
+                .cost_usd
+                .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.6}")),
+            short_duration(totals.model_ms)
+        );
+        for c in &calls {
+            let tokens = match (c.input_tokens, c.output_tokens) {
+                (Some(i), Some(o)) => format!("{i}+{o} tokens"),
+                _ => "no token counts".to_owned(),
+            };
+            text += &format!(
+                "    {:<22} {:<24} {:>7}ms {:<18} {}{}\n",
+                sanitize(&c.step),
+                sanitize(&c.model),
+                c.latency_ms,
+                tokens,
+                c.cost_usd.map_or_else(String::new, |c| format!("${c:.6}")),
+                match (&c.error, c.retries.len()) {
+                    (Some(e), _) => format!(
+                        " failed: {}",
+                        sanitize(&e.chars().take(80).collect::<String>())
+                    ),
+                    (None, 0) => String::new(),
+                    (None, n) => format!(
+                        " ({n} retried: {})",
+                        sanitize(&c.retries.join("; ").chars().take(100).collect::<String>())
+                    ),
+                }
+            );
+        }
     }
     for t in &detail.pending_tasks {
         text += &format!(
@@ -249,12 +319,51 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
         }
         let status = store.run(run)?.summary.status;
         if (status.is_final() || matches!(status, RunStatus::Stalled | RunStatus::NeedsResolution))
-            && store.events(run, next)?.0.is_empty()
+            && store.events_page(run, next, 1)?.0.is_empty()
         {
             break;
         }
         // Short-lived reads: a long-lived reader would hold back WAL checkpoints.
         std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // The model calls, after the events: what was asked, answered, spent.
+    let calls = store.llm_calls(run)?;
+    if args.json {
+        for c in &calls {
+            let mut doc = serde_json::to_value(c)?;
+            doc["kind"] = "llm_call".into();
+            out::println(&doc.to_string())?;
+        }
+    } else if !calls.is_empty() {
+        let mut text = format!("model calls ({}):\n", calls.len());
+        for c in &calls {
+            text += &format!(
+                "  {} {} {}ms in {} / out {} tokens{}{}\n    prompt: {}\n    answer: {}\n",
+                c.step,
+                c.model,
+                c.latency_ms,
+                c.input_tokens.map_or_else(|| "?".into(), |n| n.to_string()),
+                c.output_tokens
+                    .map_or_else(|| "?".into(), |n| n.to_string()),
+                c.cost_usd.map_or_else(String::new, |x| format!(" ${x:.6}")),
+                c.error
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!(" failed: {e}")),
+                c.prompt
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+                    .replace('\n', " "),
+                c.answer
+                    .as_deref()
+                    .unwrap_or("-")
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+                    .replace('\n', " "),
+            );
+        }
+        out::print(&sanitize_lines(&text))?;
     }
     Ok(ExitStatus::Success)
 }

@@ -1,0 +1,239 @@
+//! Model calls are recorded with the run (issue #17): the binary runs a
+//! workflow against fake OpenAI-compatible and Anthropic servers on
+//! loopback (the first request of each is refused with a 429), and
+//! `troupe status --json`, `troupe trace --json` and `troupe runs --json`
+//! show each call's prompt, raw answer, token counts (cached ones too),
+//! latency, the retry and its cause, and the cost from the price table —
+//! computed here from the list prices and the tokens the fakes reported.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const WORKFLOW: &str = r#"
+llm draft(topic: Text) -> (text: Text) {
+  system: "You write short notes."
+  prompt: "Write a note on {topic}"
+}
+llm review(text: Text) -> (notes: Text) {
+  prompt: "Review this note: {text}"
+}
+
+workflow notes(topic: Text @ Writer) {
+  lifelines Writer, Reviewer
+  act Writer: text = draft(topic)
+  msg Writer(text) -> Reviewer(text)
+  act Reviewer: notes = review(text)
+  return notes @ Reviewer
+}
+"#;
+
+/// A provider that answers 429 to its first request, then `body`.
+fn provider(body: Value) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            let path = answer(stream, n, &body);
+            log.lock().unwrap().push(path);
+        }
+    });
+    (port, seen)
+}
+
+fn answer(mut stream: TcpStream, n: usize, body: &Value) -> String {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let mut length = 0;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).unwrap();
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut request = vec![0; length];
+    reader.read_exact(&mut request).unwrap();
+    let (status, text) = if n == 0 {
+        (
+            "429 Too Many Requests\r\nretry-after-ms: 20",
+            json!({"error": {"message": "slow down", "type": "rate_limit"}}).to_string(),
+        )
+    } else {
+        ("200 OK", body.to_string())
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    path
+}
+
+fn troupe(dir: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "troupe {args:?} hangs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "troupe {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn model_calls_are_recorded_with_tokens_latency_retries_and_cost() {
+    let (openai, openai_seen) = provider(json!({
+        "id": "c1", "object": "chat.completion", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Cake is good."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
+                  "prompt_tokens_details": {"cached_tokens": 1000}}
+    }));
+    let (anthropic, anthropic_seen) = provider(json!({
+        "id": "m1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+        "content": [{"type": "text", "text": "Add a date."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 40, "output_tokens": 8, "cache_read_input_tokens": 60}
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.troupe"), WORKFLOW).unwrap();
+    let env = [
+        ("OPENAI_BASE_URL", format!("http://127.0.0.1:{openai}/v1")),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+        (
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{anthropic}"),
+        ),
+        ("ANTHROPIC_API_KEY", "sk-ant-test".to_owned()),
+    ];
+    troupe(
+        dir.path(),
+        &env,
+        &[
+            "run",
+            "notes.troupe",
+            "--store",
+            "s.db",
+            "-i",
+            "topic=cake",
+            "--llm-for",
+            "Writer=openai:gpt-4o-mini",
+            "--llm-for",
+            "Reviewer=anthropic:claude-haiku-4-5",
+        ],
+    );
+    assert_eq!(
+        openai_seen.lock().unwrap().len(),
+        2,
+        "a 429, then the answer"
+    );
+    assert_eq!(anthropic_seen.lock().unwrap().len(), 2);
+
+    let status = json_out(&troupe(
+        dir.path(),
+        &env,
+        &["status", "run-1", "--store", "s.db", "--json"],
+    ));
+    let calls = status["llm_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{status}");
+    let (draft, review) = (&calls[0], &calls[1]);
+    assert_eq!(draft["step"], "Writer/draft#0");
+    assert_eq!(draft["model"], "openai:gpt-4o-mini");
+    assert_eq!(draft["system"], "You write short notes.");
+    assert_eq!(draft["prompt"], "Write a note on cake");
+    assert_eq!(draft["answer"], "Cake is good.");
+    assert_eq!(draft["outputs"], json!(["Cake is good."]));
+    assert_eq!(
+        (
+            &draft["input_tokens"],
+            &draft["output_tokens"],
+            &draft["cached_input_tokens"]
+        ),
+        (&json!(1200), &json!(300), &json!(1000))
+    );
+    assert_eq!(draft["attempts"], 2);
+    let retries = draft["retries"].as_array().unwrap();
+    assert_eq!(retries.len(), 1);
+    assert!(retries[0].as_str().unwrap().contains("429"), "{retries:?}");
+    // gpt-4o-mini: $0.15 per 1M input, $0.075 cached, $0.60 output.
+    let expected = (200.0 * 0.15 + 1000.0 * 0.075 + 300.0 * 0.60) / 1e6;
+    assert!(
+        (draft["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12,
+        "{draft}"
+    );
+    assert!(draft["latency_ms"].as_u64().is_some());
+    // Anthropic reports cache reads beside the uncached input.
+    assert_eq!(review["model"], "anthropic:claude-haiku-4-5");
+    assert_eq!(
+        (&review["input_tokens"], &review["cached_input_tokens"]),
+        (&json!(100), &json!(60))
+    );
+    let expected_review = (40.0 * 1.00 + 60.0 * 0.10 + 8.0 * 5.00) / 1e6;
+    assert!((review["cost_usd"].as_f64().unwrap() - expected_review).abs() < 1e-12);
+    let totals = &status["totals"];
+    assert_eq!(totals["llm_calls"], 2);
+    assert_eq!(totals["input_tokens"], 1300);
+    assert!((totals["cost_usd"].as_f64().unwrap() - expected - expected_review).abs() < 1e-12);
+
+    // The trace's JSON lines end with the calls.
+    let trace = troupe(
+        dir.path(),
+        &env,
+        &["trace", "run-1", "--store", "s.db", "--json"],
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&trace.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_trace: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "llm_call").collect();
+    assert_eq!(in_trace.len(), 2);
+    assert_eq!(in_trace[1]["answer"], "Add a date.");
+
+    // Per-run totals in the listing; a resumed (finished) run calls nothing again.
+    let runs = json_out(&troupe(
+        dir.path(),
+        &env,
+        &["runs", "--store", "s.db", "--json"],
+    ));
+    assert_eq!(runs[0]["totals"]["llm_calls"], 2);
+    assert_eq!(runs[0]["totals"]["output_tokens"], 308);
+    let text = troupe(dir.path(), &env, &["status", "run-1", "--store", "s.db"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("2 call(s)"), "{text}");
+    assert!(text.contains("429"), "{text}");
+}
