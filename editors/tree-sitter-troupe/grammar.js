@@ -38,7 +38,10 @@ module.exports = grammar({
         $.action_declaration,
         $.mcp_declaration,
         $.workflow_declaration,
+        $.import_declaration,
       ),
+
+    import_declaration: ($) => seq('import', field('path', $.string)),
 
     comment: (_) => token(seq('//', /[^\n]*/)),
 
@@ -116,6 +119,8 @@ module.exports = grammar({
         $.act_statement,
         $.if_statement,
         $.while_statement,
+        $.for_statement,
+        $.call_statement,
         $.return_statement,
         ';',
       ),
@@ -168,6 +173,33 @@ module.exports = grammar({
         field('body', $.block),
         optional(seq('exit', field('exit', $.block))),
       ),
+
+    for_statement: ($) =>
+      seq(
+        'for',
+        field('variable', $.identifier),
+        'in',
+        field('list', $.identifier),
+        '@',
+        field('owner', $._lifeline),
+        field('body', $.block),
+      ),
+
+    call_statement: ($) =>
+      seq(
+        'call',
+        field('workflow', $.identifier),
+        '[',
+        commaSep($.lifeline_map),
+        ']',
+        field('arguments', $.arguments),
+        optional(
+          seq('->', choice($.return_item, seq('(', commaSep($.return_item), ')'))),
+        ),
+      ),
+
+    lifeline_map: ($) =>
+      seq(field('callee', $._lifeline), '=', field('caller', $._lifeline)),
 
     return_statement: ($) =>
       seq('return', choice($.return_item, seq('(', commaSep1($.return_item), ')'))),

@@ -172,6 +172,24 @@ fn eval_at<E: Env + ?Sized>(
             }
             Ok(Value::text(out))
         }
+        ExprKind::Len(list) => match sub(list)? {
+            Value::List(items) => Ok(Value::Int(i64::try_from(items.len()).unwrap_or(i64::MAX))),
+            other => Err(fail(format!(
+                "the length of a non-list value {}",
+                display(&other, types)
+            ))),
+        },
+        ExprKind::Index(list, index) => match (sub(list)?, sub(index)?) {
+            (Value::List(items), Value::Int(i)) => usize::try_from(i)
+                .ok()
+                .and_then(|i| items.get(i).cloned())
+                .ok_or_else(|| fail(format!("index {i} is outside a list of {}", items.len()))),
+            (l, i) => Err(fail(format!(
+                "indexing {} with {}",
+                display(&l, types),
+                display(&i, types)
+            ))),
+        },
     }
 }
 

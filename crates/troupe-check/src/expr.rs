@@ -428,8 +428,11 @@ impl Checker<'_> {
         }
     }
 
+    /// The line of `span` in its own file (of a bundle).
     pub(crate) fn line(&self, span: Span) -> u32 {
-        self.lines.line(span.start)
+        let i = self.file_starts.partition_point(|&s| s <= span.start);
+        let start = self.file_starts[i.saturating_sub(1)];
+        self.lines.line(span.start) + 1 - self.lines.line(start)
     }
 }
 

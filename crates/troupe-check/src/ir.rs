@@ -45,6 +45,14 @@ impl Program {
     pub fn workflow(&self, name: &str) -> Option<&Workflow> {
         self.workflows.iter().find(|w| w.name == name)
     }
+
+    /// The workflows of the loaded file itself (not of the files it imports).
+    pub fn own_workflows(&self) -> impl Iterator<Item = (usize, &Workflow)> {
+        self.workflows
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !w.imported)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -202,6 +210,81 @@ pub struct Workflow {
     pub results: Vec<VarId>,
     /// Number of statements; `StmtId`s are `0..stmt_count`.
     pub stmt_count: u32,
+    /// Declared in an imported file rather than the file that was loaded:
+    /// a tool choosing "the" workflow of a file picks among the others.
+    pub imported: bool,
+    /// The `for` loops, desugared into `while`s (in statement order).
+    pub for_each: Vec<ForEach>,
+    /// The inlined `call`s, outermost first (in statement order).
+    pub calls: Vec<CallSite>,
+}
+
+/// `for var in list @ owner { P }`, which the checker desugars into the owned
+/// `while` machinery (LANGUAGE.md §6: the same decision broadcast):
+///
+/// ```text
+/// act owner: #var = 0                        // `init`
+/// while #var < len(list) @ owner {           // `stmt`
+///   act owner: var = list[#var]              // `steps[0]`
+///   act owner: #var = #var + 1               // `steps[1]`
+///   P
+/// }
+/// ```
+///
+/// `#var` (`index`) is a hidden variable no source can name; `list` cannot be
+/// bound again inside the loop, so the loop visits the list as it was when
+/// the loop started. Renderings use this record to draw a `for` instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForEach {
+    pub stmt: StmtId,
+    pub init: StmtId,
+    pub steps: [StmtId; 2],
+    pub owner: LifelineId,
+    pub var: VarId,
+    pub list: VarId,
+    pub index: VarId,
+    pub span: Span,
+}
+
+/// `call callee[L = A, …](args) -> (y @ A, …)`, inlined: the statements
+/// `first..end` (pre-order ids) are the callee's body with its lifelines
+/// renamed and its variables fresh, preceded by one `act` per input (binding
+/// the callee's input from the caller's expression at the renamed lifeline)
+/// and followed by one `act` per result (binding the caller's variable).
+/// They are consecutive statements of one block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSite {
+    pub callee: String,
+    pub first: StmtId,
+    pub end: StmtId,
+    /// `(callee lifeline name, caller lifeline)`, in the callee's ⊏ order.
+    pub map: Vec<(String, LifelineId)>,
+    /// How many calls enclose this one (0: written in this workflow).
+    pub depth: u32,
+    pub span: Span,
+}
+
+impl CallSite {
+    pub fn contains(&self, stmt: StmtId) -> bool {
+        self.first <= stmt && stmt < self.end
+    }
+
+    /// `call callee[L = A, …]`, for renderings.
+    pub fn label(&self, workflow: &Workflow) -> String {
+        let map: Vec<String> = self
+            .map
+            .iter()
+            .map(|(l, a)| {
+                let a = &workflow.lifeline(*a).name;
+                if l == a {
+                    l.clone()
+                } else {
+                    format!("{l} = {a}")
+                }
+            })
+            .collect();
+        format!("call {}[{}]", self.callee, map.join(", "))
+    }
 }
 
 impl Workflow {
@@ -215,6 +298,38 @@ impl Workflow {
 
     pub fn lifeline_ids(&self) -> impl Iterator<Item = LifelineId> + '_ {
         (0..self.lifelines.len() as u32).map(LifelineId)
+    }
+
+    /// The `for` loop that statement `stmt` (a `while`) is the desugaring of.
+    pub fn for_each(&self, stmt: StmtId) -> Option<&ForEach> {
+        self.for_each
+            .binary_search_by_key(&stmt, |f| f.stmt)
+            .ok()
+            .map(|i| &self.for_each[i])
+    }
+
+    /// Whether `stmt` is one of the bookkeeping `act`s of a `for` (the index's
+    /// start and step, the loop variable's binding).
+    pub fn is_for_step(&self, stmt: StmtId) -> bool {
+        let near = |d: i64| {
+            u32::try_from(i64::from(stmt.0) + d)
+                .ok()
+                .and_then(|s| self.for_each(StmtId(s)))
+        };
+        near(1).is_some_and(|f| f.init == stmt)
+            || near(-1).is_some_and(|f| f.steps[0] == stmt)
+            || near(-2).is_some_and(|f| f.steps[1] == stmt)
+    }
+
+    /// The call written in this workflow (not inside an inlined callee)
+    /// whose inlined statements include `stmt`.
+    pub fn outer_call(&self, stmt: StmtId) -> Option<&CallSite> {
+        self.calls.iter().find(|c| c.depth == 0 && c.contains(stmt))
+    }
+
+    /// The outermost call whose inlined statements start at `stmt`.
+    pub fn call_at(&self, stmt: StmtId) -> Option<&CallSite> {
+        self.calls.iter().find(|c| c.depth == 0 && c.first == stmt)
     }
 }
 
@@ -305,6 +420,11 @@ pub enum ExprKind {
     List(Vec<Expr>),
     /// A string with `{x}` holes: the parts are concatenated as text.
     Format(Vec<FormatPart>),
+    /// The length of a list (`Int`); only made by the desugaring of `for`.
+    Len(Box<Expr>),
+    /// The element of a list at an index (`list[i]`); only made by the
+    /// desugaring of `for`, where the guard keeps the index in range.
+    Index(Box<Expr>, Box<Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]

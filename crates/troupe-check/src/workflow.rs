@@ -37,6 +37,7 @@ pub(crate) enum Partial {
     IfThen,
     IfElse,
     WhileBody,
+    ForBody,
 }
 
 impl Partial {
@@ -45,6 +46,7 @@ impl Partial {
             Partial::IfThen => "on the `if` branch",
             Partial::IfElse => "on the `else` branch",
             Partial::WhileBody => "inside the body of the `while`",
+            Partial::ForBody => "inside the body of the `for`",
         }
     }
 
@@ -52,6 +54,7 @@ impl Partial {
         match self {
             Partial::IfThen | Partial::IfElse => "the `if` that binds it on one branch only",
             Partial::WhileBody => "the `while` whose body may run zero times",
+            Partial::ForBody => "the `for` whose body may run zero times",
         }
     }
 }
@@ -69,9 +72,16 @@ pub(crate) struct WfState {
     first_binding: Vec<Span>,
     states: Vec<BindState>,
     log: Vec<(VarId, BindState)>,
-    next_stmt: u32,
+    pub next_stmt: u32,
+    /// How deep the statement being checked is nested in constructs.
+    pub depth: u32,
     /// Lifelines that were reported unknown: reads there report nothing more.
     pub poisoned: Vec<LifelineId>,
+    /// The lists of the enclosing `for` loops (and the loops' headers): they
+    /// cannot be bound again inside.
+    frozen: Vec<(VarId, Span)>,
+    pub for_each: Vec<ir::ForEach>,
+    pub calls: Vec<ir::CallSite>,
 }
 
 impl WfState {
@@ -161,7 +171,9 @@ impl Checker<'_> {
         if self.error_count > errors_before {
             return None;
         }
-        let wf = std::mem::take(&mut self.wf);
+        let mut wf = std::mem::take(&mut self.wf);
+        wf.for_each.sort_by_key(|f| f.stmt);
+        wf.calls.sort_by_key(|c| (c.first, c.depth));
         Some(ir::Workflow {
             name: decl.name.name.clone(),
             span: decl.name.span,
@@ -171,6 +183,12 @@ impl Checker<'_> {
             body,
             results,
             stmt_count: wf.next_stmt,
+            imported: self
+                .file_starts
+                .get(1)
+                .is_some_and(|&s| decl.span.start >= s),
+            for_each: wf.for_each,
+            calls: wf.calls,
         })
     }
 
@@ -220,6 +238,18 @@ impl Checker<'_> {
                     let children: Vec<_> = body.stmts.iter().chain(rest).collect();
                     stack.extend(children.into_iter().rev());
                 }
+                ast::StmtKind::For { owner, body, .. } => {
+                    self.add_lifeline(owner);
+                    stack.extend(body.stmts.iter().rev());
+                }
+                ast::StmtKind::Call { map, results, .. } => {
+                    for (_, caller) in map {
+                        self.add_lifeline(caller);
+                    }
+                    for item in results {
+                        self.add_lifeline(&item.lifeline);
+                    }
+                }
                 ast::StmtKind::Return(items) => {
                     for item in items {
                         self.add_lifeline(&item.lifeline);
@@ -243,7 +273,7 @@ impl Checker<'_> {
         l
     }
 
-    fn lifeline(&mut self, id: &ast::Ident) -> LifelineId {
+    pub(crate) fn lifeline(&mut self, id: &ast::Ident) -> LifelineId {
         if let Some(&l) = self.wf.lifeline_index.get(&id.name) {
             return l;
         }
@@ -273,8 +303,24 @@ impl Checker<'_> {
     }
 
     /// Binds `name` at `at` with `ty`, checking it agrees with earlier bindings.
-    fn bind(&mut self, at: LifelineId, name: &ast::Ident, ty: Type) -> VarId {
+    pub(crate) fn bind(&mut self, at: LifelineId, name: &ast::Ident, ty: Type) -> VarId {
         if let Some(var) = self.wf.lookup(at, &name.name) {
+            if let Some(&(_, header)) = self.wf.frozen.iter().find(|(v, _)| *v == var) {
+                let lifeline = self.wf.lifeline_name(at).to_owned();
+                self.error(
+                    Diagnostic::error(
+                        Code::ForList,
+                        name.span,
+                        format!(
+                            "`{}` at {lifeline} is the list a `for` iterates; it cannot be bound inside the loop",
+                            name.name
+                        ),
+                    )
+                    .with_label("bound again here")
+                    .with_related(header, "the `for` over it")
+                    .with_hint("bind the new list to another name; the loop visits the list as it was when it started"),
+                );
+            }
             let known = self.wf.vars[var.0 as usize].ty.clone();
             if known != ty && !known.is_error() && !ty.is_error() {
                 let first = self.wf.first_binding[var.0 as usize];
@@ -329,23 +375,26 @@ impl Checker<'_> {
                 }
                 continue;
             }
-            if let Some(s) = self.stmt(stmt) {
-                stmts.push(s);
-            }
+            self.stmt(stmt, &mut stmts);
         }
         ir::Block { stmts }
     }
 
     fn block(&mut self, block: &ast::Block) -> ir::Block {
+        self.wf.depth += 1;
+        let b = self.block_inner(block);
+        self.wf.depth -= 1;
+        b
+    }
+
+    fn block_inner(&mut self, block: &ast::Block) -> ir::Block {
         let mut stmts = Vec::with_capacity(block.stmts.len());
         for stmt in &block.stmts {
             if let ast::StmtKind::Return(_) = &stmt.kind {
                 self.misplaced_return(stmt.span);
                 continue;
             }
-            if let Some(s) = self.stmt(stmt) {
-                stmts.push(s);
-            }
+            self.stmt(stmt, &mut stmts);
         }
         ir::Block { stmts }
     }
@@ -401,13 +450,15 @@ impl Checker<'_> {
         out
     }
 
-    fn next_id(&mut self) -> StmtId {
+    pub(crate) fn next_id(&mut self) -> StmtId {
         let id = StmtId(self.wf.next_stmt);
         self.wf.next_stmt += 1;
         id
     }
 
-    fn stmt(&mut self, stmt: &ast::Stmt) -> Option<ir::Stmt> {
+    /// Checks one statement and appends its IR to `out` (a `for` becomes two
+    /// statements, a `call` the inlined body).
+    fn stmt(&mut self, stmt: &ast::Stmt, out: &mut Vec<ir::Stmt>) {
         let kind = match &stmt.kind {
             ast::StmtKind::Msg {
                 from,
@@ -461,21 +512,7 @@ impl Checker<'_> {
                 let guard = self.guard(guard, owner);
                 let mark = self.wf.log.len();
                 let body = self.block(body);
-                let finals = self.wf.rollback(mark);
-                let mut changed: Vec<_> = finals.into_iter().collect();
-                changed.sort_by_key(|(v, _)| *v);
-                for (var, state) in changed {
-                    if *self.wf.state(var) != BindState::Bound {
-                        let state = match state {
-                            BindState::Bound => BindState::Maybe(MaybeReason {
-                                what: Partial::WhileBody,
-                                span: guard.span,
-                            }),
-                            other => other,
-                        };
-                        self.wf.set(var, state);
-                    }
-                }
+                self.after_loop(mark, Partial::WhileBody, guard.span);
                 let exit = exit.as_ref().map(|b| self.block(b)).unwrap_or_default();
                 (
                     id,
@@ -487,6 +524,19 @@ impl Checker<'_> {
                     },
                 )
             }
+            ast::StmtKind::For {
+                var,
+                list,
+                owner,
+                body,
+            } => {
+                self.for_each(stmt.span, var, list, owner, body, out);
+                return;
+            }
+            ast::StmtKind::Call { .. } => {
+                self.call(stmt, out);
+                return;
+            }
             ast::StmtKind::Lifelines(_) => {
                 self.error(
                     Diagnostic::error(
@@ -496,15 +546,195 @@ impl Checker<'_> {
                     )
                     .with_hint("move it to the top of the workflow body"),
                 );
-                return None;
+                return;
             }
-            ast::StmtKind::Return(_) | ast::StmtKind::Error => return None,
+            ast::StmtKind::Return(_) | ast::StmtKind::Error => return,
         };
-        Some(ir::Stmt {
+        out.push(ir::Stmt {
             id: kind.0,
             span: stmt.span,
             kind: kind.1,
-        })
+        });
+    }
+
+    /// After a loop body checked from `mark`: what it bound is bound only
+    /// maybe (the body may run zero times).
+    fn after_loop(&mut self, mark: usize, what: Partial, span: Span) {
+        let finals = self.wf.rollback(mark);
+        let mut changed: Vec<_> = finals.into_iter().collect();
+        changed.sort_by_key(|(v, _)| *v);
+        for (var, state) in changed {
+            if *self.wf.state(var) != BindState::Bound {
+                let state = match state {
+                    BindState::Bound => BindState::Maybe(MaybeReason { what, span }),
+                    other => other,
+                };
+                self.wf.set(var, state);
+            }
+        }
+    }
+
+    /// A variable no source can name (the index of a `for`, the variables of
+    /// an inlined callee), bound from the start as far as the analysis goes:
+    /// the desugaring binds it before every read.
+    pub(crate) fn hidden_var(
+        &mut self,
+        at: LifelineId,
+        name: String,
+        ty: Type,
+        span: Span,
+    ) -> VarId {
+        let var = VarId(self.wf.vars.len() as u32);
+        self.wf.vars.push(ir::Var {
+            name,
+            lifeline: at,
+            ty,
+        });
+        self.wf.first_binding.push(span);
+        self.wf.states.push(BindState::Bound);
+        var
+    }
+
+    /// `for var in list @ owner { body }`: see [`ir::ForEach`].
+    fn for_each(
+        &mut self,
+        span: Span,
+        var: &ast::Ident,
+        list: &ast::Ident,
+        owner: &ast::Ident,
+        body: &ast::Block,
+        out: &mut Vec<ir::Stmt>,
+    ) {
+        let owner_id = self.lifeline(owner);
+        let header = var.span.to(owner.span);
+        let list_expr = self.expr(
+            &ast::Expr {
+                kind: AK::Name(list.clone()),
+                span: list.span,
+            },
+            &Scope::At(owner_id),
+            None,
+        );
+        let elem = match (&list_expr.kind, &list_expr.ty) {
+            (_, Type::Error) => None,
+            (ir::ExprKind::Var(v), Type::List(t)) => Some((*v, (**t).clone())),
+            (_, ty) => {
+                let found = self.types.display(ty).to_string();
+                let what = if matches!(list_expr.kind, ir::ExprKind::Var(_)) {
+                    format!("`{}` is {found}, not a list", list.name)
+                } else {
+                    format!("`{}` is not a variable of {}", list.name, owner.name)
+                };
+                self.error(
+                    Diagnostic::error(
+                        Code::ForList,
+                        list.span,
+                        format!("a `for` iterates a list: {what}"),
+                    )
+                    .with_label("not a list variable")
+                    .with_hint(format!(
+                        "`for x in xs @ {}` iterates a variable `xs: [T]` bound at {}",
+                        owner.name, owner.name
+                    )),
+                );
+                None
+            }
+        };
+        let frozen = elem.is_some();
+        let (list_var, elem_ty) = elem.unwrap_or((VarId(u32::MAX), Type::Error));
+        let init = self.next_id();
+        let index = self.hidden_var(owner_id, format!("#{}", var.name), Type::Int, var.span);
+        let id = self.next_id();
+        let steps = [self.next_id(), self.next_id()];
+        let int = |kind: ir::ExprKind| ir::Expr {
+            kind,
+            ty: Type::Int,
+            span: header,
+        };
+        let index_expr = || int(ir::ExprKind::Var(index));
+        let list_ir = ir::Expr {
+            kind: ir::ExprKind::Var(list_var),
+            ty: Type::List(Box::new(elem_ty.clone())),
+            span: list.span,
+        };
+        let guard = ir::Expr {
+            kind: ir::ExprKind::Binary(
+                ir::BinaryOp::Lt,
+                Box::new(index_expr()),
+                Box::new(int(ir::ExprKind::Len(Box::new(list_ir.clone())))),
+            ),
+            ty: Type::Bool,
+            span: header,
+        };
+        let mark = self.wf.log.len();
+        if frozen {
+            self.wf.frozen.push((list_var, header));
+        }
+        let var_id = self.bind(owner_id, var, elem_ty.clone());
+        let step_var = ir::Stmt {
+            id: steps[0],
+            span: header,
+            kind: StmtKind::Act {
+                at: owner_id,
+                outputs: vec![Some(var_id)],
+                call: Call::Expr(ir::Expr {
+                    kind: ir::ExprKind::Index(Box::new(list_ir), Box::new(index_expr())),
+                    ty: elem_ty,
+                    span: header,
+                }),
+            },
+        };
+        let step_index = ir::Stmt {
+            id: steps[1],
+            span: header,
+            kind: StmtKind::Act {
+                at: owner_id,
+                outputs: vec![Some(index)],
+                call: Call::Expr(int(ir::ExprKind::Binary(
+                    ir::BinaryOp::Add,
+                    Box::new(index_expr()),
+                    Box::new(int(ir::ExprKind::Lit(Value::Int(1)))),
+                ))),
+            },
+        };
+        let checked = self.block(body);
+        if frozen {
+            self.wf.frozen.pop();
+        }
+        self.after_loop(mark, Partial::ForBody, header);
+        let mut stmts = Vec::with_capacity(checked.stmts.len() + 2);
+        stmts.push(step_var);
+        stmts.push(step_index);
+        stmts.extend(checked.stmts);
+        out.push(ir::Stmt {
+            id: init,
+            span: header,
+            kind: StmtKind::Act {
+                at: owner_id,
+                outputs: vec![Some(index)],
+                call: Call::Expr(int(ir::ExprKind::Lit(Value::Int(0)))),
+            },
+        });
+        out.push(ir::Stmt {
+            id,
+            span,
+            kind: StmtKind::While {
+                owner: owner_id,
+                guard,
+                body: ir::Block { stmts },
+                exit: ir::Block::default(),
+            },
+        });
+        self.wf.for_each.push(ir::ForEach {
+            stmt: id,
+            init,
+            steps,
+            owner: owner_id,
+            var: var_id,
+            list: list_var,
+            index,
+            span: header,
+        });
     }
 
     fn merge_branches(

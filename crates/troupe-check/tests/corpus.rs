@@ -4,10 +4,14 @@
 //! An annotation `//~ E0301` expects a diagnostic with that code whose primary
 //! location starts on the same line; `//~^ E0301` on the line above (one `^`
 //! per line). Several codes may follow one `//~`.
+//!
+//! Files are loaded as `troupe check` loads them, with their imports (from
+//! `lib/`, which is not checked on its own); an annotation in an imported
+//! file expects a diagnostic located in that file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use troupe_syntax::{Code, LineIndex};
+use troupe_syntax::{Code, LineIndex, Sources};
 
 fn corpus(kind: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,8 +47,8 @@ fn expected(text: &str) -> BTreeMap<(u32, String), usize> {
 #[test]
 fn ok_files_check_clean() {
     for path in corpus("ok").into_iter().chain(examples()) {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let (program, diagnostics) = troupe_check::check_text(&text);
+        let loaded = troupe_check::load_file(&path).unwrap();
+        let (program, diagnostics) = loaded.check();
         assert!(
             diagnostics.is_empty(),
             "{}: {diagnostics:#?}",
@@ -73,25 +77,39 @@ fn examples() -> Vec<PathBuf> {
 fn err_files_report_exactly_their_annotations() {
     let mut failures = Vec::new();
     for path in corpus("err") {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let want = expected(&text);
+        let loaded = troupe_check::load_file(&path).unwrap();
+        let sources = Sources::from_bundle(loaded.text.clone());
+        let mut want = BTreeMap::new();
+        for (i, f) in sources.files.iter().enumerate() {
+            for ((line, code), n) in expected(sources.file_text(i)) {
+                want.insert((f.key.clone(), line, code), n);
+            }
+        }
         assert!(!want.is_empty(), "{} has no //~ annotation", path.display());
-        let (program, diagnostics) = troupe_check::check_text(&text);
+        let (program, diagnostics) = loaded.check();
         assert!(
             program.is_none(),
             "{}: a file with errors yields no program",
             path.display()
         );
-        let index = LineIndex::new(&text);
+        let at = |d: &troupe_syntax::Diagnostic| {
+            let (i, local) = sources.locate(d.span);
+            let index = LineIndex::new(sources.file_text(i));
+            (sources.files[i].key.clone(), index.line(local.start))
+        };
         let mut got = BTreeMap::new();
         for d in &diagnostics {
-            *got.entry((index.line(d.span.start), d.code.as_str().to_owned()))
+            let (key, line) = at(d);
+            *got.entry((key, line, d.code.as_str().to_owned()))
                 .or_insert(0) += 1;
         }
         if got != want {
             let rendered: Vec<_> = diagnostics
                 .iter()
-                .map(|d| format!("  {}:{} {}", index.line(d.span.start), d.code, d.message))
+                .map(|d| {
+                    let (key, line) = at(d);
+                    format!("  {key}:{line} {} {}", d.code, d.message)
+                })
                 .collect();
             failures.push(format!(
                 "{}\n want {want:?}\n got  {got:?}\n{}",

@@ -227,10 +227,14 @@ fn check_json(path: &Path) -> Vec<Flat> {
         .output()
         .unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only the file itself: the editor shows a finding in an imported file
+    // at the `import` (compared separately).
+    let root = path.display().to_string();
     doc["diagnostics"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|d| d["file"].as_str() == Some(root.as_str()))
         .map(|d| {
             (
                 d["code"].as_str().unwrap().to_owned(),
@@ -279,7 +283,11 @@ fn diagnostics_equal_troupe_check_on_the_whole_error_corpus() {
         let text = std::fs::read_to_string(path).unwrap();
         let uri = uri_of(path);
         let lsp = c.open(&uri, &text);
-        let ours: Vec<_> = lsp.iter().map(from_lsp).collect();
+        let ours: Vec<_> = lsp
+            .iter()
+            .map(from_lsp)
+            .filter(|d| !d.5.starts_with("in `"))
+            .collect();
         let theirs = check_json(path);
         // Columns: the CLI counts characters, LSP UTF-16 units; the corpus is
         // ASCII where they agree except in the non-ASCII files, so compare

@@ -40,10 +40,13 @@ impl Compiled {
         workflow: Option<&str>,
         options: &VerifyOptions,
     ) -> Result<Compiled, HostError> {
-        let source = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+        // The file and the files it imports, as one bundle text (what a
+        // durable run records, so a resumed run checks the same files).
+        let loaded = troupe_check::load_file(path).map_err(|source| HostError::Read {
             path: path.to_owned(),
             source,
         })?;
+        let source = loaded.text;
         let base = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_owned);
@@ -131,6 +134,7 @@ impl Compiled {
     ) -> Result<Compiled, HostError> {
         let names =
             || -> Vec<String> { program.workflows.iter().map(|w| w.name.clone()).collect() };
+        let own: Vec<usize> = program.own_workflows().map(|(i, _)| i).collect();
         let index = match workflow {
             Some(name) => program
                 .workflows
@@ -141,8 +145,8 @@ impl Compiled {
                     name: name.to_owned(),
                     available: names(),
                 })?,
-            None if program.workflows.len() == 1 => 0,
-            None if program.workflows.is_empty() => {
+            None if own.len() == 1 => own[0],
+            None if own.is_empty() => {
                 return Err(HostError::NoWorkflow {
                     file: file.to_owned(),
                 });

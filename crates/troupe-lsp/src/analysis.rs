@@ -61,21 +61,101 @@ fn calls_tools(program: &ir::Program) -> bool {
         .any(|a| matches!(a.kind, ir::ActionKind::Tool(_)))
 }
 
+/// Checks a buffer that imports other files: the buffer and the files it
+/// imports (read from disk relative to `base`) as one bundle whose first
+/// file is the buffer at offset 0. A finding inside an imported file is
+/// shown at the buffer's `import` of that file (or its first `import`).
+fn with_imports(
+    text: &str,
+    file: &troupe_syntax::ast::File,
+    base: Option<&Path>,
+    name: Option<&str>,
+) -> (Option<ir::Program>, Vec<Diagnostic>, Option<String>) {
+    let dir = base.unwrap_or(Path::new("."));
+    let mut unreadable = Vec::new();
+    let key = name.unwrap_or("");
+    let bundle = troupe_syntax::sources::bundle_with(
+        key,
+        text.to_owned(),
+        false,
+        &mut |key| std::fs::read_to_string(dir.join(key)).map_err(|e| e.to_string()),
+        &mut unreadable,
+    );
+    let (program, diagnostics) = troupe_check::check_text_rooted(&bundle, name);
+    let sources = troupe_syntax::Sources::from_bundle(bundle.clone());
+    let imports: Vec<(String, Span)> = troupe_syntax::sources::imports_of(file, key);
+    let mut out = Vec::with_capacity(diagnostics.len());
+    for mut d in diagnostics {
+        if d.code == troupe_syntax::Code::ImportUnresolved
+            && let Some((key, why)) = unreadable
+                .iter()
+                .find(|(k, _)| d.message.contains(&format!("`{k}`")))
+        {
+            d.message = format!("cannot read `{key}`: {why}");
+        }
+        let (i, _) = sources.locate(d.span);
+        if i == 0 {
+            d.related.retain(|(s, _)| sources.file_at(s.start) == 0);
+            out.push(d);
+            continue;
+        }
+        let key = &sources.files[i].key;
+        let Some(at) = imports
+            .iter()
+            .find(|(k, _)| k == key)
+            .or(imports.first())
+            .map(|(_, s)| *s)
+        else {
+            continue;
+        };
+        d.message = format!("in `{key}`: {}", d.message);
+        d.span = at;
+        d.related.clear();
+        out.push(d);
+    }
+    (program, out, Some(bundle))
+}
+
 impl Analysis {
     /// Analyses `text`; `base` is the directory of the file (contract sidecars
     /// are relative to it), `None` for an unsaved buffer.
     pub fn new(text: String, base: Option<&Path>, cache: &mut ContractCache) -> Analysis {
+        Analysis::named(text, base, None, cache)
+    }
+
+    /// [`Analysis::new`] of a file named `name` in `base` (so that an import
+    /// of the file itself is a cycle).
+    pub fn named(
+        text: String,
+        base: Option<&Path>,
+        name: Option<&str>,
+        cache: &mut ContractCache,
+    ) -> Analysis {
         let parsed = troupe_syntax::parse(&text);
-        let (program, mut diagnostics) = troupe_check::check(&parsed.file, &text);
-        let syntax_errors = parsed.diagnostics.iter().any(Diagnostic::is_error);
-        diagnostics.extend(parsed.diagnostics);
-        diagnostics.sort_by_key(|d| (d.span.start, d.span.end, d.code));
-        let program = if syntax_errors { None } else { program };
+        let imports = parsed
+            .file
+            .items
+            .iter()
+            .any(|i| matches!(i, troupe_syntax::ast::Item::Import(_)));
+        let (program, mut diagnostics, checked) = if imports {
+            with_imports(&text, &parsed.file, base, name)
+        } else {
+            let (program, mut diagnostics) = troupe_check::check(&parsed.file, &text);
+            let syntax_errors = parsed.diagnostics.iter().any(Diagnostic::is_error);
+            diagnostics.extend(parsed.diagnostics);
+            diagnostics.sort_by_key(|d| (d.span.start, d.span.end, d.code));
+            let program = if syntax_errors { None } else { program };
+            (program, diagnostics, None)
+        };
         if let Some(program) = &program
             && calls_tools(program)
         {
             let base = base.unwrap_or(Path::new("."));
-            diagnostics.extend(cache.get_or_verify(program, &text, base));
+            let all = cache.get_or_verify(program, checked.as_deref().unwrap_or(&text), base);
+            diagnostics.extend(
+                all.into_iter()
+                    .filter(|d| (d.span.end as usize) <= text.len()),
+            );
         }
         let index = Index::build(&parsed.file, program.as_ref());
         Analysis {

@@ -239,6 +239,7 @@ impl Index {
                 };
                 self.action_outputs.insert(a.name.name.clone(), outs);
             }
+            Item::Import(_) => {}
             Item::Workflow(w) => {
                 let sym = self.add(SymKind::Workflow, &w.name, w.span, None);
                 self.workflows.push(WfInfo {
@@ -325,6 +326,7 @@ impl Index {
                     ActionBody::Missing(_) | ActionBody::Extern { .. } => {}
                 }
             }
+            Item::Import(_) => {}
             Item::Workflow(w) => {
                 let Some(wf) = self.workflows.iter().position(|i| i.span == w.span) else {
                     return;
@@ -780,6 +782,37 @@ impl WfWalker<'_> {
                     }
                     stack.extend(body.stmts.iter().rev().map(Work::Stmt));
                 }
+                StmtKind::For {
+                    var,
+                    list,
+                    owner,
+                    body,
+                } => {
+                    let list_expr = ast::Expr {
+                        kind: ExprKind::Name(list.clone()),
+                        span: list.span,
+                    };
+                    self.construct(span, "for", &list_expr, owner, &[Some(body)]);
+                    let origin = format!("an element of `{}`", list.name);
+                    self.bind(&owner.name, var, None, &origin, span);
+                    stack.extend(body.stmts.iter().rev().map(Work::Stmt));
+                }
+                StmtKind::Call {
+                    workflow,
+                    map,
+                    results,
+                    ..
+                } => {
+                    self.info().stmts.push((span, None));
+                    for (_, caller) in map {
+                        self.lifeline(caller);
+                    }
+                    let origin = format!("a result of `call {}`", workflow.name);
+                    for it in results {
+                        self.lifeline(&it.lifeline);
+                        self.bind(&it.lifeline.name, &it.var, None, &origin, span);
+                    }
+                }
                 StmtKind::Return(items) => {
                     self.info().stmts.push((span, None));
                     for it in items {
@@ -852,6 +885,13 @@ fn lifelines_of(block: &Block, out: &mut BTreeSet<String>) {
                     out.insert(owner.name.clone());
                     stack.push(body);
                     stack.extend(exit.iter());
+                }
+                StmtKind::For { owner, body, .. } => {
+                    out.insert(owner.name.clone());
+                    stack.push(body);
+                }
+                StmtKind::Call { map, .. } => {
+                    out.extend(map.iter().map(|(_, caller)| caller.name.clone()));
                 }
                 StmtKind::Return(_) | StmtKind::Lifelines(_) | StmtKind::Error => {}
             }

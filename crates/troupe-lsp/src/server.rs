@@ -386,9 +386,11 @@ impl<W: Write> Server<W> {
             .ok_or_else(|| Failure::request(format!("{} is not open", uri.as_str())))?;
         if doc.analysis.is_none() {
             let base = file_dir(&doc.uri);
-            doc.analysis = Some(Analysis::new(
+            let name = file_name(&doc.uri);
+            doc.analysis = Some(Analysis::named(
                 doc.text.clone(),
                 base.as_deref(),
+                name.as_deref(),
                 &mut self.cache,
             ));
         }
@@ -736,6 +738,18 @@ fn file_dir(uri: &lt::Uri) -> Option<PathBuf> {
     let path = uri.as_str().strip_prefix("file://")?;
     let decoded = percent_decode(path)?;
     PathBuf::from(decoded).parent().map(PathBuf::from)
+}
+
+/// The file name of a `file://` URI (for imports of the file itself).
+fn file_name(uri: &lt::Uri) -> Option<String> {
+    let path = uri.as_str().strip_prefix("file://")?;
+    let decoded = percent_decode(path)?;
+    Some(
+        PathBuf::from(decoded)
+            .file_name()?
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn percent_decode(s: &str) -> Option<String> {

@@ -8,7 +8,10 @@ use troupe_msc::{
 };
 use troupe_project::testing::reviewed_plan;
 
-const CONTROL: ChartOptions = ChartOptions { show_control: true };
+const CONTROL: ChartOptions = ChartOptions {
+    show_control: true,
+    inline: false,
+};
 
 /// Mermaid's preprocessing: entity codes `#name;` are set aside before parsing.
 fn encode_entities(s: &str) -> String {
@@ -235,7 +238,15 @@ fn execution_chart_of_a_run() {
     assert!(run.completed());
     let tag = sem.projection().constructs[0].tag.to_string();
     for show_control in [false, true] {
-        let chart = execution_chart(&program, w, &run.execution, &ChartOptions { show_control });
+        let chart = execution_chart(
+            &program,
+            w,
+            &run.execution,
+            &ChartOptions {
+                show_control,
+                inline: false,
+            },
+        );
         let sends = run.execution.words.iter().flatten().filter(|e| matches!(e, troupe_msc::Event::Send { msg, .. } if show_control || !msg.is_control())).count();
         let drawn = chart
             .items

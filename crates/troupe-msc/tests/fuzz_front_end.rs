@@ -135,7 +135,10 @@ fn back_end(program: &Program, wf: &Workflow, seed: u64) -> Result<(), TestCaseE
         let _ = troupe_project::render_flat_text(&flat, program, wf);
     }
     for show_control in [false, true] {
-        let opts = ChartOptions { show_control };
+        let opts = ChartOptions {
+            show_control,
+            inline: false,
+        };
         prop_assert!(chart_svg(program, wf, &opts).starts_with("<svg"));
         let _ = chart_mermaid(program, wf, &opts);
     }

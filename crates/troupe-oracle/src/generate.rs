@@ -421,6 +421,9 @@ impl Gen {
             body: Block { stmts },
             results: vec![VarId(0)],
             stmt_count: self.next_id,
+            imported: false,
+            for_each: Vec::new(),
+            calls: Vec::new(),
         };
         Program {
             types: TypeTable::default(),

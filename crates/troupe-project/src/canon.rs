@@ -145,6 +145,17 @@ impl<'a> Names<'a> {
                 }
                 out.push('"');
             }
+            ExprKind::Len(list) => {
+                out.push_str("len(");
+                self.write_expr(out, list, 0);
+                out.push(')');
+            }
+            ExprKind::Index(list, index) => {
+                self.write_expr(out, list, ATOM);
+                out.push('[');
+                self.write_expr(out, index, 0);
+                out.push(']');
+            }
         }
     }
 
@@ -327,14 +338,25 @@ impl<'a> Names<'a> {
             StmtKind::If { owner, guard, .. } => {
                 let _ = write!(out, "if {} @ {}", self.expr(guard), self.lifeline(*owner));
             }
-            StmtKind::While { owner, guard, .. } => {
-                let _ = write!(
-                    out,
-                    "while {} @ {}",
-                    self.expr(guard),
-                    self.lifeline(*owner)
-                );
-            }
+            StmtKind::While { owner, guard, .. } => match self.workflow.for_each(stmt.id) {
+                Some(f) => {
+                    let _ = write!(
+                        out,
+                        "for {} in {} @ {}",
+                        self.var(f.var),
+                        self.var(f.list),
+                        self.lifeline(*owner)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        "while {} @ {}",
+                        self.expr(guard),
+                        self.lifeline(*owner)
+                    );
+                }
+            },
         }
     }
 
@@ -345,8 +367,13 @@ impl<'a> Names<'a> {
         out
     }
 
+    /// The statements of `block`, without the bookkeeping of `for` loops
+    /// (printed as the `for` they come from).
     pub fn write_block(&self, out: &mut String, block: &Block, indent: usize) {
         for stmt in &block.stmts {
+            if !self.workflow.for_each.is_empty() && self.workflow.is_for_step(stmt.id) {
+                continue;
+            }
             self.write_stmt(out, stmt, indent);
         }
     }
@@ -364,6 +391,12 @@ impl<'a> Names<'a> {
                 push_indent(out, indent);
                 out.push_str("} else {\n");
                 self.write_block(out, otherwise, indent + 1);
+                push_indent(out, indent);
+                out.push_str("}\n");
+            }
+            StmtKind::While { body, .. } if self.workflow.for_each(stmt.id).is_some() => {
+                out.push_str(" {\n");
+                self.write_block(out, body, indent + 1);
                 push_indent(out, indent);
                 out.push_str("}\n");
             }

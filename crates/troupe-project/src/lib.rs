@@ -23,7 +23,7 @@ pub use local::{
     Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalProgram, Loop,
 };
 pub use project::{MAX_NESTING, ProjectError, Projection, project};
-pub use render::{render_flat_text, render_text, to_json};
+pub use render::{render_flat_text, render_text, render_text_with, to_json};
 pub use tag::ControlTag;
 
 impl Projection {

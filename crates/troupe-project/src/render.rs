@@ -24,6 +24,18 @@ pub fn render_text(
     workflow: &Workflow,
     only: Option<LifelineId>,
 ) -> String {
+    render_text_with(projection, program, workflow, only, false)
+}
+
+/// [`render_text`]; each `call` is one line (`call w[…] { … }`) unless
+/// `inline`, which prints its inlined instructions inside.
+pub fn render_text_with(
+    projection: &Projection,
+    program: &Program,
+    workflow: &Workflow,
+    only: Option<LifelineId>,
+    inline: bool,
+) -> String {
     let names = Names::new(program, workflow);
     let mut out = String::new();
     let mut first = true;
@@ -35,23 +47,31 @@ pub fn render_text(
             out.push('\n');
         }
         first = false;
-        render_local(&mut out, &names, local);
+        render_local(&mut out, &names, local, inline);
     }
     out
 }
 
-fn render_local(out: &mut String, names: &Names<'_>, local: &LocalProgram) {
+fn render_local(out: &mut String, names: &Names<'_>, local: &LocalProgram, inline: bool) {
     let _ = writeln!(out, "lifeline {}:", names.lifeline(local.lifeline));
     if local.body.is_empty() {
         out.push_str("  (takes no part)\n");
     }
-    let mut r = TextRenderer { names, out };
+    let mut r = TextRenderer {
+        names,
+        out,
+        inline,
+        inside: None,
+    };
     r.block(&local.body, 1);
 }
 
 struct TextRenderer<'a, 'b> {
     names: &'a Names<'b>,
     out: &'a mut String,
+    inline: bool,
+    /// The call whose inlined instructions are being printed.
+    inside: Option<StmtId>,
 }
 
 impl TextRenderer<'_, '_> {
@@ -79,9 +99,44 @@ impl TextRenderer<'_, '_> {
             .join(", ")
     }
 
+    /// The instructions of a block; the part of an inlined `call` (a run of
+    /// consecutive instructions) is one line, or a `call … { }` around them.
     fn block(&mut self, block: &[Instr], indent: usize) {
-        for instr in block {
-            self.instr(instr, indent);
+        let w = self.names.workflow;
+        let mut i = 0;
+        while i < block.len() {
+            let Some(c) = (!w.calls.is_empty())
+                .then(|| w.outer_call(block[i].stmt()))
+                .flatten()
+                .filter(|c| self.inside != Some(c.first))
+            else {
+                self.instr(&block[i], indent);
+                i += 1;
+                continue;
+            };
+            let n = block[i..]
+                .iter()
+                .take_while(|x| c.contains(x.stmt()))
+                .count()
+                .max(1);
+            let label = c.label(w);
+            if self.inline {
+                self.line(indent, &format!("{label} {{"), Some(c.first));
+                let outer = self.inside.replace(c.first);
+                for x in &block[i..i + n] {
+                    self.instr(x, indent + 1);
+                }
+                self.inside = outer;
+                self.line(indent, "}", None);
+            } else {
+                let steps = crate::local::block_size(&block[i..i + n]);
+                let code = format!(
+                    "{label} {{ {steps} step{} }}",
+                    if steps == 1 { "" } else { "s" }
+                );
+                self.line(indent, &code, Some(c.first));
+            }
+            i += n;
         }
     }
 

@@ -428,6 +428,9 @@ impl Gen {
             body: Block { stmts },
             results: Vec::new(),
             stmt_count: self.next_id,
+            imported: false,
+            for_each: Vec::new(),
+            calls: Vec::new(),
         };
         Program {
             types: TypeTable::default(),
@@ -707,6 +710,9 @@ impl Builder {
             body: Block { stmts: body },
             results: self.results,
             stmt_count: self.next_id,
+            imported: false,
+            for_each: Vec::new(),
+            calls: Vec::new(),
         };
         Program {
             types: self.types,

@@ -21,6 +21,18 @@ pub enum Item {
     Record(RecordDecl),
     Action(ActionDecl),
     Workflow(WorkflowDecl),
+    Import(ImportDecl),
+}
+
+/// `import "path.troupe"`: the declarations and workflows of another file,
+/// relative to the importing one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportDecl {
+    /// The path as written (after escapes); `None` when the string had holes.
+    pub path: Option<String>,
+    /// The string literal.
+    pub path_span: Span,
+    pub span: Span,
 }
 
 /// `mcp name { command: "…" args: […] }` or `mcp name { url: "…" }`: an MCP
@@ -185,6 +197,21 @@ pub enum StmtKind {
         owner: Ident,
         body: Block,
         exit: Option<Block>,
+    },
+    /// `for var in list @ owner { body }`
+    For {
+        var: Ident,
+        list: Ident,
+        owner: Ident,
+        body: Block,
+    },
+    /// `call workflow[L = A, …](args…) -> (y @ A, …)`
+    Call {
+        workflow: Ident,
+        /// `(callee lifeline, caller lifeline)` pairs, as written.
+        map: Vec<(Ident, Ident)>,
+        args: Vec<Expr>,
+        results: Vec<ReturnItem>,
     },
     Return(Vec<ReturnItem>),
     /// A `lifelines` line anywhere but first in a workflow.

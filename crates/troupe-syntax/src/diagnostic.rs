@@ -114,6 +114,9 @@ codes! {
     UnexpectedToken = "E0004", "unexpected-token";
     /// A number literal that does not fit its type.
     InvalidNumber = "E0005", "invalid-number";
+    /// A form of LANGUAGE.md §6 that this version parses but does not
+    /// implement yet (`par`, `coregion`, `planner`).
+    Unsupported = "E0006", "unsupported-form";
     /// Two declarations (types, actions, workflows, enum values, fields,
     /// parameters or inputs) share a name.
     DuplicateDefinition = "E0101", "duplicate-definition";
@@ -184,6 +187,24 @@ codes! {
     /// about it is verified. A warning; an error when verification runs with
     /// `deny_unverified` (`troupe check --deny-unverified`).
     UnverifiedTool = "W0605", "unverified-tool";
+    /// An `import` names a file that cannot be read, or is used where no
+    /// file system is at hand (checking a text that is not a file).
+    ImportUnresolved = "E0701", "import-unresolved";
+    /// Files import each other in a cycle; the message shows the chain.
+    ImportCycle = "E0702", "import-cycle";
+    /// A `call` names no workflow of this file or of the files it imports.
+    UnknownWorkflow = "E0703", "unknown-workflow";
+    /// A `call`'s lifeline map is wrong: a callee lifeline left unmapped or
+    /// mapped twice, a name that is no lifeline of the callee, two callee
+    /// lifelines mapped to one caller lifeline, or a result named at another
+    /// lifeline than the one the callee returns it at.
+    CallLifelines = "E0704", "call-lifelines";
+    /// A `call` that cannot be inlined: the workflow calls itself (directly
+    /// or through others), or inlining nests or grows beyond the bounds.
+    CallNotInlinable = "E0705", "call-not-inlinable";
+    /// A `for` over something that is not a list variable of its owner, or
+    /// whose list is bound again inside the loop.
+    ForList = "E0706", "for-list";
 }
 
 impl std::fmt::Display for Code {

@@ -67,6 +67,9 @@ keywords! {
     Record = "record", Llm = "llm", Pure = "pure", Effect = "effect", Human = "human",
     Tool = "tool", Mcp = "mcp", Extern = "extern", True = "true", False = "false",
     And = "and", Or = "or", Not = "not",
+    // LANGUAGE.md §6: the keywords of the extensions.
+    Par = "par", Coregion = "coregion", For = "for", In = "in", Call = "call",
+    Import = "import", Planner = "planner",
 }
 
 /// The text of every keyword: words that are not identifiers (for tools that

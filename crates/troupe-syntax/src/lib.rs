@@ -12,7 +12,9 @@ pub use span::{LineCol, LineIndex, Span};
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub mod sources;
 pub mod strings;
 
 pub use lexer::{KEYWORDS, is_keyword};
 pub use parser::{MAX_DEPTH, MAX_EXPR_DEPTH, Parsed, parse};
+pub use sources::{ParsedProgram, SourceFile, Sources, parse_program};

@@ -41,6 +41,12 @@ pub struct Parsed {
 pub fn parse(text: &str) -> Parsed {
     let mut diagnostics = Vec::new();
     let tokens = lex(text, &mut diagnostics);
+    parse_tokens(text, tokens, diagnostics)
+}
+
+/// Parses tokens lexed from (a part of) `text`, whose spans are offsets
+/// into `text`; `diagnostics` are the lexer's.
+pub(crate) fn parse_tokens(text: &str, tokens: Vec<Token>, diagnostics: Vec<Diagnostic>) -> Parsed {
     let mut p = Parser {
         text,
         tokens,
@@ -265,15 +271,17 @@ impl Parser<'_> {
             T::Keyword(K::Tool) => Item::Action(self.action_decl(ActionKind::Tool)?),
             T::Keyword(K::Workflow) => Item::Workflow(self.workflow()?),
             T::Keyword(K::Mcp) => Item::Mcp(self.mcp_decl()?),
+            T::Keyword(K::Import) => Item::Import(self.import_decl()?),
+            T::Keyword(K::Planner) => return Err(self.unsupported("a `planner` declaration")),
             T::Semi => {
                 self.bump();
                 return Ok(None);
             }
             _ => {
-                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool` or `workflow`)");
+                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool`, `workflow` or `import`)");
                 if matches!(
                     self.peek(),
-                    T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return)
+                    T::Keyword(K::Msg | K::Act | K::If | K::While | K::For | K::Call | K::Return)
                 ) && let Some(last) = self.diagnostics.last_mut()
                 {
                     last.hint =
@@ -282,6 +290,59 @@ impl Parser<'_> {
                 return Err(d);
             }
         }))
+    }
+
+    /// Reports a §6 form that is not implemented yet, at its keyword (which
+    /// is consumed); the caller's recovery skips the rest of it.
+    fn unsupported(&mut self, what: &str) -> Reported {
+        let span = self.bump().span;
+        self.diagnostics.push(
+            Diagnostic::error(
+                Code::Unsupported,
+                span,
+                format!("{what} is not supported yet"),
+            )
+            .with_label("not implemented in this version")
+            .with_hint(
+                "see docs/language.md for the forms of LANGUAGE.md §6 that troupe implements",
+            ),
+        );
+        Reported
+    }
+
+    /// `import "path.troupe"`
+    fn import_decl(&mut self) -> PResult<ImportDecl> {
+        let start = self.bump().span;
+        if !matches!(self.peek(), T::Str | T::TripleStr) {
+            let err = self.error_expected("the path of a file, as a string");
+            if let Some(last) = self.diagnostics.last_mut() {
+                last.hint = Some("write `import \"lib/review.troupe\"`".into());
+            }
+            return Err(err);
+        }
+        let tok = self.bump();
+        let lit = strings::decode(
+            self.text,
+            tok.span,
+            tok.kind == T::TripleStr,
+            &mut self.diagnostics,
+        );
+        let path = lit.as_plain();
+        if path.is_none() {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::UnexpectedToken,
+                    tok.span,
+                    "the path of an `import` cannot have `{…}` holes",
+                )
+                .with_hint("write the path literally; escape braces as `{{` and `}}`"),
+            );
+        }
+        Ok(ImportDecl {
+            path,
+            path_span: tok.span,
+            span: start.to(tok.span),
+        })
     }
 
     fn mcp_decl(&mut self) -> PResult<McpDecl> {
@@ -592,6 +653,30 @@ impl Parser<'_> {
                     exit,
                 })
             }
+            T::Keyword(K::For) => {
+                self.bump();
+                let var = self.ident("the loop variable")?;
+                if !self.eat(T::Keyword(K::In)) {
+                    let err = self.error_expected("`in`");
+                    if let Some(last) = self.diagnostics.last_mut() {
+                        last.hint =
+                            Some(format!("write `for {} in list @ Owner {{ … }}`", var.name));
+                    }
+                    return Err(err);
+                }
+                let list = self.ident("the list variable")?;
+                let owner = self.owner()?;
+                let body = self.block()?;
+                Ok(StmtKind::For {
+                    var,
+                    list,
+                    owner,
+                    body,
+                })
+            }
+            T::Keyword(K::Call) => self.call_stmt(),
+            T::Keyword(K::Par) => Err(self.unsupported("`par`")),
+            T::Keyword(K::Coregion) => Err(self.unsupported("`coregion`")),
             T::Keyword(K::Return) => {
                 self.bump();
                 let mut items = Vec::new();
@@ -613,14 +698,17 @@ impl Parser<'_> {
                 Ok(StmtKind::Lifelines(self.ident_list()?))
             }
             T::Ident if matches!(self.peek_at(1), T::LParen) && self.peek_at(2) == T::Ident => {
-                let err =
-                    self.error_expected("a statement (`msg`, `act`, `if`, `while` or `return`)");
+                let err = self.error_expected(
+                    "a statement (`msg`, `act`, `if`, `while`, `for`, `call` or `return`)",
+                );
                 if let Some(last) = self.diagnostics.last_mut() {
                     last.hint = Some("a message is written `msg A(x) -> B(y)`".into());
                 }
                 Err(err)
             }
-            _ => Err(self.error_expected("a statement (`msg`, `act`, `if`, `while` or `return`)")),
+            _ => Err(self.error_expected(
+                "a statement (`msg`, `act`, `if`, `while`, `for`, `call` or `return`)",
+            )),
         }
     }
 
@@ -665,6 +753,56 @@ impl Parser<'_> {
             owner,
             then,
             otherwise,
+        })
+    }
+
+    /// `call w[L = A, …](args…) -> (y @ A, …)`; the result list may be
+    /// left out (no results) or be one `y @ A` without parentheses.
+    fn call_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let workflow = self.ident("the name of the workflow to call")?;
+        if !self.at(T::LBracket) {
+            let err = self.error_expected("`[` and the map of the callee's lifelines");
+            if let Some(last) = self.diagnostics.last_mut() {
+                last.hint = Some(format!(
+                    "map every lifeline of `{}` to one of this workflow: `call {}[L = A](…)`",
+                    workflow.name, workflow.name
+                ));
+            }
+            return Err(err);
+        }
+        self.bump();
+        let mut map = Vec::new();
+        while !self.at(T::RBracket) {
+            let callee = self.ident("a lifeline of the called workflow")?;
+            self.expect(T::Assign)?;
+            let caller = self.ident("a lifeline of this workflow")?;
+            map.push((callee, caller));
+            if !self.eat(T::Comma) && !self.at(T::RBracket) {
+                return Err(self.error_expected("`,` or `]`"));
+            }
+        }
+        self.bump();
+        let args = self.expr_list(T::LParen, T::RParen)?;
+        let mut results = Vec::new();
+        if self.eat(T::Arrow) {
+            if self.eat(T::LParen) {
+                while !self.at(T::RParen) {
+                    results.push(self.return_item()?);
+                    if !self.eat(T::Comma) && !self.at(T::RParen) {
+                        return Err(self.error_expected("`,` or `)`"));
+                    }
+                }
+                self.bump();
+            } else {
+                results.push(self.return_item()?);
+            }
+        }
+        Ok(StmtKind::Call {
+            workflow,
+            map,
+            args,
+            results,
         })
     }
 
@@ -1021,6 +1159,8 @@ fn is_item_start(kind: T) -> bool {
                 | K::Tool
                 | K::Mcp
                 | K::Workflow
+                | K::Import
+                | K::Planner
         )
     )
 }
@@ -1028,7 +1168,18 @@ fn is_item_start(kind: T) -> bool {
 fn is_stmt_start(kind: T) -> bool {
     matches!(
         kind,
-        T::Keyword(K::Msg | K::Act | K::If | K::While | K::Return | K::Lifelines)
+        T::Keyword(
+            K::Msg
+                | K::Act
+                | K::If
+                | K::While
+                | K::For
+                | K::Call
+                | K::Par
+                | K::Coregion
+                | K::Return
+                | K::Lifelines
+        )
     ) || is_item_start(kind)
 }
 

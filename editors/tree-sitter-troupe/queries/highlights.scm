@@ -12,6 +12,7 @@
   "record"
   "workflow"
   "mcp"
+  "import"
   "extern"
   "idempotent"
 ] @keyword
@@ -23,6 +24,7 @@
   "lifelines"
   "msg"
   "act"
+  "call"
   "return"
 ] @keyword
 
@@ -31,6 +33,8 @@
   "else"
   "while"
   "exit"
+  "for"
+  "in"
 ] @keyword.control
 
 [

@@ -40,15 +40,17 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
     let mut out = stdout.lock();
     for path in &args.files {
         let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        // The file with the files it imports, as one bundle text.
+        let loaded = match troupe_check::load_file(path) {
+            Ok(loaded) => loaded,
             Err(e) => {
                 eprintln!("error: cannot read {shown}: {e}");
                 status = ExitStatus::Usage;
                 continue;
             }
         };
-        let (program, mut diagnostics) = troupe_check::check_text(&text);
+        let (program, mut diagnostics) = loaded.check();
+        let text = loaded.text;
         // A well-typed file is then verified against the contracts of the
         // tools it calls (`contracts:` sidecars of its `mcp` servers).
         if let Some(program) = &program {

@@ -25,13 +25,17 @@ pub struct ProjectArgs {
     /// Print the flat bytecode the runtime executes instead of the tree form.
     #[arg(long, conflicts_with = "json")]
     pub flat: bool,
+    /// Print each `call`'s inlined instructions instead of one line for it.
+    #[arg(long)]
+    pub inline: bool,
 }
 
 /// Reads and checks a file; renders its diagnostics when it does not check.
 fn load(file: &Path, color: ColorChoice) -> Result<Option<Program>> {
     let shown = file.display().to_string();
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {shown}"))?;
-    let (program, diagnostics) = troupe_check::check_text(&text);
+    let loaded = troupe_check::load_file(file).with_context(|| format!("cannot read {shown}"))?;
+    let (program, diagnostics) = loaded.check();
+    let text = loaded.text;
     if program.is_none() {
         let mut buf = Vec::new();
         render::render_text(
@@ -54,7 +58,12 @@ fn pick<'p>(program: &'p Program, name: Option<&str>) -> Result<&'p Workflow> {
         Some(n) => program
             .workflow(n)
             .with_context(|| format!("no workflow named `{n}`")),
-        None => match program.workflows.as_slice() {
+        None => match program
+            .own_workflows()
+            .map(|(_, w)| w)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
             [one] => Ok(one),
             [] => bail!("the file declares no workflow"),
             many => bail!(
@@ -105,11 +114,12 @@ pub fn project(args: &ProjectArgs, color: ColorChoice) -> Result<ExitStatus> {
             }
         }
     } else {
-        crate::out::print(&troupe_project::render_text(
+        crate::out::print(&troupe_project::render_text_with(
             &projection,
             &program,
             wf,
             only,
+            args.inline,
         ))?;
     }
     Ok(ExitStatus::Success)
@@ -140,6 +150,9 @@ pub struct MscArgs {
     /// Also draw the control broadcasts of owned decisions (dotted arrows).
     #[arg(long)]
     pub show_control: bool,
+    /// Draw each `call` expanded in a frame instead of as one box.
+    #[arg(long)]
+    pub inline: bool,
     /// The store of recorded runs.
     #[arg(long, value_name = "DB", default_value = crate::commands::durable::DEFAULT_STORE)]
     pub store: PathBuf,
@@ -148,6 +161,7 @@ pub struct MscArgs {
 pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
     let opts = ChartOptions {
         show_control: args.show_control,
+        inline: args.inline,
     };
     let path = Path::new(&args.source);
     let chart = if !path.exists()

@@ -162,6 +162,17 @@ impl Describe<'_> {
                 }
                 out.push('"');
             }
+            ExprKind::Len(list) => {
+                out.push_str("len(");
+                self.write_expr(list, depth + 1, out);
+                out.push(')');
+            }
+            ExprKind::Index(list, index) => {
+                self.write_operand(list, 100, depth, out);
+                out.push('[');
+                self.write_expr(index, depth + 1, out);
+                out.push(']');
+            }
         }
     }
 

@@ -893,8 +893,8 @@ impl<'w> Walker<'w> {
                 ExprKind::Lit(_) => {}
                 ExprKind::Var(var) => deps.push(self.get(*var)),
                 ExprKind::Field(base, _) | ExprKind::JsonField(base, _) => stack.push(base),
-                ExprKind::Unary(_, inner) => stack.push(inner),
-                ExprKind::Binary(_, a, b) => stack.extend([&**a, &**b]),
+                ExprKind::Unary(_, inner) | ExprKind::Len(inner) => stack.push(inner),
+                ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
                 ExprKind::List(items) => stack.extend(items.iter()),
                 ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
                     troupe_check::ir::FormatPart::Expr(e) => Some(e),

@@ -6,7 +6,7 @@
 //! `#` and the `e` of every `end` are written as `#59;`, `#35;` and `#101;`
 //! (Mermaid turns them back into characters when it renders).
 
-use super::{Chart, Item};
+use super::{Chart, FrameKind, Item};
 use std::fmt::Write as _;
 
 /// Escapes one label for any position of a Mermaid sequence diagram.
@@ -70,10 +70,35 @@ pub fn render(chart: &Chart) -> String {
             Item::Note { over, text } => {
                 let _ = writeln!(out, "{}Note over P{over}: {}", pad(depth), escape(text));
             }
+            Item::FrameStart {
+                kind: FrameKind::Call,
+                label,
+                owner,
+            } => {
+                // Mermaid has no `ref` fragment: a tinted `rect`, named by a note.
+                let _ = writeln!(out, "{}rect rgb(236, 253, 245)", pad(depth));
+                depth += 1;
+                open += 1;
+                let _ = writeln!(
+                    out,
+                    "{}Note over P{}: {}",
+                    pad(depth),
+                    owner.unwrap_or(0),
+                    escape(label)
+                );
+            }
             Item::FrameStart { kind, label, .. } => {
                 let _ = writeln!(out, "{}{} {}", pad(depth), kind.keyword(), escape(label));
                 depth += 1;
                 open += 1;
+            }
+            Item::Ref { from, to, text } => {
+                let over = if from == to {
+                    format!("P{from}")
+                } else {
+                    format!("P{from},P{to}")
+                };
+                let _ = writeln!(out, "{}Note over {over}: {}", pad(depth), escape(text));
             }
             Item::FrameElse { label } => {
                 let _ = writeln!(

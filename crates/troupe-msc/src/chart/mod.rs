@@ -22,15 +22,20 @@ use troupe_project::{Names, Projection, project};
 pub enum FrameKind {
     /// An owned `if`: an alt box with an else section.
     Alt,
-    /// An owned `while`.
+    /// An owned `while` (or `for`).
     Loop,
+    /// An inlined `call`, drawn expanded (`--inline`).
+    Call,
 }
 
 impl FrameKind {
+    /// The frame's keyword: Mermaid's for alt and loop; `call` (drawn as a
+    /// Mermaid `rect`) for a call.
     pub fn keyword(self) -> &'static str {
         match self {
             FrameKind::Alt => "alt",
             FrameKind::Loop => "loop",
+            FrameKind::Call => "call",
         }
     }
 }
@@ -61,6 +66,13 @@ pub enum Item {
         label: String,
     },
     FrameEnd,
+    /// A box across the columns `from..=to` standing for what it names: a
+    /// `call` drawn collapsed.
+    Ref {
+        from: usize,
+        to: usize,
+        text: String,
+    },
 }
 
 /// A sequence chart, backend-independent.
@@ -76,6 +88,8 @@ pub struct Chart {
 pub struct ChartOptions {
     /// Draw the control broadcasts (dotted arrows `⊤ κ…`/`⊥ κ…`).
     pub show_control: bool,
+    /// Draw each `call` expanded in a frame, rather than as one box.
+    pub inline: bool,
 }
 
 /// The chart of a global workflow.
@@ -97,6 +111,7 @@ pub fn workflow_chart(program: &Program, workflow: &Workflow, opts: &ChartOption
         names,
         projection: projection.as_ref(),
         items: &mut chart.items,
+        inline: opts.inline,
     };
     l.block(&workflow.body);
     chart
@@ -106,6 +121,7 @@ struct Lower<'a, 'b> {
     names: Names<'a>,
     projection: Option<&'b Projection>,
     items: &'b mut Vec<Item>,
+    inline: bool,
 }
 
 fn col(l: LifelineId) -> usize {
@@ -127,9 +143,50 @@ pub fn message_label(names: &Names<'_>, items: &[MsgItem]) -> String {
 }
 
 impl Lower<'_, '_> {
+    /// The statements of `block`; an inlined call (consecutive statements)
+    /// is one box, or a frame around them with `inline`.
     fn block(&mut self, block: &Block) {
+        let w = self.names.workflow;
+        let mut open: Option<troupe_check::ir::StmtId> = None;
         for s in &block.stmts {
+            if let Some(end) = open
+                && s.id >= end
+            {
+                open = None;
+                if self.inline {
+                    self.items.push(Item::FrameEnd);
+                }
+            }
+            if open.is_none()
+                && let Some(c) = w.call_at(s.id)
+            {
+                open = Some(c.end);
+                let cols: Vec<usize> = c.map.iter().map(|(_, a)| col(*a)).collect();
+                let (from, to) = (
+                    cols.iter().copied().min().unwrap_or(0),
+                    cols.iter().copied().max().unwrap_or(0),
+                );
+                if self.inline {
+                    self.items.push(Item::FrameStart {
+                        kind: FrameKind::Call,
+                        label: c.label(w),
+                        owner: Some(from),
+                    });
+                } else {
+                    self.items.push(Item::Ref {
+                        from,
+                        to,
+                        text: c.label(w),
+                    });
+                }
+            }
+            if open.is_some() && !self.inline {
+                continue;
+            }
             self.stmt(s);
+        }
+        if open.is_some() && self.inline {
+            self.items.push(Item::FrameEnd);
         }
     }
 
@@ -150,6 +207,9 @@ impl Lower<'_, '_> {
 
     fn stmt(&mut self, stmt: &Stmt) {
         let n = self.names;
+        if n.workflow.is_for_step(stmt.id) {
+            return;
+        }
         match &stmt.kind {
             StmtKind::Msg { from, to, items } => self.items.push(Item::Message {
                 from: col(*from),
@@ -196,7 +256,15 @@ impl Lower<'_, '_> {
                 body,
                 exit,
             } => {
-                let label = format!("[{}] @ {}", n.expr(guard), n.lifeline(*owner));
+                let label = match n.workflow.for_each(stmt.id) {
+                    Some(f) => format!(
+                        "[for {} in {}] @ {}",
+                        n.var(f.var),
+                        n.var(f.list),
+                        n.lifeline(*owner)
+                    ),
+                    None => format!("[{}] @ {}", n.expr(guard), n.lifeline(*owner)),
+                };
                 self.items.push(Item::FrameStart {
                     kind: FrameKind::Loop,
                     label,
@@ -345,6 +413,7 @@ pub fn execution_chart(
         for l in 0..n {
             while let Some(e) = exec.words[l].get(pos[l]) {
                 match e {
+                    Event::Act { stmt, .. } if workflow.is_for_step(*stmt) => {}
                     Event::Act { stmt, outputs } => {
                         let mut text = match stmts.get(stmt).map(|s| &s.kind) {
                             Some(StmtKind::Act {
@@ -364,6 +433,11 @@ pub fn execution_chart(
                     }
                     Event::Decide { stmt, decision, .. } => {
                         let guard = match stmts.get(stmt).map(|s| &s.kind) {
+                            Some(StmtKind::While { .. }) if workflow.for_each(*stmt).is_some() => {
+                                workflow.for_each(*stmt).map_or_else(String::new, |f| {
+                                    format!("for {} in {}", names.var(f.var), names.var(f.list))
+                                })
+                            }
                             Some(StmtKind::If { guard, .. } | StmtKind::While { guard, .. }) => {
                                 names.expr(guard)
                             }

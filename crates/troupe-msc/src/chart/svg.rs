@@ -126,6 +126,25 @@ pub fn render(chart: &Chart) -> String {
                     right_need = right_need.max(half);
                 }
             }
+            Item::Ref { from, to, text } => {
+                let (a, b) = (col(*from).min(col(*to)), col(*from).max(col(*to)));
+                let w = text_width(&clip(text)) + 36.0;
+                if a == b {
+                    let half = w / 2.0;
+                    if a > 0 {
+                        reqs.push((a - 1, a, half + 24.0));
+                    } else {
+                        left_need = left_need.max(half);
+                    }
+                    if a + 1 < n {
+                        reqs.push((a, a + 1, half + 24.0));
+                    } else {
+                        right_need = right_need.max(half);
+                    }
+                } else {
+                    reqs.push((a, b, w - 2.0 * FRAME_PAD));
+                }
+            }
             _ => {}
         }
     }
@@ -194,6 +213,21 @@ pub fn render(chart: &Chart) -> String {
                     depth: stack.len(),
                 });
                 y += ROW_FRAME;
+            }
+            Item::Ref { from, to, text } => {
+                rows.push((y, item));
+                let (a, b) = (
+                    xs[col(*from)].min(xs[col(*to)]),
+                    xs[col(*from)].max(xs[col(*to)]),
+                );
+                let half = (text_width(&clip(text)) + 24.0) / 2.0;
+                let mid = (a + b) / 2.0;
+                extend(
+                    &mut stack,
+                    (a - FRAME_PAD).min(mid - half),
+                    (b + FRAME_PAD).max(mid + half),
+                );
+                y += ROW_NOTE;
             }
             Item::FrameElse { label } => {
                 if let Some(f) = stack.last_mut() {
@@ -268,6 +302,7 @@ pub fn render(chart: &Chart) -> String {
         let (stroke, fill) = match f.kind {
             FrameKind::Alt => ("#2563eb", "#eff6ff"),
             FrameKind::Loop => ("#d97706", "#fffbeb"),
+            FrameKind::Call => ("#059669", "#ecfdf5"),
         };
         let (l, r) = (f.left + dx, f.right + dx);
         let _ = writeln!(
@@ -371,6 +406,25 @@ pub fn render(chart: &Chart) -> String {
                 let _ = writeln!(
                     s,
                     r##"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" fill="#422006">{}</text>"##,
+                    ry + 21.5,
+                    escape(&text)
+                );
+            }
+            Item::Ref { from, to, text } => {
+                let text = clip(text);
+                let (a, b) = (x(*from).min(x(*to)), x(*from).max(x(*to)));
+                let mid = (a + b) / 2.0;
+                let half = ((text_width(&text) + 24.0) / 2.0).max((b - a) / 2.0 + FRAME_PAD);
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{NOTE_H}" rx="4" fill="#ecfdf5" stroke="#059669" stroke-width="1.4"/>"##,
+                    mid - half,
+                    ry + 4.0,
+                    2.0 * half
+                );
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{mid:.1}" y="{:.1}" text-anchor="middle" fill="#064e3b" font-weight="600">{}</text>"##,
                     ry + 21.5,
                     escape(&text)
                 );

@@ -1,0 +1,211 @@
+//! The binary on the forms of LANGUAGE.md §6 that troupe implements: `for`,
+//! `import`/`call` (charts and projections with the call as a box, and
+//! `--inline`), diagnostics that point into two files, and runs verified
+//! online.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn troupe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args(args)
+        .current_dir(workspace())
+        .env("NO_COLOR", "1")
+        .env_remove("TROUPE_LLM")
+        .output()
+        .expect("run troupe")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_for_loop_runs_once_per_element_and_is_verified() {
+    let out = troupe(&[
+        "run",
+        "examples/for_documents.troupe",
+        "-i",
+        r#"docs=["one", "two", "three"]"#,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    // Three summaries, one per document, in the digest.
+    let doc: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!("{e}: {text}");
+    });
+    let digest = doc.to_string();
+    assert_eq!(digest.matches("- mock answer").count(), 3, "{digest}");
+
+    let empty = troupe(&["run", "examples/for_documents.troupe", "-i", "docs=[]"]);
+    assert_eq!(empty.status.code(), Some(0), "{}", stderr(&empty));
+    assert!(stdout(&empty).contains("checked = 0"), "{}", stdout(&empty));
+    let all = format!("{}{}", stdout(&empty), stderr(&empty));
+    assert!(all.contains("verified"), "{all}");
+}
+
+#[test]
+fn a_for_loop_is_drawn_as_a_loop_over_its_list() {
+    let out = troupe(&[
+        "msc",
+        "examples/for_documents.troupe",
+        "--format",
+        "mermaid",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let chart = stdout(&out);
+    assert!(chart.contains("loop [for doc in docs] @ Editor"), "{chart}");
+    // The loop's bookkeeping is not drawn.
+    assert!(!chart.contains("#35;doc"), "{chart}");
+}
+
+#[test]
+fn a_call_is_a_box_and_inline_expands_it() {
+    let boxed = stdout(&troupe(&[
+        "msc",
+        "examples/split_review.troupe",
+        "--format",
+        "mermaid",
+    ]));
+    assert!(
+        boxed.contains("Note over P0,P1: call reviewed[Author = Alice, Reviewer = Editor]"),
+        "{boxed}"
+    );
+    assert!(!boxed.contains("draft("), "{boxed}");
+    let inline = stdout(&troupe(&[
+        "msc",
+        "examples/split_review.troupe",
+        "--format",
+        "mermaid",
+        "--inline",
+    ]));
+    assert_eq!(inline.matches("rect rgb").count(), 2, "{inline}");
+    assert!(
+        inline.contains("reviewed.text = draft(reviewed.task)"),
+        "{inline}"
+    );
+    let svg = stdout(&troupe(&["msc", "examples/split_review.troupe"]));
+    assert!(
+        svg.starts_with("<svg") && svg.contains("call reviewed["),
+        "{svg}"
+    );
+
+    let project = stdout(&troupe(&[
+        "project",
+        "examples/split_review.troupe",
+        "--lifeline",
+        "Editor",
+    ]));
+    assert!(
+        project.contains("call reviewed[Author = Bob, Reviewer = Editor] {"),
+        "{project}"
+    );
+    assert!(!project.contains("review(reviewed.text)"), "{project}");
+    let inline = stdout(&troupe(&[
+        "project",
+        "examples/split_review.troupe",
+        "--lifeline",
+        "Editor",
+        "--inline",
+    ]));
+    assert!(inline.contains("review(reviewed.text)"), "{inline}");
+}
+
+#[test]
+fn a_workflow_split_over_two_files_runs_and_is_verified() {
+    let out = troupe(&[
+        "run",
+        "examples/split_review.troupe",
+        "-i",
+        "topic=tide pools",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("article = "), "{}", stdout(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(all.contains("verified"), "{all}");
+}
+
+#[test]
+fn an_import_cycle_is_shown_in_both_files() {
+    let out = troupe(&[
+        "check",
+        "crates/troupe-check/tests/corpus/err/e0702_import_cycle.troupe",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("lib/cycle_b.troupe:1:8"), "{text}");
+    assert!(text.contains("e0702_import_cycle.troupe:3:8"), "{text}");
+    let json = troupe(&[
+        "check",
+        "--json",
+        "crates/troupe-check/tests/corpus/err/e0702_import_cycle.troupe",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let d = &doc["diagnostics"][0];
+    assert_eq!(d["code"], "E0702");
+    assert!(
+        d["file"].as_str().unwrap().ends_with("lib/cycle_b.troupe"),
+        "{d}"
+    );
+    assert_eq!(d["line"], 1);
+}
+
+#[test]
+fn a_durable_run_records_the_imported_files_and_resumes_from_them() {
+    let dir = std::env::temp_dir().join(format!("troupe-lang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    let root = workspace();
+    std::fs::copy(
+        root.join("examples/split_review.troupe"),
+        dir.join("split.troupe"),
+    )
+    .unwrap();
+    std::fs::copy(
+        root.join("examples/lib/review.troupe"),
+        dir.join("lib/review.troupe"),
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let split = dir.join("split.troupe");
+    let out = troupe(&[
+        "run",
+        split.to_str().unwrap(),
+        "-i",
+        "topic=kelp",
+        "--store",
+        db,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The imported file is gone: the recorded run still verifies and charts.
+    std::fs::remove_file(dir.join("lib/review.troupe")).unwrap();
+    let verify = troupe(&["verify", "run-1", "--store", db]);
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&verify),
+        stderr(&verify)
+    );
+    let chart = troupe(&["msc", "run-1", "--store", db, "--format", "mermaid"]);
+    assert_eq!(chart.status.code(), Some(0), "{}", stderr(&chart));
+    assert!(
+        stdout(&chart).contains("reviewed.text"),
+        "{}",
+        stdout(&chart)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
