@@ -18,7 +18,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The longest one command may take (a hang detector, not a benchmark).
@@ -26,10 +25,19 @@ const CASE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A scratch directory with examples, a store with a finished run and a
 /// run waiting for a person, a `troupe.toml` and a `tools/list` capture.
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("troupe-fuzz-cli-{}", std::process::id()));
+/// Removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    Scratch({
+        let dir =
+            std::env::temp_dir().join(format!("troupe-fuzz-cli-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
@@ -54,7 +62,14 @@ fn scratch() -> &'static Path {
         // A run waiting for a person (stopped there; its task stays pending).
         let ran = run_troupe(
             &dir,
-            &["run", "local_approval.troupe", "-i", "request=x", "--store", "--mock-externs"],
+            &[
+                "run",
+                "local_approval.troupe",
+                "-i",
+                "request=x",
+                "--store",
+                "--mock-externs",
+            ],
         )
         .expect("the run waits");
         assert!(ran.waited, "{}", text(&ran.out));
@@ -549,7 +564,8 @@ fn excluded(args: &[String]) -> bool {
 
 #[test]
 fn random_argument_vectors() {
-    let dir = scratch();
+    let scratch = scratch("argv");
+    let dir = &scratch.0;
     let started = Instant::now();
     let cases = std::cell::Cell::new(0u32);
     let result = runner(800).run(&argv(), |args| {
@@ -616,7 +632,8 @@ fn json_text() -> impl Strategy<Value = String> {
 
 #[test]
 fn random_input_json_runs() {
-    let dir = scratch();
+    let scratch = scratch("input-json");
+    let dir = &scratch.0;
     let started = Instant::now();
     let cases = std::cell::Cell::new(0u32);
     let files = [
@@ -760,7 +777,8 @@ fn raw_request() -> impl Strategy<Value = Vec<u8>> {
 
 #[test]
 fn random_http_to_a_running_serve() {
-    let dir = scratch();
+    let scratch = scratch("http");
+    let dir = &scratch.0;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -744,6 +744,9 @@ fn check_capture(c: &Capture) -> Result<(), TestCaseError> {
 #[test]
 fn random_tools_list_captures_through_contracts_lint() {
     fuzz("tools-list", 4_000, capture, check_capture);
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("troupe-fuzz-tools-{}", std::process::id())),
+    );
 }
 
 // ------------------------------------------------------------ HTTP

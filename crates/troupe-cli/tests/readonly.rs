@@ -43,6 +43,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Removes a case's directory, its read-only parts made writable first.
+fn remove(dir: &Path) {
+    for sub in ["ro", "data"] {
+        let _ = std::fs::set_permissions(dir.join(sub), std::fs::Permissions::from_mode(0o755));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Makes `path` belong to the user the binary runs as, with `mode`.
 fn own(path: &Path, mode: u32) {
     if as_root() {
@@ -127,6 +135,7 @@ fn a_read_only_directory_is_named_with_what_to_do() {
     refused(&out, "run below a 0500 directory", &["the directory ro"]);
     let out = troupe(&dir, &["runs", "--store", "ro/troupe.db"]);
     refused(&out, "runs", &["no store at ro/troupe.db"]);
+    remove(&dir);
 }
 
 #[test]
@@ -159,6 +168,7 @@ fn a_read_only_store_file_still_reads_and_refuses_writes_clearly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
     }
     assert!(text(&troupe(&dir, &["runs", "--store", "data/troupe.db"])).contains("run-1"));
+    remove(&dir);
 }
 
 #[test]
@@ -188,5 +198,5 @@ fn a_store_whose_directory_became_read_only_names_the_directory() {
             "chmod u+w data",
         ],
     );
-    own(&data, 0o755);
+    remove(&dir);
 }

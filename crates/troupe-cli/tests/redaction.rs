@@ -276,4 +276,5 @@ fn credentials_in_a_base_url_appear_in_no_output_page_or_store_file() {
         "the pages show the errors: {pages}"
     );
     assert_clean("troupe serve", &pages);
+    let _ = std::fs::remove_dir_all(&dir);
 }
