@@ -1,21 +1,32 @@
 //! The mock backend: deterministic, type-directed answers with no model.
 //!
 //! Every answer is a valid value of the declared output types, chosen from
-//! the run's seed and the [`CallKey`] only (never the prompt, a clock or
-//! `RandomState`), so a re-run call gets the same answer. Successive
-//! occurrences `k` of one (lifeline, action) cycle through values, which is
-//! what makes workflows driven by the mock finish and exercise both branches:
+//! the run's seed and the [`CallKey`] only (lifeline, action, occurrence `k`;
+//! never the prompt, a clock or `RandomState`), so a re-run call gets the
+//! same answer. The answers are meant to *exercise* a workflow: across
+//! seeds, loops iterate and both branches of a conditional occur, yet every
+//! loop over a mock answer ends.
 //!
-//! - `Bool`: alternates, starting from a bit derived from the seed and key;
-//! - enum: value `(offset + k) % n`, so a `while verdict == revise` loop ends
-//!   within `n` rounds;
-//! - `Int`: `(offset + k) % 10`; `Float`: the same divided by 4;
-//! - `Text`: `mock answer k to action` (the output or field path replaces
-//!   `answer` when there are several);
-//! - `Json`: `{"mock": action, "k": k}`;
-//! - records: each field in turn; lists: `(offset + k) % 3` items.
+//! Each choice (a `Bool`, an enum value, an `Int`, a list's length) has two
+//! phases:
 //!
-//! Offsets come from a fixed hash of (seed, lifeline, action, output path).
+//! - the first [`EXPLORE`] occurrences of a (lifeline, action) answer
+//!   independently, each from a fixed hash of (seed, lifeline, action,
+//!   output path, `k`): two lifelines asking the same thing may disagree,
+//!   and a `while more` loop goes on with probability ½ per round;
+//! - from occurrence [`EXPLORE`] on, the answer no longer depends on the
+//!   lifeline and cycles: choice `(h + k) % n` with `h` a hash of (seed,
+//!   action, output path). So lifelines that ask the same action as often
+//!   agree (a consensus loop ends), and one lifeline's answers run through
+//!   every value (a `while verdict == revise` or `while !done` loop ends
+//!   too). A loop guarded by a mock `Bool` or enum of `n` values ends
+//!   within `EXPLORE + n` calls, whatever its polarity.
+//!
+//! The values: `Bool` (choice of 2), enum value (choice of `n`), `Int`
+//! (choice of 10), `Float` (the `Int` choice divided by 4), `Text`
+//! (`mock answer k to action`; the output or field path replaces `answer`
+//! when there are several), `Json` (`{"mock": action, "k": k}`), records
+//! (each field in turn), lists (a choice of 0–2 items).
 
 use crate::answer::check_types;
 use crate::hash::stable_hash;
@@ -27,6 +38,10 @@ use troupe_check::{Type, TypeTable, Value};
 /// How deep records and lists may nest before a list is left empty; beyond
 /// twice this a record that contains itself directly has no finite value.
 const MAX_DEPTH: usize = 8;
+
+/// Occurrences of a (lifeline, action) that answer independently at
+/// random; later ones cycle in step across lifelines (see the module doc).
+pub const EXPLORE: u64 = 3;
 
 #[derive(Debug, Clone, Default)]
 pub struct MockBackend {
@@ -117,22 +132,34 @@ struct Gen<'a> {
 }
 
 impl Gen<'_> {
-    fn offset(&self, path: &str) -> u64 {
-        stable_hash(&[
-            &self.seed.to_le_bytes(),
-            self.key.lifeline.as_bytes(),
-            self.key.action.as_bytes(),
-            path.as_bytes(),
-        ])
+    /// Choice `path` of this call among `n` (`n > 0`): random for the first
+    /// [`EXPLORE`] occurrences, then cycling independently of the lifeline.
+    fn choice(&self, path: &str, n: u64) -> u64 {
+        let k = self.key.occurrence;
+        if k < EXPLORE {
+            stable_hash(&[
+                &self.seed.to_le_bytes(),
+                self.key.lifeline.as_bytes(),
+                self.key.action.as_bytes(),
+                path.as_bytes(),
+                &k.to_le_bytes(),
+            ]) % n
+        } else {
+            let h = stable_hash(&[
+                &self.seed.to_le_bytes(),
+                self.key.action.as_bytes(),
+                path.as_bytes(),
+            ]);
+            (h % n + k % n) % n
+        }
     }
 
     fn value(&self, ty: &Type, path: &str, depth: usize) -> Option<Value> {
         let k = self.key.occurrence;
-        let off = self.offset(path);
         Some(match ty {
-            Type::Bool => Value::Bool(((off ^ k) & 1) == 1),
-            Type::Int => Value::Int((off.wrapping_add(k) % 10) as i64),
-            Type::Float => Value::Float((off.wrapping_add(k) % 10) as f64 / 4.0),
+            Type::Bool => Value::Bool(self.choice(path, 2) == 1),
+            Type::Int => Value::Int(self.choice(path, 10) as i64),
+            Type::Float => Value::Float(self.choice(path, 10) as f64 / 4.0),
             Type::Text => Value::text(format!("mock {path} {k} to {}", self.key.action)),
             Type::Json | Type::Error => Value::Json(Arc::new(
                 serde_json::json!({"mock": self.key.action, "k": k}),
@@ -142,7 +169,7 @@ impl Gen<'_> {
                 if n == 0 {
                     return None;
                 }
-                Value::Enum(*id, (off.wrapping_add(k) % n) as u32)
+                Value::Enum(*id, self.choice(path, n) as u32)
             }
             Type::Record(id) => {
                 if depth > 2 * MAX_DEPTH {
@@ -160,7 +187,7 @@ impl Gen<'_> {
                 let len = if depth >= MAX_DEPTH {
                     0
                 } else {
-                    off.wrapping_add(k) % 3
+                    self.choice(path, 3)
                 };
                 let items = (0..len)
                     .map(|i| self.value(inner, &format!("{path}[{i}]"), depth + 1))
@@ -249,25 +276,60 @@ mod tests {
         );
     }
 
-    #[test]
-    fn bool_alternates_and_enum_cycles() {
-        let outs = vec![
-            OutputSlot::new("ok", Type::Bool),
-            OutputSlot::new("v", Type::Enum(EnumId(1))),
-        ];
-        let answers: Vec<Vec<Value>> = (0..6)
+    /// The values of output 0 of `action` at `lifeline` for occurrences
+    /// `0..n` under `seed`.
+    fn answers(ty: Type, seed: u64, lifeline: &str, action: &str, n: u64) -> Vec<Value> {
+        (0..n)
             .map(|k| {
-                MockBackend::answer_values(&request(outs.clone(), 7, "R", "review", k)).unwrap()
+                let outs = vec![OutputSlot::new("x", ty.clone())];
+                MockBackend::answer_values(&request(outs, seed, lifeline, action, k))
+                    .unwrap()
+                    .remove(0)
             })
-            .collect();
-        for k in 1..6 {
-            assert_ne!(answers[k][0], answers[k - 1][0], "Bool alternates");
-            let (Value::Enum(_, a), Value::Enum(_, b)) = (&answers[k - 1][1], &answers[k][1])
-            else {
-                panic!()
-            };
-            assert_eq!((a + 1) % 3, *b, "enum cycles");
+            .collect()
+    }
+
+    #[test]
+    fn later_occurrences_cycle_in_step_across_lifelines() {
+        for seed in 0..20 {
+            let colours = answers(Type::Enum(EnumId(1)), seed, "Alice", "pick", 12);
+            let bools = answers(Type::Bool, seed, "Alice", "more", 12);
+            for k in EXPLORE as usize + 1..12 {
+                let (Value::Enum(_, a), Value::Enum(_, b)) = (&colours[k - 1], &colours[k]) else {
+                    panic!("{:?}", colours[k])
+                };
+                assert_eq!(
+                    (a + 1) % 3,
+                    *b,
+                    "the enum cycles from occurrence {EXPLORE} on"
+                );
+                assert_ne!(bools[k - 1], bools[k], "the Bool alternates");
+            }
+            let bob = answers(Type::Enum(EnumId(1)), seed, "Bob", "pick", 12);
+            assert_eq!(
+                colours[EXPLORE as usize..],
+                bob[EXPLORE as usize..],
+                "lifelines agree from occurrence {EXPLORE} on"
+            );
         }
+    }
+
+    #[test]
+    fn early_occurrences_vary_by_lifeline_and_occurrence() {
+        // Over 64 seeds (pinned by the fixed hash), the first answers of two
+        // lifelines both agree and disagree, and one lifeline's first two
+        // answers both repeat and change: a consensus loop sometimes runs,
+        // a `while more` loop sometimes iterates.
+        let mut agree = [false; 2];
+        let mut repeat = [false; 2];
+        for seed in 0..64 {
+            let a = answers(Type::Bool, seed, "Alice", "assess", 2);
+            let b = answers(Type::Bool, seed, "Bob", "assess", 2);
+            agree[usize::from(a[0] == b[0])] = true;
+            repeat[usize::from(a[0] == a[1])] = true;
+        }
+        assert_eq!(agree, [true; 2]);
+        assert_eq!(repeat, [true; 2]);
     }
 
     #[test]
@@ -339,6 +401,27 @@ mod tests {
         })
     }
 
+    /// Calls `while guard(answer) { ask again }` makes: the first answer
+    /// decides whether the loop is entered, each later one whether it goes on.
+    fn loop_calls(
+        seed: u64,
+        lifeline: &str,
+        action: &str,
+        ty: &Type,
+        guard: impl Fn(&Value) -> bool,
+    ) -> u64 {
+        let outs = vec![OutputSlot::new("x", ty.clone())];
+        let mut k = 0;
+        loop {
+            let v = MockBackend::answer_values(&request(outs.clone(), seed, lifeline, action, k))
+                .unwrap();
+            k += 1;
+            if !guard(&v[0]) || k > 1000 {
+                return k;
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn mock_values_are_valid_and_deterministic(
@@ -358,6 +441,47 @@ mod tests {
                 let back = Value::from_json(&json, &slot.ty, &t);
                 prop_assert!(back.is_ok(), "{:?} does not read back as {:?}: {:?}", json, slot.ty, back);
             }
+        }
+
+        #[test]
+        fn loops_over_mock_answers_end_within_a_bound(
+            seed in any::<u64>(),
+            lifeline in "[A-Z][a-z]{0,6}",
+            action in "[a-z_]{1,8}",
+            target in 0u32..3,
+        ) {
+            // Whatever the polarity of the guard: `while more`, `while !done`,
+            // `while colour == red`, `while colour != red`.
+            let colour = Type::Enum(EnumId(1));
+            let bounds = [
+                (loop_calls(seed, &lifeline, &action, &Type::Bool, |v| *v == Value::Bool(true)), EXPLORE + 2),
+                (loop_calls(seed, &lifeline, &action, &Type::Bool, |v| *v == Value::Bool(false)), EXPLORE + 2),
+                (loop_calls(seed, &lifeline, &action, &colour, |v| *v == Value::Enum(EnumId(1), target)), EXPLORE + 3),
+                (loop_calls(seed, &lifeline, &action, &colour, |v| *v != Value::Enum(EnumId(1), target)), EXPLORE + 3),
+            ];
+            for (i, (calls, bound)) in bounds.into_iter().enumerate() {
+                prop_assert!(calls <= bound, "loop {} took {} calls, bound {}", i, calls, bound);
+            }
+        }
+
+        #[test]
+        fn a_conditional_on_a_mock_bool_takes_both_branches_across_seeds(
+            first in 0u64..1_000_000,
+            lifeline in "[A-Z][a-z]{0,6}",
+            action in "[a-z_]{1,8}",
+            k in 0u64..20,
+        ) {
+            // 40 consecutive seeds: both branches, unless the fixed hash is
+            // badly skewed (a chance of 2^-39 per case for a fair one).
+            let outs = vec![OutputSlot::new("ok", Type::Bool)];
+            let taken: std::collections::BTreeSet<bool> = (first..first + 40)
+                .map(|seed| {
+                    let r = request(outs.clone(), seed, &lifeline, &action, k);
+                    let a = MockBackend::answer_values(&r).unwrap();
+                    a[0] == Value::Bool(true)
+                })
+                .collect();
+            prop_assert_eq!(taken.len(), 2);
         }
     }
 }
