@@ -273,9 +273,38 @@ pub async fn serve_listener(
         }
     }
     let app = router_with(store, options.token, db, options.session_ttl);
-    axum::serve(listener, app)
-        .await
-        .map_err(|e| WebError::Io(format!("the server stopped: {e}")))
+    serve_connections(listener, app).await
+}
+
+/// How long a client may take to send a request's headers; a connection
+/// that sends them slower (or never) is closed, so that idle or trickling
+/// clients cannot hold the server's connections.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Accepts connections and serves each with HTTP/1.1 under
+/// [`HEADER_READ_TIMEOUT`] (what `axum::serve` does, plus the timeout).
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> Result<(), WebError> {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors and the like: wait, and go on.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 /// `n` random bytes from the operating system, as lowercase hex.

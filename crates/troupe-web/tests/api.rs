@@ -788,3 +788,33 @@ async fn the_sign_in_form_opens_a_session_and_sessions_expire() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir);
+    let addr = serve(&store, TOKEN).await;
+    // Headers begun and never ended, as a slow-loris client sends them.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /inbox HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: 1\r\n")
+        .await
+        .unwrap();
+    // Meanwhile the server answers others.
+    let r = client()
+        .get(format!("http://{addr}/api/runs"))
+        .header(AUTHORIZATION, bearer())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // The slow connection is closed once its time for headers is up (a
+    // bound far above it only detects a server that never closes it).
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        troupe_web::HEADER_READ_TIMEOUT * 6,
+        slow.read_to_end(&mut rest),
+    )
+    .await;
+    assert!(closed.is_ok(), "the server keeps a half-sent request open");
+}
