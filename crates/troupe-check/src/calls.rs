@@ -262,6 +262,11 @@ impl Remap<'_> {
 }
 
 impl Checker<'_> {
+    /// The names of the workflows, in order (for suggestions).
+    fn workflow_names(&self) -> Vec<String> {
+        self.callees.keys().cloned().collect()
+    }
+
     /// `call w[L = A, …](args) -> (y @ A, …)`: see the module docs.
     pub(crate) fn call(&mut self, stmt: &ast::Stmt, out: &mut Vec<ir::Stmt>) {
         let ast::StmtKind::Call {
@@ -282,8 +287,7 @@ impl Checker<'_> {
             match self.callees.get(&workflow.name) {
                 Some(found) => found.clone(),
                 None => {
-                    let hint = match self.did_you_mean(&workflow.name, self.callees.keys().cloned())
-                    {
+                    let hint = match self.did_you_mean(&workflow.name, self.workflow_names()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => {
                             "declare it with `workflow`, here or in an imported file".to_owned()

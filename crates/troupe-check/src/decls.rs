@@ -105,7 +105,7 @@ impl Checker<'_> {
                         let candidates = BUILTIN_TYPES
                             .iter()
                             .map(|s| s.to_string())
-                            .chain(self.type_names.keys().cloned());
+                            .chain(crate::suggest::sorted_keys(&self.type_names));
                         let mut d = Diagnostic::error(
                             Code::UnknownType,
                             id.span,
@@ -395,11 +395,12 @@ impl Checker<'_> {
                     ExprKind::Name(id) => match self.servers.get(&id.name) {
                         Some(s) => server = Some(s.clone()),
                         None => {
-                            let hint =
-                                match self.did_you_mean(&id.name, self.servers.keys().cloned()) {
-                                    Some(s) => format!("did you mean `{s}`?"),
-                                    None => "declare it: `mcp NAME { command: \"…\" }`".to_owned(),
-                                };
+                            let hint = match self
+                                .did_you_mean(&id.name, crate::suggest::sorted_keys(&self.servers))
+                            {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => "declare it: `mcp NAME { command: \"…\" }`".to_owned(),
+                            };
                             self.error(
                                 Diagnostic::error(
                                     Code::InvalidActionField,
@@ -576,6 +577,7 @@ impl Checker<'_> {
             }
         }
         let answer = match outputs {
+            [] => AnswerKind::Acknowledge,
             [one] => match &one.ty {
                 Type::Bool => AnswerKind::Confirm,
                 Type::Enum(_) => AnswerKind::Select,
@@ -587,10 +589,10 @@ impl Checker<'_> {
                     Diagnostic::error(
                         Code::InvalidActionBody,
                         decl.name.span,
-                        "a `human` action has exactly one output",
+                        "a `human` action has at most one output",
                     )
                     .with_hint(
-                        "`-> Bool` to confirm, `-> SomeEnum` to select, `-> Text` for free input",
+                        "`-> Bool` to confirm, `-> SomeEnum` to select, `-> Text` for free input, no output to acknowledge",
                     ),
                 );
                 AnswerKind::Input

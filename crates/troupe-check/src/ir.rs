@@ -159,6 +159,9 @@ pub enum AnswerKind {
     Input,
     /// `Text` with a `prefill:` to start from.
     Edit,
+    /// No outputs: the person acknowledges (the answer is the empty
+    /// record `{}`; the action binds nothing).
+    Acknowledge,
 }
 
 #[derive(Debug, Clone, PartialEq)]

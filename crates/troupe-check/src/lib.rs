@@ -125,7 +125,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         action_names: HashMap::new(),
         servers: HashMap::new(),
         wf: workflow::WfState::default(),
-        callees: HashMap::new(),
+        callees: std::collections::BTreeMap::new(),
         cyclic: std::collections::HashSet::new(),
         suggestion_budget: std::cell::Cell::new(suggest::SUGGESTION_BUDGET),
     };
@@ -164,7 +164,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
             .insert(decls[i].name.name.clone(), wf.clone());
         checked[i] = wf;
     }
-    drop(checker.callees.drain());
+    checker.callees.clear();
     let workflows: Vec<ir::Workflow> = checked
         .into_iter()
         .flatten()
@@ -195,7 +195,7 @@ pub(crate) struct Checker<'a> {
     wf: workflow::WfState,
     /// The workflows checked so far (`None`: it has errors, or is not
     /// checked yet), for `call`.
-    callees: HashMap<String, Option<std::sync::Arc<ir::Workflow>>>,
+    callees: std::collections::BTreeMap<String, Option<std::sync::Arc<ir::Workflow>>>,
     /// Calls that close a cycle of calls (reported; not inlined).
     cyclic: std::collections::HashSet<troupe_syntax::Span>,
     /// Candidate comparisons left for "did you mean" hints (see `suggest`).

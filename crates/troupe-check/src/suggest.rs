@@ -48,6 +48,15 @@ pub(crate) fn list_some<'s>(names: impl ExactSizeIterator<Item = &'s str>) -> St
 }
 
 /// The candidate closest to `name`, if it is close enough to be a likely typo.
+/// The keys of a name table, sorted, so that suggestions never depend on
+/// the hash order of a process.
+#[allow(clippy::disallowed_methods)] // sorted before anyone sees the order
+pub(crate) fn sorted_keys<V>(map: &std::collections::HashMap<String, V>) -> Vec<String> {
+    let mut keys: Vec<String> = map.keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
 pub(crate) fn did_you_mean<S: AsRef<str>>(
     name: &str,
     candidates: impl IntoIterator<Item = S>,

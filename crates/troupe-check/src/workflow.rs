@@ -12,7 +12,7 @@ use crate::expr::Scope;
 use crate::ir::{self, Call, LifelineId, MsgItem, Recv, StmtId, StmtKind, VarId};
 use crate::types::Type;
 use crate::value::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use troupe_syntax::ast::{self, ActRhs, ExprKind as AK};
 use troupe_syntax::{Code, Diagnostic, Span};
 
@@ -134,8 +134,8 @@ impl WfState {
 
     /// Undoes the changes since `mark`, returning the final state of each
     /// variable they touched.
-    fn rollback(&mut self, mark: usize) -> HashMap<VarId, BindState> {
-        let mut finals = HashMap::new();
+    fn rollback(&mut self, mark: usize) -> BTreeMap<VarId, BindState> {
+        let mut finals = BTreeMap::new();
         while self.log.len() > mark {
             let Some((var, old)) = self.log.pop() else {
                 break;
@@ -739,8 +739,8 @@ impl Checker<'_> {
 
     fn merge_branches(
         &mut self,
-        then: HashMap<VarId, BindState>,
-        otherwise: HashMap<VarId, BindState>,
+        then: BTreeMap<VarId, BindState>,
+        otherwise: BTreeMap<VarId, BindState>,
         guard: Span,
     ) {
         let mut vars: Vec<VarId> = then.keys().chain(otherwise.keys()).copied().collect();
@@ -961,11 +961,12 @@ impl Checker<'_> {
                     )
                 }
                 None => {
-                    let hint =
-                        match self.did_you_mean(&name.name, self.action_names.keys().cloned()) {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => "declare it with `llm`, `pure`, `effect` or `human`".to_owned(),
-                        };
+                    let hint = match self
+                        .did_you_mean(&name.name, crate::suggest::sorted_keys(&self.action_names))
+                    {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => "declare it with `llm`, `pure`, `effect` or `human`".to_owned(),
+                    };
                     self.error(
                         Diagnostic::error(
                             Code::UnknownAction,

@@ -69,6 +69,7 @@ fn ask_blocking(
                 "[new text]".to_owned()
             }
             AnswerKind::Input => "[answer]".to_owned(),
+            AnswerKind::Acknowledge => "[press Enter to acknowledge]".to_owned(),
         };
         let _ = write!(stderr, "{hint} > ");
         let _ = stderr.flush();
@@ -85,6 +86,7 @@ fn ask_blocking(
         }
         let line = line.trim_end_matches(['\n', '\r']);
         let answer = match task.answer {
+            AnswerKind::Acknowledge => Some(serde_json::Value::Object(serde_json::Map::new())),
             AnswerKind::Confirm => match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" | "true" => Some(serde_json::Value::Bool(true)),
                 "n" | "no" | "false" => Some(serde_json::Value::Bool(false)),

@@ -209,3 +209,123 @@ fn a_durable_run_records_the_imported_files_and_resumes_from_them() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A durable run of `examples/acknowledge.troupe` in a fresh directory.
+fn ack_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        workspace().join("examples/acknowledge.troupe"),
+        d.path().join("w.troupe"),
+    )
+    .unwrap();
+    d
+}
+
+fn in_dir(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("TROUPE_LEASE", "1s")
+        .env_remove("TROUPE_LLM")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+fn pending(dir: &Path) -> Vec<serde_json::Value> {
+    if !dir.join("db").exists() {
+        return Vec::new();
+    }
+    let out = in_dir(dir, &["tasks", "--store", "db", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_acknowledgement_waits_for_a_person_and_cannot_be_declined() {
+    let d = ack_dir();
+    let dir = d.path();
+    let mut run = in_dir(
+        dir,
+        &["run", "w.troupe", "--store", "db", "-i", "change=keys"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    while pending(dir).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no task"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let task = pending(dir)[0].clone();
+    assert_eq!(task["kind"], "acknowledge", "{task}");
+    for wrong in [vec!["--no"], vec!["--value", "sure"], vec!["--json", "[]"]] {
+        let mut args = vec!["answer", "task-1", "--store", "db"];
+        args.extend(wrong.iter().copied());
+        let out = in_dir(dir, &args).output().unwrap();
+        assert!(!out.status.success(), "{wrong:?} was accepted");
+        assert!(stderr(&out).contains("acknowledgement"), "{}", stderr(&out));
+        assert_eq!(pending(dir).len(), 1, "{wrong:?}: the task stays pending");
+    }
+    let out = in_dir(dir, &["answer", "task-1", "--yes", "--store", "db"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done = run.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&done.stdout), "receipt = read\n");
+    let verify = in_dir(dir, &["verify", "run-1", "--store", "db"])
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", stderr(&verify));
+    assert!(pending(dir).is_empty());
+}
+
+#[test]
+fn an_acknowledgement_is_answered_by_a_script_with_the_empty_record() {
+    let d = ack_dir();
+    std::fs::write(d.path().join("answers.json"), r#"{"Operator.notice": {}}"#).unwrap();
+    let out = in_dir(
+        d.path(),
+        &[
+            "run",
+            "w.troupe",
+            "-i",
+            "change=keys",
+            "--answers",
+            "answers.json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "receipt = read\n");
+    std::fs::write(d.path().join("answers.json"), r#"{"notice": true}"#).unwrap();
+    let out = in_dir(
+        d.path(),
+        &[
+            "run",
+            "w.troupe",
+            "-i",
+            "change=keys",
+            "--answers",
+            "answers.json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("acknowledgement"), "{}", stderr(&out));
+}

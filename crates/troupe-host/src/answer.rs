@@ -85,6 +85,9 @@ pub fn validate(
     input: &AnswerInput,
 ) -> Result<serde_json::Value, HostError> {
     let (ty, kind) = expected(action);
+    if kind == AnswerKind::Acknowledge {
+        return acknowledge(task, input);
+    }
     let shown = types.display(&ty).to_string();
     let expected = match (kind, &ty) {
         (AnswerKind::Confirm, _) => "a confirmation (yes or no)".to_owned(),
@@ -106,6 +109,34 @@ pub fn validate(
             example,
             confirm: kind == AnswerKind::Confirm,
         })
+}
+
+/// An acknowledgement: `yes`, or the empty record `{}` (as JSON, or an empty
+/// value); recorded as `{}`. It cannot be declined.
+fn acknowledge(task: &str, input: &AnswerInput) -> Result<serde_json::Value, HostError> {
+    let empty = serde_json::Value::Object(serde_json::Map::new());
+    let fits = match input {
+        AnswerInput::Yes => true,
+        AnswerInput::No => false,
+        AnswerInput::Value(t) => t.trim().is_empty() || t.trim() == "{}",
+        AnswerInput::Json(t) => {
+            serde_json::from_str::<serde_json::Value>(t).is_ok_and(|j| j == empty)
+        }
+        AnswerInput::Raw(j) => *j == empty,
+    };
+    if fits {
+        return Ok(empty);
+    }
+    Err(HostError::InvalidAnswer {
+        task: task.to_owned(),
+        expected: "an acknowledgement (yes, or the empty record {})".to_owned(),
+        why: match input {
+            AnswerInput::No => "an acknowledgement cannot be declined".to_owned(),
+            _ => "an acknowledgement carries no value".to_owned(),
+        },
+        example: empty,
+        confirm: true,
+    })
 }
 
 #[cfg(test)]
@@ -178,5 +209,35 @@ workflow w(q: Text @ A) {
         );
         let e = validate("t", &pick, &types, &AnswerInput::Json("\"green\"".into())).unwrap_err();
         assert!(e.to_string().contains("red, blue"), "{e}");
+    }
+
+    #[test]
+    fn an_acknowledgement_is_yes_or_the_empty_record_and_never_no() {
+        let (a, types) = action_of(
+            "human notice(t: Text) { ask: \"Read {t}\" }\nworkflow w(t: Text @ A) {\n  act A: notice(t)\n}\n",
+            "notice",
+        );
+        assert_eq!(expected(&a).1, AnswerKind::Acknowledge);
+        let empty = serde_json::json!({});
+        for ok in [
+            AnswerInput::Yes,
+            AnswerInput::Json("{}".into()),
+            AnswerInput::Raw(empty.clone()),
+            AnswerInput::Value(String::new()),
+        ] {
+            assert_eq!(
+                validate("task-1", &a, &types, &ok).unwrap(),
+                empty,
+                "{ok:?}"
+            );
+        }
+        for wrong in [
+            AnswerInput::No,
+            AnswerInput::Json("[]".into()),
+            AnswerInput::Raw(serde_json::json!({"x": 1})),
+            AnswerInput::Value("sure".into()),
+        ] {
+            assert!(validate("task-1", &a, &types, &wrong).is_err(), "{wrong:?}");
+        }
     }
 }

@@ -188,6 +188,7 @@ pub fn simulate(
                 .filter(|&l| pcs[l] < flat[l].ops.len())
                 .map(|l| LifelineId(l as u32))
                 .collect();
+            #[allow(clippy::disallowed_methods)] // a sum: the order does not matter
             let undelivered = channels.values().map(VecDeque::len).sum();
             return Ok(SimRun {
                 execution: exec,

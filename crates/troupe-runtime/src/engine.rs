@@ -1568,6 +1568,15 @@ impl RunState {
                 Box::new(move || {
                     Box::pin(async move {
                         let answer = inbox.ask(task).await?;
+                        if answer_kind == AnswerKind::Acknowledge {
+                            // The empty record: the action has no outputs.
+                            return match &answer {
+                                serde_json::Value::Object(o) if o.is_empty() => Ok(Vec::new()),
+                                other => Err(format!(
+                                    "an acknowledgement is answered with {{}}, not {other}"
+                                )),
+                            };
+                        }
                         let answer = match (answer_kind, &answer) {
                             // A confirm may be answered with yes/no text.
                             (AnswerKind::Confirm, serde_json::Value::String(s)) => {

@@ -104,6 +104,8 @@ stored_enum! {
         Input = "input",
         /// A value of the task's type, starting from a prefilled one.
         Edit = "edit",
+        /// Nothing to give: the person acknowledges (`{}`).
+        Acknowledge = "acknowledge",
     }
 }
 
@@ -115,6 +117,7 @@ impl From<troupe_check::ir::AnswerKind> for TaskKind {
             A::Select => TaskKind::Select,
             A::Input => TaskKind::Input,
             A::Edit => TaskKind::Edit,
+            A::Acknowledge => TaskKind::Acknowledge,
         }
     }
 }

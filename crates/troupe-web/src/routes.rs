@@ -349,6 +349,8 @@ fn task_form(t: &TaskRow, csrf: Option<&str>) -> String {
     let action = format!("/inbox/{}", escape(&t.id));
     let controls = match t.kind.as_str() {
         "confirm" => "<button class=\"yes\" name=\"choice\" value=\"yes\">Yes</button><button class=\"no\" name=\"choice\" value=\"no\">No</button>".to_owned(),
+        // An acknowledgement: one button, answered as yes (recorded as `{}`).
+        "acknowledge" => "<button class=\"yes\" name=\"choice\" value=\"yes\">Acknowledge</button>".to_owned(),
         "select" => t
             .options
             .iter()

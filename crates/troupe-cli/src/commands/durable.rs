@@ -134,6 +134,7 @@ pub fn print_notice(notice: &Notice) {
         } => {
             let how = match kind {
                 TaskKind::Confirm => "--yes or --no".to_owned(),
+                TaskKind::Acknowledge => "--yes (to acknowledge)".to_owned(),
                 TaskKind::Select => "--value CHOICE".to_owned(),
                 _ if ty == "Text" => "--value TEXT".to_owned(),
                 _ => format!("--value/--json (a {})", sanitize(ty)),

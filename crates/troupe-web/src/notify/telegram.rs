@@ -153,6 +153,7 @@ impl Telegram {
             "confirm" => {
                 Some(json!({ "inline_keyboard": [[button("Yes", "y"), button("No", "n")]] }))
             }
+            "acknowledge" => Some(json!({ "inline_keyboard": [[button("Acknowledge", "y")]] })),
             "select" => {
                 let rows: Vec<Value> = t
                     .options
