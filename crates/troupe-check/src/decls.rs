@@ -210,6 +210,88 @@ impl Checker<'_> {
                 span: decl.name.span,
             });
         }
+        self.resolve_tools();
+    }
+
+    /// The `tools:` of `llm` actions name declared `tool` actions (E0106),
+    /// each once.
+    fn resolve_tools(&mut self) {
+        for (index, llm, names) in std::mem::take(&mut self.pending_tools) {
+            let mut ids: Vec<ir::ActionId> = Vec::with_capacity(names.len());
+            for id in &names {
+                match self.action_names.get(&id.name).copied() {
+                    Some(a) if matches!(self.actions[a.0 as usize].kind, ActionKind::Tool(_)) => {
+                        if ids.contains(&a) {
+                            self.error(
+                                Diagnostic::error(
+                                    Code::UnknownTool,
+                                    id.span,
+                                    format!(
+                                        "`{}` is listed twice in the tools of `{llm}`",
+                                        id.name
+                                    ),
+                                )
+                                .with_label("listed again"),
+                            );
+                        } else {
+                            ids.push(a);
+                        }
+                    }
+                    Some(a) => {
+                        let kind = self.actions[a.0 as usize].kind.label();
+                        let declared = self.actions[a.0 as usize].span;
+                        self.error(
+                            Diagnostic::error(
+                                Code::UnknownTool,
+                                id.span,
+                                format!("`{}` is a `{kind}` action, not a `tool`", id.name),
+                            )
+                            .with_label("not a tool")
+                            .with_related(declared, "declared here")
+                            .with_hint("a model may call only `tool` actions (operations of an `mcp` server)"),
+                        );
+                    }
+                    None => {
+                        let tools: Vec<String> = {
+                            let mut t: Vec<String> = self
+                                .actions
+                                .iter()
+                                .filter(|a| matches!(a.kind, ActionKind::Tool(_)))
+                                .map(|a| a.name.clone())
+                                .collect();
+                            t.sort();
+                            t
+                        };
+                        let hint = match self.did_you_mean(&id.name, tools.iter()) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None if tools.is_empty() => {
+                                "declare it with `tool NAME(…) -> T { server: S }`".to_owned()
+                            }
+                            None => format!(
+                                "the tools are {}",
+                                crate::suggest::list_some(tools.iter().map(String::as_str))
+                            ),
+                        };
+                        self.error(
+                            Diagnostic::error(
+                                Code::UnknownTool,
+                                id.span,
+                                format!("no `tool` named `{}`", id.name),
+                            )
+                            .with_label("unknown tool")
+                            .with_hint(hint),
+                        );
+                    }
+                }
+            }
+            if let Some(ir::Action {
+                kind: ActionKind::Llm(l),
+                ..
+            }) = self.actions.get_mut(index)
+            {
+                l.tools = ids;
+            }
+        }
     }
 
     fn action_kind(
@@ -505,9 +587,19 @@ impl Checker<'_> {
         let mut model = None;
         let mut temperature = None;
         let mut retries = None;
+        let mut max_steps = None;
+        let mut tools = Vec::new();
         for f in self.unique_fields(
             fields,
-            &["system", "prompt", "model", "temperature", "retries"],
+            &[
+                "system",
+                "prompt",
+                "model",
+                "temperature",
+                "retries",
+                "tools",
+                "max_steps",
+            ],
             "llm",
         ) {
             match f.name.name.as_str() {
@@ -522,6 +614,21 @@ impl Checker<'_> {
                 "retries" => match f.value.kind {
                     ExprKind::Int(n) if (0..=100).contains(&n) => retries = Some(n as u32),
                     _ => self.bad_field(f, "a whole number from 0 to 100"),
+                },
+                "max_steps" => match f.value.kind {
+                    ExprKind::Int(n) if (1..=100).contains(&n) => max_steps = Some(n as u32),
+                    _ => self.bad_field(f, "a whole number from 1 to 100"),
+                },
+                "tools" => match &f.value.kind {
+                    ExprKind::List(items) => {
+                        for item in items {
+                            match &item.kind {
+                                ExprKind::Name(id) => tools.push(id.clone()),
+                                _ => self.bad_field(f, "a list of `tool` action names"),
+                            }
+                        }
+                    }
+                    _ => self.bad_field(f, "a list of `tool` action names, `[a, b]`"),
                 },
                 _ => {}
             }
@@ -547,12 +654,19 @@ impl Checker<'_> {
             );
             Template { parts: Vec::new() }
         });
+        if !tools.is_empty() {
+            self.pending_tools
+                .push((self.actions.len(), decl.name.name.clone(), tools));
+        }
         ActionKind::Llm(LlmAction {
             system,
             prompt,
             model,
             temperature,
             retries,
+            // Resolved once every action is declared (see `resolve_tools`).
+            tools: Vec::new(),
+            max_steps,
         })
     }
 

@@ -146,6 +146,12 @@ pub struct LlmAction {
     pub model: Option<String>,
     pub temperature: Option<f64>,
     pub retries: Option<u32>,
+    /// `tools: [a, b]`: the declared `tool` actions the model may call
+    /// (LANGUAGE.md §6). Carried for a runtime with tool calling; a runtime
+    /// without it refuses to run a workflow that calls this action.
+    pub tools: Vec<ActionId>,
+    /// `max_steps: N`: the most model turns of one call (1 to 100).
+    pub max_steps: Option<u32>,
 }
 
 /// How a person answers a human task, decided by the output type.

@@ -126,6 +126,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         servers: HashMap::new(),
         wf: workflow::WfState::default(),
         callees: std::collections::BTreeMap::new(),
+        pending_tools: Vec::new(),
         cyclic: std::collections::HashSet::new(),
         suggestion_budget: std::cell::Cell::new(suggest::SUGGESTION_BUDGET),
     };
@@ -196,6 +197,9 @@ pub(crate) struct Checker<'a> {
     /// The workflows checked so far (`None`: it has errors, or is not
     /// checked yet), for `call`.
     callees: std::collections::BTreeMap<String, Option<std::sync::Arc<ir::Workflow>>>,
+    /// `tools:` of `llm` actions, resolved once every action is declared:
+    /// (action index, llm name, the names).
+    pending_tools: Vec<(usize, String, Vec<troupe_syntax::ast::Ident>)>,
     /// Calls that close a cycle of calls (reported; not inlined).
     cyclic: std::collections::HashSet<troupe_syntax::Span>,
     /// Candidate comparisons left for "did you mean" hints (see `suggest`).

@@ -6,7 +6,7 @@ mod out;
 mod render;
 mod terminal;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 /// Runs allocate many small, short-lived objects (messages, action
 /// futures); mimalloc serves them markedly faster than glibc's allocator
@@ -152,6 +152,10 @@ enum Command {
     ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
     #[command(subcommand, verbatim_doc_comment)]
     Contracts(troupe_contracts::cli::ContractsCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// Example: troupe completions bash > ~/.local/share/bash-completion/completions/troupe
+    Completions(commands::completions::CompletionsArgs),
     /// Language server for editors, over stdin/stdout (LSP).
     ///
     /// Diagnostics as `troupe check` reports them, hover, go to definition,
@@ -239,6 +243,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),
+        Command::Completions(args) => commands::completions::run(&args, Cli::command()),
         Command::Lsp => commands::lsp::run(),
     };
     match result {

@@ -249,7 +249,7 @@ fn pending(dir: &Path) -> Vec<serde_json::Value> {
 fn an_acknowledgement_waits_for_a_person_and_cannot_be_declined() {
     let d = ack_dir();
     let dir = d.path();
-    let mut run = in_dir(
+    let run = in_dir(
         dir,
         &["run", "w.troupe", "--store", "db", "-i", "change=keys"],
     )
@@ -328,4 +328,22 @@ fn an_acknowledgement_is_answered_by_a_script_with_the_empty_record() {
     .unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("acknowledgement"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_llm_with_tools_is_refused_before_the_run_starts() {
+    let out = troupe(&[
+        "run",
+        "crates/troupe-check/tests/corpus/ok/llm_tools.troupe",
+        "-i",
+        "q=hello",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`assist` lets the model call tools (get_user, check_balance)")
+            && err.contains("does not support tool calling"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }

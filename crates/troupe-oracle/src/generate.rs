@@ -477,6 +477,8 @@ fn actions() -> Vec<Action> {
                 model: None,
                 temperature: None,
                 retries: None,
+                tools: Vec::new(),
+                max_steps: None,
             }),
         ),
         int_action("store", ActionKind::Effect { idempotent: false }),

@@ -554,6 +554,8 @@ impl Builder {
                 model: None,
                 temperature: None,
                 retries: None,
+                tools: Vec::new(),
+                max_steps: None,
             }),
             span: Span::default(),
         });

@@ -266,6 +266,27 @@ impl EngineBuilder {
         // projection; each run gets a fresh cursor over them.
         let monitor = troupe_msc::Monitor::with_projection(wf, &projection);
         let flat = projection.flatten();
+        // An `llm` with `tools:` needs tool calling, which this runtime does
+        // not have: refuse the run instead of calling the model without them.
+        for op in flat.iter().flat_map(|f| f.ops.iter()) {
+            if let Op::Act {
+                call: Call::Action { action, .. },
+                ..
+            } = op
+                && let Some(a) = self.program.actions.get(action.0 as usize)
+                && let ActionKind::Llm(l) = &a.kind
+                && !l.tools.is_empty()
+            {
+                return Err(RunError::ToolCallingUnsupported {
+                    action: a.name.clone(),
+                    tools: l
+                        .tools
+                        .iter()
+                        .map(|t| self.program.action(*t).name.clone())
+                        .collect(),
+                });
+            }
+        }
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
         let llm = match self.llm {

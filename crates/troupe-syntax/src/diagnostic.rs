@@ -132,6 +132,9 @@ codes! {
     /// An action whose body does not fit its kind, e.g. an `llm` without a
     /// prompt body or a `pure` action with neither `= expr` nor `extern`.
     InvalidActionBody = "E0105", "invalid-action-body";
+    /// An `llm` action's `tools:` list names something that is not a
+    /// declared `tool` action.
+    UnknownTool = "E0106", "unknown-tool";
     /// Rule 1: sender and receiver of a `msg` list a different number of items.
     PayloadArity = "E0201", "payload-arity";
     /// Rule 1: a receiver literal must equal the sender's literal at the same

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod completions;
 pub mod contracts;
 pub mod durable;
 pub mod explain;
