@@ -243,9 +243,25 @@ fn flip(e: &mut Event) {
     }
 }
 
+fn retag(e: &mut Event) {
+    match e {
+        Event::Decide { tag, .. }
+        | Event::Send {
+            msg: Message::Control { tag, .. },
+            ..
+        }
+        | Event::Recv {
+            msg: Message::Control { tag, .. },
+            ..
+        } => *tag = ControlTag(tag.0 ^ 0x10),
+        _ => {}
+    }
+}
+
 /// Valid but mislabelled variants of a member: a message (send and receive
 /// together) or an action relabelled with another statement of the same
-/// lifelines, or a decision flipped with its whole broadcast.
+/// lifelines, a decision flipped with its whole broadcast, or a decision
+/// and its broadcast (or the broadcast alone) carrying another tag.
 fn mislabelled(w: &Workflow, exec: &Execution, rng: &mut Rng) -> Vec<Execution> {
     let mut msgs: HashMap<(u32, u32), Vec<StmtId>> = HashMap::new();
     let mut acts: HashMap<u32, Vec<StmtId>> = HashMap::new();
@@ -306,21 +322,31 @@ fn mislabelled(w: &Workflow, exec: &Execution, rng: &mut Rng) -> Vec<Execution> 
                     }
                 }
                 Event::Decide { .. } => {
-                    let mut y = exec.clone();
-                    flip(&mut y.words[l][i]);
-                    let mut k = i + 1;
-                    while let Some(Event::Send {
-                        msg: Message::Control { .. },
-                        ..
-                    }) = exec.words[l].get(k)
-                    {
-                        flip(&mut y.words[l][k]);
-                        if let Some((t, j)) = matching_recv(exec, l, k) {
-                            flip(&mut y.words[t][j]);
+                    // Flipped or retagged together with the decision, and
+                    // the broadcast alone retagged.
+                    for (change, decide_too) in [
+                        (flip as fn(&mut Event), true),
+                        (retag, true),
+                        (retag, false),
+                    ] {
+                        let mut y = exec.clone();
+                        if decide_too {
+                            change(&mut y.words[l][i]);
                         }
-                        k += 1;
+                        let mut k = i + 1;
+                        while let Some(Event::Send {
+                            msg: Message::Control { .. },
+                            ..
+                        }) = exec.words[l].get(k)
+                        {
+                            change(&mut y.words[l][k]);
+                            if let Some((t, j)) = matching_recv(exec, l, k) {
+                                change(&mut y.words[t][j]);
+                            }
+                            k += 1;
+                        }
+                        out.push(y);
                     }
-                    out.push(y);
                 }
                 _ => {}
             }
@@ -338,7 +364,7 @@ fn within(w: &Workflow, exec: &Execution, unroll: u32) -> bool {
         .filter(|c| c.1 == troupe_project::ConstructKind::While)
         .map(|c| c.0)
         .collect();
-    let mut yes: HashMap<StmtId, u32> = HashMap::new();
+    let mut yes: std::collections::BTreeMap<StmtId, u32> = Default::default();
     for e in exec.words.iter().flatten() {
         if let Event::Decide {
             stmt,
@@ -373,14 +399,20 @@ fn membership_rejects_valid_but_mislabelled_executions() {
         let loop_free = !troupe_oracle::reference::constructs(w)
             .iter()
             .any(|c| c.1 == troupe_project::ConstructKind::While);
-        let member_keys = keys(&members);
+        // Keys ignore tags; the executions with a key are compared whole.
+        let mut by_key: HashMap<Key, Vec<&Execution>> = HashMap::new();
+        for m in &members {
+            by_key.entry(m.key()).or_default().push(m);
+        }
         let mut rng = Rng::new(seed ^ 0x5eed);
         for x in members.iter().take(40) {
             for y in mislabelled(w, x, &mut rng) {
                 if !within(w, &y, unroll) {
                     continue;
                 }
-                let expected = member_keys.contains(&y.key());
+                let expected = by_key
+                    .get(&y.key())
+                    .is_some_and(|ms| ms.iter().any(|m| **m == y));
                 let offline = sem.check(&y, &control).is_ok();
                 assert_eq!(
                     offline,
@@ -482,4 +514,203 @@ fn the_simulated_projection_runs_as_the_global_workflow() {
         events += run.execution.len();
     }
     eprintln!("{events} events compared");
+}
+
+/// Validity by the book, for the test below: FIFO matching per channel,
+/// matched messages equal (values compared when both sides have them),
+/// and the causal order (local order plus send before its receive)
+/// acyclic, found by repeatedly removing an event with no predecessor left.
+fn naively_valid(exec: &Execution) -> bool {
+    let n = exec.words.len();
+    // The send each receive is matched with.
+    let mut matched: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
+    for q in 0..n {
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        for (j, e) in exec.words[q].iter().enumerate() {
+            let Event::Recv { from, msg } = e else {
+                continue;
+            };
+            let p = from.0 as usize;
+            if p >= n || p == q {
+                return false;
+            }
+            let k = seen.entry(p).or_default();
+            let send = exec.words[p]
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(e, Event::Send { to, .. } if to.0 as usize == q))
+                .nth(*k);
+            *k += 1;
+            let Some((i, Event::Send { msg: sent, .. })) = send else {
+                return false;
+            };
+            let agree = match (sent, msg) {
+                (
+                    Message::Data {
+                        stmt: a,
+                        values: va,
+                    },
+                    Message::Data {
+                        stmt: b,
+                        values: vb,
+                    },
+                ) => a == b && (va.is_none() || vb.is_none() || va == vb),
+                (a @ Message::Control { .. }, b @ Message::Control { .. }) => a == b,
+                _ => false,
+            };
+            if !agree {
+                return false;
+            }
+            matched.insert((q, j), (p, i));
+        }
+    }
+    for (p, w) in exec.words.iter().enumerate() {
+        for e in w {
+            if let Event::Send { to, .. } = e
+                && (to.0 as usize >= n || to.0 as usize == p)
+            {
+                return false;
+            }
+        }
+    }
+    // Remove events whose predecessors are all gone until none can go.
+    let mut done = vec![0usize; n];
+    loop {
+        let mut moved = false;
+        for q in 0..n {
+            while done[q] < exec.words[q].len() {
+                if let Some(&(p, i)) = matched.get(&(q, done[q]))
+                    && done[p] <= i
+                {
+                    break;
+                }
+                done[q] += 1;
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    (0..n).all(|q| done[q] == exec.words[q].len())
+}
+
+/// Variants of a member that may be invalid: a receive moved before an
+/// earlier send of its lifeline (a possible causal cycle), two receives of
+/// one channel swapped (FIFO), a received value changed (payloads).
+fn disordered(exec: &Execution, rng: &mut Rng) -> Vec<Execution> {
+    let mut out = Vec::new();
+    for (l, w) in exec.words.iter().enumerate() {
+        for j in 0..w.len() {
+            match &w[j] {
+                Event::Recv { from, msg } => {
+                    // Earlier: before some send of this lifeline.
+                    if let Some(i) = (0..j)
+                        .filter(|&i| matches!(w[i], Event::Send { .. }))
+                        .nth(rng.below(3))
+                    {
+                        let mut y = exec.clone();
+                        let e = y.words[l].remove(j);
+                        y.words[l].insert(i, e);
+                        out.push(y);
+                    }
+                    // Swapped with the next receive of the same channel.
+                    if let Some(k) = (j + 1..w.len())
+                        .find(|&k| matches!(&w[k], Event::Recv { from: f, .. } if f == from))
+                    {
+                        let mut y = exec.clone();
+                        y.words[l].swap(j, k);
+                        out.push(y);
+                    }
+                    // A value that was not sent.
+                    if let Message::Data {
+                        values: Some(values),
+                        ..
+                    } = msg
+                        && !values.is_empty()
+                    {
+                        let mut y = exec.clone();
+                        if let Event::Recv {
+                            msg:
+                                Message::Data {
+                                    values: Some(v), ..
+                                },
+                            ..
+                        } = &mut y.words[l][j]
+                        {
+                            let at = rng.below(v.len());
+                            v[at] = match &v[at] {
+                                troupe_check::Value::Int(x) => troupe_check::Value::Int(x + 1),
+                                _ => troupe_check::Value::text("changed"),
+                            };
+                        }
+                        out.push(y);
+                    }
+                }
+                _ => continue,
+            }
+        }
+    }
+    out
+}
+
+/// Validity against the naive check above, on members with values (from the
+/// global interpreter) and their disordered variants; an invalid execution
+/// is never a member, offline or online.
+#[test]
+fn validity_agrees_with_a_naive_check() {
+    let seeds = Seeds::new("validity_agrees_with_a_naive_check", 300);
+    let (mut invalid, mut valid) = (0usize, 0usize);
+    let control = MemberOptions {
+        control: true,
+        prefix: false,
+    };
+    for seed in seeds.iter() {
+        let program = small(seed);
+        let w = &program.workflows[0];
+        let n = w.lifelines.len();
+        let sem = Semantics::new(&program, w).unwrap();
+        let inputs = generate::inputs(w, seed);
+        let run = global::run(w, &inputs, true, &tags(&sem)).unwrap();
+        let member = run.execution;
+        assert!(naively_valid(&member), "seed {seed}\n{}", repeat_hint(seed));
+        assert!(troupe_msc::validate(&member, n).is_ok());
+        let mut rng = Rng::new(seed ^ 0xd15);
+        for y in disordered(&member, &mut rng) {
+            let expected = naively_valid(&y);
+            let got = troupe_msc::validate(&y, n);
+            assert_eq!(
+                got.is_ok(),
+                expected,
+                "seed {seed}: validate says {got:?} for\n{y:?}\n{}",
+                repeat_hint(seed)
+            );
+            if expected {
+                valid += 1;
+            } else {
+                invalid += 1;
+                assert!(
+                    sem.check(&y, &control).is_err(),
+                    "seed {seed}: an invalid execution is a member\n{}",
+                    repeat_hint(seed)
+                );
+                let mut m = Monitor::new(&program, w).unwrap();
+                let online = linearize(&y).is_some_and(|events| {
+                    events.iter().all(|(l, e)| m.event(*l, e).is_ok()) && m.finish(false).is_ok()
+                });
+                assert!(
+                    !online,
+                    "seed {seed}: the monitor accepts an invalid execution\n{}",
+                    repeat_hint(seed)
+                );
+            }
+        }
+    }
+    eprintln!("{invalid} invalid and {valid} valid variants compared");
+    if seeds.cases >= 100 {
+        assert!(
+            invalid >= 500 && valid >= 100,
+            "{invalid} invalid, {valid} valid"
+        );
+    }
 }
