@@ -4,6 +4,7 @@
 mod commands;
 mod out;
 mod render;
+mod telemetry;
 mod terminal;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -35,6 +36,17 @@ struct Cli {
     /// When to colour the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+    /// Which logs to print on stderr, as `RUST_LOG` writes it: `info`,
+    /// `troupe_host=debug,warn`, `off`. Default: `TROUPE_LOG`, then
+    /// `RUST_LOG`, then `warn`.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+    /// Export traces (run → lifeline → step → model call, with token
+    /// counts) over OTLP/HTTP to this collector, e.g.
+    /// `http://127.0.0.1:4318`. Default: `OTEL_EXPORTER_OTLP_ENDPOINT`, then
+    /// `[telemetry] otlp` in troupe.toml; none.
+    #[arg(long, global = true, value_name = "URL")]
+    otlp: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -217,6 +229,13 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
             };
+        }
+    };
+    let _telemetry = match telemetry::init(cli.log.as_deref(), cli.otlp.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
         }
     };
     let result = match cli.command {

@@ -237,3 +237,156 @@ fn model_calls_are_recorded_with_tokens_latency_retries_and_cost() {
     assert!(text.contains("2 call(s)"), "{text}");
     assert!(text.contains("429"), "{text}");
 }
+
+/// A collector: the JSON bodies POSTed to /v1/traces.
+fn collector() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let log = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            if line.contains("/v1/traces") {
+                log.lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&body).unwrap());
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+            );
+        }
+    });
+    (port, got)
+}
+
+/// A span as the collector got it.
+#[derive(Debug, Clone)]
+struct Span {
+    trace: String,
+    id: String,
+    parent: String,
+    name: String,
+    attributes: Vec<(String, String)>,
+}
+
+fn spans(bodies: &[Value]) -> Vec<Span> {
+    let mut out = Vec::new();
+    for body in bodies {
+        for rs in body["resourceSpans"].as_array().into_iter().flatten() {
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    let attributes = s["attributes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|a| {
+                            let v = &a["value"];
+                            let v = ["stringValue", "intValue", "boolValue", "doubleValue"]
+                                .iter()
+                                .find_map(|k| v.get(*k))
+                                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                                .unwrap_or_default();
+                            (a["key"].as_str().unwrap_or("").to_owned(), v)
+                        })
+                        .collect();
+                    out.push(Span {
+                        trace: s["traceId"].as_str().unwrap_or("").to_owned(),
+                        id: s["spanId"].as_str().unwrap_or("").to_owned(),
+                        parent: s["parentSpanId"].as_str().unwrap_or("").to_owned(),
+                        name: s["name"].as_str().unwrap_or("").to_owned(),
+                        attributes,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_run_is_one_trace_of_nested_spans_with_genai_attributes_over_otlp() {
+    let (openai, _) = provider(json!({
+        "id": "c1", "object": "chat.completion", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Fine."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 21, "completion_tokens": 4, "total_tokens": 25}
+    }));
+    let (port, bodies) = collector();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.troupe"), WORKFLOW).unwrap();
+    let env = [
+        ("OPENAI_BASE_URL", format!("http://127.0.0.1:{openai}/v1")),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+    ];
+    let otlp = format!("http://127.0.0.1:{port}");
+    troupe(
+        dir.path(),
+        &env,
+        &[
+            "run",
+            "notes.troupe",
+            "-i",
+            "topic=cake",
+            "--llm-for",
+            "Writer=openai:gpt-4o-mini",
+            "--otlp",
+            &otlp,
+        ],
+    );
+    // The command flushes before it exits.
+    let spans = spans(&bodies.lock().unwrap());
+    let run: Vec<&Span> = spans.iter().filter(|s| s.name == "run").collect();
+    assert_eq!(run.len(), 1, "one run span: {spans:#?}");
+    let run = run[0];
+    assert!(spans.iter().all(|s| s.trace == run.trace), "one trace");
+    let by_id = |id: &str| spans.iter().find(|s| s.id == id);
+    let call = spans
+        .iter()
+        .find(|s| {
+            s.name == "model call"
+                && s.attributes
+                    .contains(&("gen_ai.request.model".into(), "openai:gpt-4o-mini".into()))
+        })
+        .unwrap_or_else(|| panic!("no model call span of the OpenAI model: {spans:#?}"));
+    let attr = |s: &Span, k: &str| {
+        s.attributes
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        attr(call, "gen_ai.usage.input_tokens").as_deref(),
+        Some("21")
+    );
+    assert_eq!(
+        attr(call, "gen_ai.usage.output_tokens").as_deref(),
+        Some("4")
+    );
+    assert_eq!(attr(call, "gen_ai.operation.name").as_deref(), Some("chat"));
+    // Nested: model call → step → lifeline → run.
+    let step = by_id(&call.parent).expect("the call's parent");
+    assert_eq!(step.name, "step");
+    assert_eq!(attr(step, "step").as_deref(), Some("Writer/draft#0"));
+    let lifeline = by_id(&step.parent).expect("the step's parent");
+    assert_eq!(lifeline.name, "lifeline");
+    assert_eq!(attr(lifeline, "lifeline").as_deref(), Some("Writer"));
+    assert_eq!(lifeline.parent, run.id);
+    assert!(attr(run, "workflow").as_deref() == Some("notes"));
+}

@@ -416,6 +416,24 @@ fn booking_trial(root: &Path, trial: usize) {
     if trial % 2 == 1 {
         starters.push(with_answers(detach));
     }
+    // A `run` starter that comes after another finished run-1 starts a
+    // new run of the file (run-1 is done): it waits for a confirmation
+    // nobody gives, so it is cancelled, as a person would.
+    let started = Instant::now();
+    while starters.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "booking {trial}: the starters hang"
+        );
+        let runs = json(&dir, &["runs", "--store", "db", "--json"]);
+        for r in runs.as_array().into_iter().flatten() {
+            if r["name"] != "run-1" && r["status"] == "waiting" {
+                let name = r["name"].as_str().unwrap();
+                let _ = output(in_dir(&dir, &["cancel", name, "--store", "db"]));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut report = String::new();
     let mut owners = 0;
     for c in starters {
@@ -423,11 +441,13 @@ fn booking_trial(root: &Path, trial: usize) {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         report += &format!("{}\n{stdout}{stderr}\n", out.status);
-        if stderr.contains("done; verified") || stdout.trim() == "run-1" {
+        if stderr.contains("run-1 done; verified") || stdout.trim() == "run-1" {
             owners += 1;
         } else {
             assert!(
-                stderr.contains("is being run by"),
+                stderr.contains("is being run by")
+                    || stderr.contains("run-2")
+                    || stdout.trim() == "run-2",
                 "booking {trial}:\n{report}"
             );
         }
@@ -435,6 +455,22 @@ fn booking_trial(root: &Path, trial: usize) {
     assert_eq!(owners, 1, "booking {trial}:\n{report}");
     wait_for("the booking to end", || {
         json(&dir, &["status", "run-1", "--store", "db", "--json"])["status"] == "done"
+    });
+    // A late detached starter's new run, too, is cancelled and ends.
+    wait_for("late runs to end", || {
+        let runs = json(&dir, &["runs", "--store", "db", "--json"]);
+        let open: Vec<String> = runs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["name"] != "run-1")
+            .filter(|r| !matches!(r["status"].as_str(), Some("done" | "failed" | "cancelled")))
+            .filter_map(|r| r["name"].as_str().map(str::to_owned))
+            .collect();
+        for name in &open {
+            let _ = output(in_dir(&dir, &["cancel", name, "--store", "db"]));
+        }
+        open.is_empty()
     });
     assert_eq!(
         calls(&dir, "book_ticket"),
