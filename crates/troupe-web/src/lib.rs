@@ -20,6 +20,7 @@
 
 pub mod answer;
 mod auth;
+mod console;
 mod guard;
 mod html;
 mod live;

@@ -104,6 +104,18 @@ impl RunView {
         })
     }
 
+    /// The names of the run's lifelines, in the workflow's order (none when
+    /// the recorded source no longer checks).
+    pub(crate) fn lifeline_names(&self) -> Vec<String> {
+        self.program.as_ref().map_or(Vec::new(), |(p, i)| {
+            p.workflows[*i]
+                .lifelines
+                .iter()
+                .map(|l| l.name.clone())
+                .collect()
+        })
+    }
+
     /// Events in the run up to the window's end.
     pub(crate) fn total(&self) -> u64 {
         self.total
@@ -293,8 +305,8 @@ struct Live {
     app: App,
     run: i64,
     view: Option<RunView>,
-    /// The status and event count last sent.
-    last: Option<(String, u64)>,
+    /// The status, event count and tasks/steps/model calls last sent.
+    last: Option<(String, u64, String)>,
     /// Rows were sent for the events before this index.
     sent_upto: u64,
     /// When the chart was last sent; whether it changed since.
@@ -329,10 +341,13 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
                 }
                 None => RunView::load(&store, &detail, None)?,
             };
-            Ok::<_, StoreError>((detail, view))
+            let tasks = crate::routes::run_tasks(&store, run)?;
+            let activity =
+                crate::routes::run_activity(&store, &detail, &view.lifeline_names(), &tasks)?;
+            Ok::<_, StoreError>((detail, view, tasks, activity))
         })
         .await;
-        let (detail, view) = match read {
+        let (detail, view, tasks, activity) = match read {
             Ok(Ok(x)) => x,
             Ok(Err(e)) => {
                 live.finished = true;
@@ -343,7 +358,24 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             Err(_) => return None,
         };
         let status = detail.summary.status.as_str().to_owned();
-        let now = (status.clone(), view.total());
+        // What the task table and the activity show, to send them when it
+        // changes.
+        let work = format!(
+            "{}:{}:{}",
+            tasks
+                .iter()
+                .map(|t| format!("{}={}", t.id, t.status.as_str()))
+                .collect::<Vec<_>>()
+                .join(","),
+            detail
+                .steps
+                .iter()
+                .filter(|s| s.finished_at.is_some())
+                .count(),
+            detail.steps.len()
+        );
+        let work_changed = live.last.as_ref().is_none_or(|l| l.2 != work);
+        let now = (status.clone(), view.total(), work);
         let changed = live.last.as_ref() != Some(&now);
         let over = is_over(&status);
         let reset = live.last.is_none();
@@ -371,6 +403,15 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             "window": WINDOW,
             "reset": reset,
         });
+        if work_changed || changed {
+            data["tasks"] = crate::console::task_rows(&tasks).into();
+            data["activity"] = activity.into();
+        }
+        // The page came with the buttons of its status; they change with it.
+        let status_changed = live.last.as_ref().is_some_and(|l| l.0 != status);
+        if status_changed {
+            data["lifecycle"] = crate::routes::lifecycle_buttons(run, &status, None).into();
+        }
         if chart_due {
             data["chart"] = serde_json::Value::String(view.chart_svg());
             live.chart_sent = Some(Instant::now());
@@ -401,18 +442,120 @@ pub(crate) fn stream(app: App, run: i64) -> Sse<impl Stream<Item = Result<SseEve
     Sse::new(futures_util::stream::unfold(live, next_event)).keep_alive(KeepAlive::default())
 }
 
+/// `GET /inbox/events`: the pending tasks, sent as a `tasks` event at once
+/// and whenever the set of pending tasks changes (read every [`POLL`]):
+/// their ids and, for each, its card with its form (carrying the session's
+/// CSRF token), so the page adds new tasks and drops answered ones without
+/// touching a form a person is filling in.
+pub(crate) fn inbox_stream(
+    app: App,
+    csrf: Option<String>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let state = (app, csrf, None::<Vec<String>>);
+    let stream = futures_util::stream::unfold(state, |(app, csrf, last)| async move {
+        loop {
+            if last.is_some() {
+                tokio::time::sleep(POLL).await;
+            }
+            let store = app.store.clone();
+            let tasks = match tokio::task::spawn_blocking(move || store.tasks(false)).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => {
+                    let data = serde_json::json!({ "error": e.to_string() });
+                    let ev = SseEvent::default().event("failure").json_data(data).ok()?;
+                    return Some((Ok(ev), (app, csrf, Some(Vec::new()))));
+                }
+                Err(_) => return None,
+            };
+            let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+            if last.as_ref() == Some(&ids) {
+                continue;
+            }
+            let cards: serde_json::Map<String, serde_json::Value> = tasks
+                .iter()
+                .map(|t| {
+                    (
+                        t.id.clone(),
+                        crate::routes::task_form(t, csrf.as_deref(), None).into(),
+                    )
+                })
+                .collect();
+            let data = serde_json::json!({
+                "ids": ids,
+                "cards": cards,
+                "empty": crate::routes::NO_TASKS,
+            });
+            let ev = SseEvent::default().event("tasks").json_data(data).ok()?;
+            return Some((Ok(ev), (app, csrf, Some(ids))));
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// The inbox's script: keeps the list of task cards in step with the
+/// `tasks` events (new ones appended in order, answered ones removed).
+pub(crate) const INBOX_SCRIPT: &str = r#"
+(function(){
+  var es = new EventSource('/inbox/events');
+  var $ = function(id){ return document.getElementById(id); };
+  es.addEventListener('tasks', function(e){
+    var d = JSON.parse(e.data);
+    var list = $('tasks');
+    var keep = {};
+    d.ids.forEach(function(id){ keep[id] = true; });
+    Array.prototype.slice.call(list.querySelectorAll('div.task')).forEach(function(card){
+      if (!keep[card.id]) card.parentNode.removeChild(card);
+    });
+    var empty = $('empty');
+    if (empty && d.ids.length) empty.parentNode.removeChild(empty);
+    d.ids.forEach(function(id){
+      if (document.getElementById(id)) return;
+      var box = document.createElement('div');
+      box.innerHTML = d.cards[id];
+      list.appendChild(box.firstChild);
+    });
+    if (!d.ids.length && !$('empty')) list.innerHTML = d.empty;
+    document.body.setAttribute('data-tasks', d.ids.length);
+  });
+  es.addEventListener('failure', function(e){ $('live').textContent = 'cannot follow: ' + JSON.parse(e.data).error; });
+  es.onerror = function(){ $('live').textContent = 'reconnecting…'; };
+  es.onopen = function(){ $('live').textContent = 'live'; };
+})();
+"#;
+
 /// The page's script: applies `update` events to the chart, the trace table
 /// and the status.
 pub(crate) const RUN_SCRIPT: &str = r#"
 (function(){
-  var es = new EventSource(location.pathname.replace(/\/$/, '') + '/events');
   var $ = function(id){ return document.getElementById(id); };
+  var es = new EventSource($('live').getAttribute('data-events'));
   es.addEventListener('update', function(e){
     var d = JSON.parse(e.data);
     $('status').innerHTML = d.badge;
     $('events').textContent = d.events;
     $('outcome').innerHTML = d.outcome;
     if (d.chart !== undefined) { $('chart').innerHTML = d.chart; }
+    if (d.tasks !== undefined) { $('tasks').innerHTML = d.tasks; }
+    if (d.activity !== undefined) {
+      // Keep the model calls a person opened open.
+      var open = {};
+      document.querySelectorAll('#activity details[open]').forEach(function(x){ open[x.id || x.className] = true; });
+      $('activity').innerHTML = d.activity;
+      document.querySelectorAll('#activity details').forEach(function(x){ if (open[x.id || x.className]) x.open = true; });
+    }
+    if (d.lifecycle !== undefined) {
+      var meta = document.querySelector('meta[name=csrf-token]');
+      var box = document.createElement('div');
+      box.innerHTML = d.lifecycle;
+      box.querySelectorAll('form').forEach(function(f){
+        if (!meta) return;
+        var i = document.createElement('input');
+        i.type = 'hidden'; i.name = 'csrf'; i.value = meta.getAttribute('content');
+        f.appendChild(i);
+      });
+      $('lifecycle').innerHTML = '';
+      while (box.firstChild) $('lifecycle').appendChild(box.firstChild);
+    }
     var body = $('trace');
     if (d.reset) { body.innerHTML = d.rows; } else { body.insertAdjacentHTML('beforeend', d.rows); }
     // The page keeps a window of the latest rows, as the server does.

@@ -2,6 +2,7 @@
 
 use crate::answer::{self, AnswerBody, AnswerError, AnswerInput};
 use crate::auth::{Auth, Csrf, SESSION_TTL, require_token};
+use crate::console::{self, RunFilter};
 use crate::constant_time_eq;
 use crate::html::{STYLESHEET, clip, csrf_field, escape, page, status_badge};
 use crate::live::{self, RunView};
@@ -13,9 +14,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use troupe_store::{RunSummary, Store, StoreError, TaskRow};
+use troupe_store::{RunSummary, RunTotals, Store, StoreError, TaskRow};
 
 /// What every handler shares.
 #[derive(Debug, Clone)]
@@ -43,11 +45,15 @@ pub fn router_with(
         .route("/assets/troupe.css", get(stylesheet))
         .route("/assets/index.js", get(index_script))
         .route("/assets/run.js", get(run_script))
+        .route("/assets/inbox.js", get(inbox_script))
         .route("/", get(index))
         .route("/fragments/runs", get(runs_fragment))
         .route("/runs/{id}", get(run_page))
         .route("/runs/{id}/events", get(run_events))
+        .route("/runs/{id}/cancel", post(run_cancel))
+        .route("/runs/{id}/retry", post(run_retry))
         .route("/inbox", get(inbox))
+        .route("/inbox/events", get(inbox_events))
         .route("/inbox/{task}", post(inbox_answer))
         .route("/api/runs", get(api_runs))
         .route("/api/runs/{id}", get(api_run))
@@ -132,33 +138,9 @@ async fn method_not_allowed(method: axum::http::Method) -> PageError {
     )
 }
 
-fn run_rows(runs: &[RunSummary]) -> String {
-    if runs.is_empty() {
-        return "<tr><td colspan=\"5\" class=\"meta\">No runs yet: record one with <code>troupe run FILE --store DB</code>.</td></tr>".into();
-    }
-    let mut out = String::new();
-    for r in runs {
-        let outcome = match (&r.result, &r.error) {
-            (Some(v), _) => v.to_string(),
-            (None, Some(e)) => e.clone(),
-            _ => String::new(),
-        };
-        out.push_str(&format!(
-            "<tr><td><a href=\"/runs/{id}\">{name}</a></td><td>{wf}</td><td>{status}</td><td class=\"meta\">{updated}</td><td class=\"mono\">{outcome}</td></tr>",
-            id = r.id,
-            name = escape(&r.name),
-            wf = escape(&r.workflow),
-            status = status_badge(r.status.as_str()),
-            updated = escape(&r.updated_at),
-            outcome = escape(&clip(&outcome, 100)),
-        ));
-    }
-    out
-}
-
 const INDEX_SCRIPT: &str = r#"
 setInterval(function(){
-  fetch('/fragments/runs', {credentials: 'same-origin'}).then(function(r){ return r.ok ? r.text() : null; })
+  fetch('/fragments/runs' + location.search, {credentials: 'same-origin'}).then(function(r){ return r.ok ? r.text() : null; })
     .then(function(t){ if (t !== null) document.getElementById('runs').innerHTML = t; }).catch(function(){});
 }, 2000);
 "#;
@@ -189,15 +171,55 @@ async fn index_script() -> Response {
     asset("text/javascript; charset=utf-8", INDEX_SCRIPT)
 }
 
+async fn inbox_script() -> Response {
+    asset("text/javascript; charset=utf-8", live::INBOX_SCRIPT)
+}
+
 async fn run_script() -> Response {
     asset("text/javascript; charset=utf-8", live::RUN_SCRIPT)
 }
 
-async fn index(State(app): State<App>, csrf: SessionCsrf) -> Result<Html<String>, PageError> {
+/// The runs the filters keep, every run's totals, the workflows (for the
+/// filter's choices) and whether there is any run at all.
+type Filtered = (Vec<RunSummary>, BTreeMap<i64, RunTotals>, Vec<String>, bool);
+
+/// The runs the filters keep, with what the table shows of them. Blocking.
+fn filtered_runs(store: &Store, f: &RunFilter) -> Result<Filtered, StoreError> {
+    let all = store.runs(None)?;
+    let any = !all.is_empty();
+    let mut workflows: Vec<String> = all.iter().map(|r| r.workflow.clone()).collect();
+    workflows.sort();
+    workflows.dedup();
+    let q = f.query();
+    let mut runs = Vec::new();
+    for r in all.into_iter().filter(|r| f.keeps(r)) {
+        let keep = match &q {
+            None => true,
+            Some(q) if RunFilter::matches_name(q, &r) => true,
+            // The inputs are read only for runs the name does not match.
+            Some(q) => store
+                .run(r.id)
+                .map(|d| d.inputs.to_string().to_lowercase().contains(q.as_str()))
+                .unwrap_or(false),
+        };
+        if keep {
+            runs.push(r);
+        }
+    }
+    Ok((runs, store.run_totals()?, workflows, any))
+}
+
+async fn index(
+    State(app): State<App>,
+    Query(filter): Query<RunFilter>,
+    csrf: SessionCsrf,
+) -> Result<Html<String>, PageError> {
     let store = app.store.clone();
-    let (runs, pending) =
-        blocking(move || Ok::<_, StoreError>((store.runs(None)?, store.tasks(false)?.len())))
-            .await??;
+    let f = filter.clone();
+    let ((runs, totals, workflows, any), pending) = blocking(move || {
+        Ok::<_, StoreError>((filtered_runs(&store, &f)?, store.tasks(false)?.len()))
+    })
+    .await??;
     let inbox = match pending {
         0 => "<p class=\"meta\">No task waits for a person.</p>".to_owned(),
         n => format!(
@@ -207,16 +229,20 @@ async fn index(State(app): State<App>, csrf: SessionCsrf) -> Result<Html<String>
         ),
     };
     let body = format!(
-        "<h1>Runs</h1>{inbox}<table><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Updated</th><th>Result</th></tr></thead><tbody id=\"runs\">{}</tbody></table>",
-        run_rows(&runs)
+        "<h1>Runs</h1>{inbox}{form}<div class=\"scroll\"><table class=\"runs\"><thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Tokens</th><th>Cost</th><th>Result</th></tr></thead><tbody id=\"runs\">{rows}</tbody></table></div>",
+        form = console::filter_form(&filter, &workflows),
+        rows = console::run_rows(&runs, &totals, any)
     );
     Ok(page("Runs", &body, "index.js", token_of(&csrf)))
 }
 
-async fn runs_fragment(State(app): State<App>) -> Result<Html<String>, PageError> {
+async fn runs_fragment(
+    State(app): State<App>,
+    Query(filter): Query<RunFilter>,
+) -> Result<Html<String>, PageError> {
     let store = app.store.clone();
-    let runs = blocking(move || store.runs(None)).await??;
-    Ok(Html(run_rows(&runs)))
+    let (runs, totals, _, any) = blocking(move || filtered_runs(&store, &filter)).await??;
+    Ok(Html(console::run_rows(&runs, &totals, any)))
 }
 
 fn parse_run(id: &str) -> Result<i64, StoreError> {
@@ -229,50 +255,78 @@ struct PageQuery {
     before: Option<u64>,
 }
 
+/// The tasks of one run (answered ones too). Blocking.
+pub(crate) fn run_tasks(store: &Store, run: i64) -> Result<Vec<TaskRow>, StoreError> {
+    let name = Store::run_name(run);
+    Ok(store
+        .tasks(true)?
+        .into_iter()
+        .filter(|t| t.run == name)
+        .collect())
+}
+
+/// The run's timeline, model calls and tool calls (redrawn by the live
+/// stream as the run goes on). Blocking.
+pub(crate) fn run_activity(
+    store: &Store,
+    detail: &troupe_store::RunDetail,
+    lifelines: &[String],
+    tasks: &[TaskRow],
+) -> Result<String, StoreError> {
+    let calls = store.llm_calls(detail.summary.id)?;
+    Ok(format!(
+        "<h2>Timeline</h2>{}{}{}",
+        console::timeline(detail, lifelines, tasks, &calls),
+        console::model_calls(&calls),
+        console::tool_calls(&detail.steps)
+    ))
+}
+
+/// The cancel and retry buttons a run's status allows (POST forms with the
+/// session's CSRF token).
+pub(crate) fn lifecycle_buttons(run: i64, status: &str, csrf: Option<&str>) -> String {
+    let hidden = csrf.map(csrf_field).unwrap_or_default();
+    let mut out = String::new();
+    if !crate::live::is_over(status) {
+        out.push_str(&format!(
+            "<form method=\"post\" action=\"/runs/{run}/cancel\" class=\"inline\">{hidden}<button type=\"submit\" class=\"no\" id=\"cancel\">Cancel run</button></form>"
+        ));
+    }
+    if status == "failed" {
+        out.push_str(&format!(
+            "<form method=\"post\" action=\"/runs/{run}/retry\" class=\"inline\">{hidden}<button type=\"submit\" class=\"yes\" id=\"retry\">Retry from the last durable step</button></form>"
+        ));
+    }
+    out
+}
+
 async fn run_page(
     State(app): State<App>,
     Path(id): Path<String>,
     Query(page_q): Query<PageQuery>,
     csrf: SessionCsrf,
 ) -> Result<Html<String>, PageError> {
-    let run = parse_run(&id)?;
+    run_page_with(&app, &id, page_q.before, "", token_of(&csrf)).await
+}
+
+async fn run_page_with(
+    app: &App,
+    id: &str,
+    before: Option<u64>,
+    notice: &str,
+    csrf: Option<&str>,
+) -> Result<Html<String>, PageError> {
+    let run = parse_run(id)?;
     let store = app.store.clone();
-    let (detail, view, tasks) = blocking(move || {
+    let (detail, view, tasks, activity) = blocking(move || {
         let detail = store.run(run)?;
-        let view = RunView::load(&store, &detail, page_q.before)?;
-        let name = Store::run_name(run);
-        let tasks: Vec<TaskRow> = store
-            .tasks(true)?
-            .into_iter()
-            .filter(|t| t.run == name)
-            .collect();
-        Ok::<_, StoreError>((detail, view, tasks))
+        let view = RunView::load(&store, &detail, before)?;
+        let tasks = run_tasks(&store, run)?;
+        let activity = run_activity(&store, &detail, &view.lifeline_names(), &tasks)?;
+        Ok::<_, StoreError>((detail, view, tasks, activity))
     })
     .await??;
     let s = &detail.summary;
-    let mut task_rows = String::new();
-    for t in &tasks {
-        let answer = t
-            .answer
-            .as_deref()
-            .map(|a| {
-                format!(
-                    "{} (by {})",
-                    clip(a, 80),
-                    t.answered_by.as_deref().unwrap_or("?")
-                )
-            })
-            .unwrap_or_else(|| "—".into());
-        task_rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td></tr>",
-            escape(&t.id),
-            escape(&t.lifeline),
-            escape(&t.action),
-            escape(t.kind.as_str()),
-            status_badge(t.status.as_str()),
-            escape(&answer)
-        ));
-    }
     let pending = tasks
         .iter()
         .any(|t| t.status == troupe_store::TaskStatus::Pending);
@@ -281,33 +335,119 @@ async fn run_page(
     } else {
         ""
     };
-    let tasks_html = if tasks.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<h2>Human tasks</h2>{inbox_link}<table><thead><tr><th>Task</th><th>Action</th><th>Kind</th><th>Status</th><th>Answer</th></tr></thead><tbody>{task_rows}</tbody></table>"
-        )
-    };
+    let cancel_note = detail
+        .cancel_requested
+        .as_deref()
+        .filter(|_| !crate::live::is_over(s.status.as_str()))
+        .map(|r| format!("<p class=\"notice conflict\" id=\"cancel-requested\">Cancel requested: {}; its owner stops it at its next lease renewal.</p>", escape(r)))
+        .unwrap_or_default();
     let body = format!(
-        "<h1>{name} <span class=\"meta\">{wf}</span> <span id=\"status\">{badge}</span> <span class=\"meta\" id=\"live\"></span></h1>\
+        "<h1>{name} <span class=\"meta\">{wf}</span> <span id=\"status\">{badge}</span> <span class=\"meta\" id=\"live\" data-events=\"/runs/{run}/events\"></span></h1>{notice}{cancel_note}\
+<div id=\"lifecycle\">{buttons}</div>\
 <div class=\"card grid\"><span class=\"meta\">file</span><span>{file}</span><span class=\"meta\">inputs</span><code>{inputs}</code>\
 <span class=\"meta\">created</span><span>{created}</span><span class=\"meta\">events</span><span id=\"events\">{events}</span>\
 <span class=\"meta\">outcome</span><div id=\"outcome\">{outcome}</div></div>\
-<h2>Sequence chart</h2><div id=\"chart\">{chart}</div>{tasks_html}\
-<h2>Trace</h2>{paging}<table><thead><tr><th>#</th><th>Lifeline</th><th>Event</th><th>Peer</th><th>Stmt</th><th>Values</th></tr></thead><tbody id=\"trace\">{rows}</tbody></table>",
+<div id=\"activity\">{activity}</div>\
+<h2>Sequence chart</h2><div id=\"chart\">{chart}</div>\
+<h2>Human tasks</h2>{inbox_link}<div class=\"scroll\"><table><thead><tr><th>Task</th><th>Action</th><th>Kind</th><th>Status</th><th>Answer</th></tr></thead><tbody id=\"tasks\">{task_rows}</tbody></table></div>\
+<h2>Trace</h2>{paging}<div class=\"scroll\"><table><thead><tr><th>#</th><th>Lifeline</th><th>Event</th><th>Peer</th><th>Stmt</th><th>Values</th></tr></thead><tbody id=\"trace\">{rows}</tbody></table></div>",
         name = escape(&s.name),
         wf = escape(&s.workflow),
         badge = status_badge(s.status.as_str()),
+        buttons = lifecycle_buttons(run, s.status.as_str(), csrf),
         file = escape(s.file.as_deref().unwrap_or("-")),
         inputs = escape(&clip(&detail.inputs.to_string(), 300)),
         created = escape(&s.created_at),
         events = view.total(),
         outcome = live::outcome_html(&detail),
         chart = view.chart_svg(),
+        task_rows = console::task_rows(&tasks),
         rows = view.rows_html(0),
-        paging = paging(run, &detail, &view, page_q.before.is_some()),
+        paging = paging(run, &detail, &view, before.is_some()),
     );
-    Ok(page(&s.name, &body, "run.js", token_of(&csrf)))
+    Ok(page(&s.name, &body, "run.js", csrf))
+}
+
+/// The run lifecycle, for the cancel and retry buttons: a host over the
+/// server's store.
+fn host(app: &App) -> troupe_host::Host {
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    troupe_host::Host::new(
+        app.store.clone(),
+        troupe_host::HostConfig::new(dir),
+        Arc::new(troupe_host::NoTools),
+    )
+}
+
+/// `POST /runs/{id}/cancel`: cancels the run through the host (at once when
+/// no live owner holds it; otherwise its owner stops it at its next lease
+/// renewal).
+async fn run_cancel(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    csrf: SessionCsrf,
+) -> Result<Response, PageError> {
+    let run = parse_run(&id)?;
+    let host = host(&app);
+    let result = blocking(move || host.cancel(run, "cancelled from the web console")).await?;
+    let (status, notice) = match result {
+        Ok(troupe_host::Cancel::Cancelled) => (
+            StatusCode::OK,
+            "<div class=\"notice ok\" id=\"notice\">Cancelled.</div>".to_owned(),
+        ),
+        Ok(troupe_host::Cancel::Requested { owner }) => (
+            StatusCode::OK,
+            format!(
+                "<div class=\"notice ok\" id=\"notice\">Cancel requested: {} stops the run at its next lease renewal.</div>",
+                escape(&owner)
+            ),
+        ),
+        Err(e) => (
+            StatusCode::CONFLICT,
+            format!(
+                "<div class=\"notice error\" id=\"notice\">Not cancelled: {}</div>",
+                escape(&e.to_string())
+            ),
+        ),
+    };
+    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
+    Ok((status, page).into_response())
+}
+
+/// `POST /runs/{id}/retry`: reopens a failed run through the host and
+/// drives it in this server from its last durable step, with its recorded
+/// models and settings.
+async fn run_retry(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    csrf: SessionCsrf,
+) -> Result<Response, PageError> {
+    let run = parse_run(&id)?;
+    let host = host(&app);
+    let (result, host) = blocking(move || (host.retry(run), host)).await?;
+    let (status, notice) = match result {
+        Ok(()) => {
+            tokio::spawn(async move {
+                let _ = host
+                    .drive(run, &troupe_host::Overrides::default(), None)
+                    .await;
+            });
+            (
+                StatusCode::OK,
+                "<div class=\"notice ok\" id=\"notice\">Retrying from the last durable step.</div>"
+                    .to_owned(),
+            )
+        }
+        Err(e) => (
+            StatusCode::CONFLICT,
+            format!(
+                "<div class=\"notice error\" id=\"notice\">Not retried: {}</div>",
+                escape(&e.to_string())
+            ),
+        ),
+    };
+    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
+    Ok((status, page).into_response())
 }
 
 /// Links to the pages of a long run's trace.
@@ -345,7 +485,48 @@ async fn run_events(State(app): State<App>, Path(id): Path<String>) -> Result<Re
     Ok(live::stream(app, run).into_response())
 }
 
-fn task_form(t: &TaskRow, csrf: Option<&str>) -> String {
+/// The answer field of a value task, from its expected type: a number
+/// field for `Int` (whole numbers) and `Float`, a text field for `Text`,
+/// and JSON (checked as JSON by the browser's pattern-less textarea and by
+/// the server) for lists, records and the rest.
+fn typed_field(t: &TaskRow) -> String {
+    let hint = |s: &str| format!("<span class=\"meta hint\">{}</span>", escape(s));
+    match t.ty.as_str() {
+        "Int" => format!(
+            "<input type=\"number\" step=\"1\" inputmode=\"numeric\" name=\"value\" placeholder=\"42\" required autocomplete=\"off\" data-type=\"Int\">{}",
+            hint("a whole number, e.g. 42")
+        ),
+        "Float" => format!(
+            "<input type=\"number\" step=\"any\" inputmode=\"decimal\" name=\"value\" placeholder=\"2.5\" required autocomplete=\"off\" data-type=\"Float\">{}",
+            hint("a number, e.g. 2.5")
+        ),
+        "Text" => "<input type=\"text\" name=\"value\" autocomplete=\"off\" data-type=\"Text\">"
+            .to_owned(),
+        ty => {
+            let example = t
+                .schema
+                .as_ref()
+                .map(|s| clip(&s.to_string(), 200))
+                .unwrap_or_default();
+            format!(
+                "<textarea name=\"value\" required data-type=\"{ty}\" placeholder=\"JSON\"></textarea><input type=\"hidden\" name=\"as_json\" value=\"1\">{}",
+                hint(&format!(
+                    "JSON of type {ty}{}",
+                    if example.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; schema {example}")
+                    }
+                )),
+                ty = escape(ty),
+            )
+        }
+    }
+}
+
+/// A pending task as a card with its form; `refusal` is why the last
+/// answer to it was refused, shown in the form.
+pub(crate) fn task_form(t: &TaskRow, csrf: Option<&str>, refusal: Option<&str>) -> String {
     let action = format!("/inbox/{}", escape(&t.id));
     let controls = match t.kind.as_str() {
         "confirm" => "<button class=\"yes\" name=\"choice\" value=\"yes\">Yes</button><button class=\"no\" name=\"choice\" value=\"no\">No</button>".to_owned(),
@@ -360,11 +541,19 @@ fn task_form(t: &TaskRow, csrf: Option<&str>) -> String {
             "<textarea name=\"value\">{}</textarea><br><button type=\"submit\">Save</button>",
             escape(t.prefill.as_deref().unwrap_or(""))
         ),
-        _ => "<input type=\"text\" name=\"value\" autocomplete=\"off\"><br><label class=\"meta\"><input type=\"checkbox\" name=\"as_json\" value=\"1\"> the answer is JSON</label> <button type=\"submit\">Answer</button>".to_owned(),
+        _ => format!("{}<br><button type=\"submit\">Answer</button>", typed_field(t)),
     };
+    let refusal = refusal
+        .map(|m| {
+            format!(
+                "<div class=\"notice error refusal\" role=\"alert\">{}</div>",
+                escape(m)
+            )
+        })
+        .unwrap_or_default();
     format!(
         "<div class=\"card task\" id=\"{id}\" data-kind=\"{kind}\"><div class=\"meta\">{id} · <a href=\"/runs/{run}\">{run}</a> · {lifeline}/{action_name} · {kind} · expects <code class=\"type\">{ty}</code> · since {created}</div>\
-<pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{hidden}{controls}</form></div>",
+<pre>{prompt}</pre><form method=\"post\" action=\"{action}\">{hidden}{refusal}{controls}</form></div>",
         hidden = csrf.map(csrf_field).unwrap_or_default(),
         id = escape(&t.id),
         kind = escape(t.kind.as_str()),
@@ -377,24 +566,40 @@ fn task_form(t: &TaskRow, csrf: Option<&str>) -> String {
     )
 }
 
+/// The text shown when no task is pending.
+pub(crate) const NO_TASKS: &str = "<p class=\"meta\" id=\"empty\">No task waits for a person.</p>";
+
 async fn inbox_page(
     app: &App,
     notice: &str,
     csrf: Option<&str>,
+    refused: Option<(&str, &str)>,
 ) -> Result<Html<String>, PageError> {
     let store = app.store.clone();
     let tasks = blocking(move || store.tasks(false)).await??;
     let list = if tasks.is_empty() {
-        "<p class=\"meta\" id=\"empty\">No task waits for a person.</p>".to_owned()
+        NO_TASKS.to_owned()
     } else {
-        tasks.iter().map(|t| task_form(t, csrf)).collect()
+        tasks
+            .iter()
+            .map(|t| {
+                let refusal = refused.filter(|(id, _)| *id == t.id).map(|(_, m)| m);
+                task_form(t, csrf, refusal)
+            })
+            .collect()
     };
-    let body = format!("<h1>Inbox <a class=\"meta\" href=\"/inbox\">reload</a></h1>{notice}{list}");
-    Ok(page("Inbox", &body, "", csrf))
+    let body = format!(
+        "<h1>Inbox <span class=\"meta\" id=\"live\"></span> <a class=\"meta\" href=\"/inbox\">reload</a></h1>{notice}<div id=\"tasks\">{list}</div>"
+    );
+    Ok(page("Inbox", &body, "inbox.js", csrf))
 }
 
 async fn inbox(State(app): State<App>, csrf: SessionCsrf) -> Result<Html<String>, PageError> {
-    inbox_page(&app, "", token_of(&csrf)).await
+    inbox_page(&app, "", token_of(&csrf), None).await
+}
+
+async fn inbox_events(State(app): State<App>, csrf: SessionCsrf) -> Response {
+    live::inbox_stream(app, token_of(&csrf).map(str::to_owned)).into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -439,15 +644,26 @@ async fn inbox_answer(
                 escape(&m)
             ),
         ),
-        Err(e) => (
-            answer_status(&e),
-            format!(
-                "<div class=\"notice error\" id=\"notice\">Not answered: {}</div>",
-                escape(&e.to_string())
-            ),
-        ),
+        Err(e) => {
+            let message = format!("Not answered: {e}");
+            let page = inbox_page(
+                &app,
+                &format!(
+                    "<div class=\"notice error\" id=\"notice\">Not answered: <a href=\"#{0}\">{0}</a> says why in its form.</div>",
+                    escape(&task)
+                ),
+                token_of(&csrf),
+                Some((&task, &message)),
+            )
+            .await?;
+            return Ok((answer_status(&e), page).into_response());
+        }
     };
-    Ok((status, inbox_page(&app, &notice, token_of(&csrf)).await?).into_response())
+    Ok((
+        status,
+        inbox_page(&app, &notice, token_of(&csrf), None).await?,
+    )
+        .into_response())
 }
 
 // ---------------------------------------------------------------- API
