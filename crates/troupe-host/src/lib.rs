@@ -313,6 +313,7 @@ impl Backends {
         let tools = self.tools.session(&compiled.program);
         let llm: Arc<dyn LlmBackend> = Arc::new(router);
         let mut builder = EngineBuilder::from_program((*compiled.program).clone())
+            .source(&compiled.source)
             .workflow(&compiled.workflow().name)
             .llm(llm)
             .externs(ext)

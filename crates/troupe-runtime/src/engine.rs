@@ -136,6 +136,13 @@ impl EngineBuilder {
         }
     }
 
+    /// The source text the program was checked from, so that run errors
+    /// name their line.
+    pub fn source(mut self, text: &str) -> Self {
+        self.source = Some(text.to_owned());
+        self
+    }
+
     /// The program being built into an engine.
     pub fn program(&self) -> &Program {
         &self.program

@@ -65,13 +65,14 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.action {
-            Some(a) => write!(
-                f,
-                "lifeline {}, action `{a}` (line {})",
-                self.lifeline, self.line
-            ),
-            None => write!(f, "lifeline {} (line {})", self.lifeline, self.line),
+        write!(f, "lifeline {}", self.lifeline)?;
+        if let Some(a) = &self.action {
+            write!(f, ", action `{a}`")?;
         }
+        // Line 0: the engine was built without its source text.
+        if self.line > 0 {
+            write!(f, " (line {})", self.line)?;
+        }
+        Ok(())
     }
 }

@@ -161,6 +161,14 @@ struct Inner {
     writer: OnceLock<Result<Writer, String>>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(Ok(writer)) = self.writer.take() {
+            writer.close();
+        }
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")

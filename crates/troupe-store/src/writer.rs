@@ -88,6 +88,8 @@ pub(crate) struct Writer {
     commits: Arc<std::sync::atomic::AtomicU64>,
     /// Bytes queued and not yet committed.
     queued: Arc<Queued>,
+    /// The writer's thread, joined when the store closes.
+    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 /// The bytes waiting for the writer: a sender waits while more than
@@ -157,20 +159,38 @@ impl Writer {
         let counter = commits.clone();
         let queued = Arc::new(Queued::default());
         let drained = queued.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("troupe-store-writer".into())
             .spawn(move || run(conn, rx, f, counter, drained))
-            .map(|_| ())
-            .unwrap_or_else(|e| {
+            .map_err(|e| {
                 if let Ok(mut slot) = failure.lock() {
                     *slot = Some(format!("cannot start the store writer: {e}"));
                 }
-            });
+            })
+            .ok();
         Writer {
             tx,
             failure,
             commits,
             queued,
+            thread: Arc::new(Mutex::new(thread)),
+        }
+    }
+
+    /// Stops the writer once every handle is gone: it commits what is
+    /// queued and closes its connection (so SQLite folds the WAL back into
+    /// the store and removes it). Waits at most a moment for handles held
+    /// elsewhere, never for ever.
+    pub(crate) fn close(self) {
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        drop(self);
+        let Some(thread) = thread else { return };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
         }
     }
 
