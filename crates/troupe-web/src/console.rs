@@ -63,7 +63,7 @@ pub(crate) fn fmt_ms(ms: u64) -> String {
 /// A cost in US dollars, or a dash when no price was known.
 pub(crate) fn fmt_cost(c: Option<f64>) -> String {
     match c {
-        Some(c) if c >= 0.01 => format!("${c:.2}"),
+        Some(c) if c >= 1.0 => format!("${c:.2}"),
         Some(c) => format!("${c:.4}"),
         None => "—".into(),
     }
@@ -265,8 +265,8 @@ pub(crate) fn timeline(
     } else {
         now_ms()
     };
-    // A model step's start is not recorded: it began when its first call
-    // did.
+    // A model step's start is recorded with its result, if at all: it
+    // began when its first call did.
     let mut call_start: BTreeMap<&str, i64> = BTreeMap::new();
     for c in calls {
         if let Some(end) = parse_ms(&c.at) {
@@ -277,11 +277,11 @@ pub(crate) fn timeline(
     }
     let mut spans = Vec::new();
     for st in &detail.steps {
-        let start = st
-            .started_at
-            .as_deref()
-            .and_then(parse_ms)
-            .or_else(|| call_start.get(st.key.as_str()).copied());
+        let recorded = st.started_at.as_deref().and_then(parse_ms);
+        let start = match (recorded, call_start.get(st.key.as_str()).copied()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let end = st.finished_at.as_deref().and_then(parse_ms);
         let (start, end, open) = match (start, end) {
             (Some(a), Some(b)) => (a, b, false),

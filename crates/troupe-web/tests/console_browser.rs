@@ -18,9 +18,15 @@ use std::sync::Arc;
 const TOKEN: &str = "console-token";
 const CONSENSUS: &str = include_str!("../../../examples/consensus.troupe");
 
-/// Records a run of `source` and marks it failed, without an owner (as a
-/// run whose process gave up).
-fn failed_run(store: &troupe_store::Store, source: &str, inputs: &[(&str, &str)]) -> i64 {
+/// Records a run of `source` with the mock model `llm` (`mock:120ms`
+/// sleeps before each answer, as a model would) and `seed`, not driven yet.
+fn record_run(
+    store: &troupe_store::Store,
+    source: &str,
+    inputs: &[(&str, &str)],
+    llm: &str,
+    seed: u64,
+) -> (troupe_host::Host, i64) {
     let compiled = troupe_host::Compiled::from_source(
         source.to_owned(),
         "test.troupe",
@@ -39,17 +45,48 @@ fn failed_run(store: &troupe_store::Store, source: &str, inputs: &[(&str, &str)]
         Arc::new(troupe_host::NoTools),
     );
     let settings = troupe_host::RunSettings {
-        llm: Some("mock".into()),
+        llm: Some(llm.into()),
         mock_externs: true,
+        seed,
         ..troupe_host::RunSettings::default()
     };
     let started = host
         .start(&compiled, values, &settings, troupe_host::StartPolicy::New)
         .expect("start");
-    store
-        .fail(started.run, "the ledger was offline")
-        .expect("fail");
-    started.run
+    (host, started.run)
+}
+
+/// Records a run of `source` and marks it failed, without an owner (as a
+/// run whose process gave up).
+fn failed_run(store: &troupe_store::Store, source: &str, inputs: &[(&str, &str)]) -> i64 {
+    let (_, run) = record_run(store, source, inputs, "mock", 0);
+    store.fail(run, "the ledger was offline").expect("fail");
+    run
+}
+
+/// Runs the consensus example to its end with a mock that takes 120 ms
+/// per answer and the README's seed (three rounds).
+fn consensus_run(store: &troupe_store::Store) -> i64 {
+    let (host, run) = record_run(
+        store,
+        CONSENSUS,
+        &[("case", "A refund request")],
+        "mock:120ms",
+        5,
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let finished = std::thread::spawn(move || {
+        rt.block_on(host.drive(run, &troupe_host::Overrides::default(), None))
+            .map(|f| matches!(f.end, troupe_host::RunEnd::Done { .. }))
+            .map_err(|e| e.to_string())
+    })
+    .join()
+    .unwrap();
+    assert_eq!(finished, Ok(true), "the consensus run finishes");
+    run
 }
 
 fn base64_decode(s: &str) -> Vec<u8> {
@@ -116,10 +153,12 @@ async fn the_console_in_a_browser() {
     // A finished consensus run (model calls, with tokens and cost set as a
     // priced model would have recorded them), a run waiting on a person, a
     // run of every task kind and a failed run.
-    let (done, handle) = start_run(&store, CONSENSUS, &[("case", "A refund request")]);
-    handle.join().unwrap().expect("the consensus run finishes");
+    let done = consensus_run(&store);
     let calls = store.llm_calls(done).unwrap().len();
-    assert!(calls >= 2, "the mock's calls are recorded");
+    assert!(
+        calls >= 6,
+        "three rounds of two calls are recorded: {calls}"
+    );
     {
         let c = rusqlite::Connection::open(dir.path().join("troupe.db")).unwrap();
         c.execute(
