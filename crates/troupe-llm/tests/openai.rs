@@ -294,10 +294,7 @@ async fn retry_after_ms_is_honoured() {
     backend(&fake).call(&text_request()).await.unwrap();
     let reqs = fake.requests();
     let waited = reqs[1].at - reqs[0].at;
-    assert!(
-        waited >= Duration::from_millis(280) && waited < Duration::from_secs(2),
-        "waited {waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(280), "waited {waited:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
