@@ -164,6 +164,11 @@ enum Command {
     ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
     #[command(subcommand, verbatim_doc_comment)]
     Contracts(troupe_contracts::cli::ContractsCommand),
+    /// Start a project: a starter workflow, a commented `troupe.toml` and a
+    /// `.gitignore` for the local store.
+    ///
+    /// Refuses to overwrite existing files unless given --force.
+    Init(commands::init::InitArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// Example: troupe completions bash > ~/.local/share/bash-completion/completions/troupe
@@ -262,6 +267,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),
+        Command::Init(args) => commands::init::run(&args),
         Command::Completions(args) => commands::completions::run(&args, Cli::command()),
         Command::Lsp => commands::lsp::run(),
     };
