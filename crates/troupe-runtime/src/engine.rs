@@ -899,9 +899,17 @@ impl RunState {
 
     async fn drive(mut self) -> Result<RunOutcome, RunError> {
         let n = self.lanes.len();
+        let mut turns = 0u32;
         loop {
             while let Some(lane) = self.pick() {
                 self.step(lane)?;
+                // A long computation must not hold its thread: every so
+                // often it lets tokio run other tasks (a transport, a
+                // lease renewal, other runs) if its budget is spent.
+                turns = turns.wrapping_add(1);
+                if turns.is_multiple_of(256) {
+                    tokio::task::consume_budget().await;
+                }
             }
             if self.done == n {
                 break;
