@@ -194,9 +194,7 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+            ColorChoice::Auto => std::io::stdout().is_terminal() && colours_wanted(),
         }
     }
 
@@ -204,11 +202,17 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+            ColorChoice::Auto => std::io::stderr().is_terminal() && colours_wanted(),
         }
     }
+}
+
+/// Whether the environment lets a terminal have colours: not when
+/// `NO_COLOR` is set to anything but the empty string (no-color.org), nor
+/// on a `dumb` terminal.
+fn colours_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
 }
 
 /// How a command ended, as the process exit status.

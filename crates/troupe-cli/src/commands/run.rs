@@ -133,20 +133,39 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     if let Some(store) = &args.store {
         return crate::commands::durable::run(args, store, color);
     }
+    // With --json, every failure is one JSON object on stdout, besides
+    // what stderr says.
+    let host_error = |e: &troupe_host::HostError| -> Result<ExitStatus> {
+        let status = durable::report_error(e, color);
+        if args.json {
+            out::println(&host_error_json(e, &args.file).to_string())?;
+        }
+        Ok(status)
+    };
     let compiled = match args.compile() {
         Ok(c) => c,
-        Err(e) => return Ok(durable::report_error(&e, color)),
+        Err(e) => return host_error(&e),
     };
     durable::print_warnings(&compiled, color);
-    let json = args
+    let json = match args
         .input_json
         .as_deref()
         .map(serde_json::from_str::<serde_json::Value>)
         .transpose()
-        .context("--input-json is not valid JSON")?;
+    {
+        Ok(j) => j,
+        Err(e) if args.json => {
+            let message = format!("--input-json is not valid JSON: {e}");
+            eprintln!("error: {message}");
+            let hint = "give one JSON object, e.g. --input-json '{\"limit\": 3}'";
+            out::println(&error_json("usage", &message, Some(hint)).to_string())?;
+            return Ok(ExitStatus::Usage);
+        }
+        Err(e) => return Err(e).context("--input-json is not valid JSON"),
+    };
     let inputs = match compiled.parse_inputs(&args.inputs, json.as_ref()) {
         Ok(i) => i,
-        Err(e) => return Ok(durable::report_error(&e, color)),
+        Err(e) => return host_error(&e),
     };
     let settings = durable::settings_of(args);
     let humans = human_inbox(args.answers.as_deref(), &compiled)?;
@@ -155,13 +174,18 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     let (engine, outcome, watched) =
         match execute(&compiled, inputs, &settings, humans, sink, !args.no_verify)? {
             Ok(x) => x,
-            Err(e) => return Ok(durable::report_error(&e, color)),
+            Err(e) => return host_error(&e),
         };
     printer.flush()?;
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
+            let message = e.to_string();
+            eprintln!("error: {}", sanitize(&message));
+            if args.json {
+                let hint = "record the run with --store: `troupe retry` then continues a failed run from its last durable step";
+                out::println(&error_json("run_failed", &message, Some(hint)).to_string())?;
+            }
             return Ok(ExitStatus::Failure);
         }
     };
@@ -171,10 +195,13 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         match watched.verdict(false) {
             Ok(n) => Some(n),
             Err(e) => {
-                eprintln!(
-                    "error: run run-1: the execution is not in ⟦P⟧: {}",
-                    sanitize(&e)
-                );
+                let message = format!("run run-1: the execution is not in ⟦P⟧: {e}");
+                eprintln!("error: {}", sanitize(&message));
+                if args.json {
+                    let hint =
+                        "this is a bug in troupe's runtime: please report it with the workflow";
+                    out::println(&error_json("not_verified", &message, Some(hint)).to_string())?;
+                }
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -206,6 +233,53 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// `{"error": {"kind": …, "message": …, "hint": …}}`: a failure, for
+/// scripts that read `--json` output.
+pub fn error_json(kind: &str, message: &str, hint: Option<&str>) -> serde_json::Value {
+    serde_json::json!({ "error": { "kind": kind, "message": message, "hint": hint } })
+}
+
+/// A host error as [`error_json`], with the diagnostics of a file that
+/// does not check.
+pub fn host_error_json(e: &troupe_host::HostError, file: &std::path::Path) -> serde_json::Value {
+    use troupe_host::HostError as H;
+    let file = file.display();
+    let (kind, hint) = match e {
+        H::Read { .. } => ("read", None),
+        H::DoesNotCheck { .. } => ("does_not_check", Some(format!("`troupe check {file}` shows each error with its hint"))),
+        H::Contracts { .. } => ("contracts", Some(format!("`troupe check {file}` shows each finding"))),
+        H::NoSuchWorkflow { .. } | H::NoWorkflow { .. } | H::WhichWorkflow { .. } => {
+            ("workflow", Some("choose one with --workflow NAME".to_owned()))
+        }
+        H::Input(_) => ("input", Some("give each input as --input NAME=VALUE or --input-json OBJECT".to_owned())),
+        H::UnboundExterns { .. } => ("unbound_externs", Some("give each a command in troupe.toml ([externs.NAME] command = [...]), or run with --mock-externs".to_owned())),
+        H::Config(_) | H::Llm(_) => ("config", Some("see the options in troupe.toml (`troupe init` writes a commented one)".to_owned())),
+        H::Run(_) => ("run_failed", None),
+        _ => ("host", None),
+    };
+    let mut doc = error_json(kind, &e.to_string(), hint.as_deref());
+    if let H::DoesNotCheck {
+        file,
+        source_text,
+        diagnostics,
+    }
+    | H::Contracts {
+        file,
+        source_text,
+        diagnostics,
+    } = e
+    {
+        let report = crate::render::FileReport {
+            path: file,
+            text: source_text,
+            diagnostics,
+        };
+        doc["error"]["diagnostics"] =
+            serde_json::to_value(crate::render::to_json(&report)).unwrap_or_default();
+    }
+    doc
 }
 
 /// Prints a run's trace as it happens, a batch of events at a time (or
