@@ -243,3 +243,57 @@ fn colours_follow_the_flag_no_color_and_terminals() {
     );
     assert!(!on_tty("TERM=dumb"), "nor on a dumb terminal");
 }
+
+/// A run that fails while it runs (its model is unreachable), in memory and
+/// recorded: the error object names the kind, and for a recorded run the
+/// run and how to retry it.
+#[test]
+fn a_run_that_fails_while_running_prints_an_error_object_with_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("troupe.toml"), "[llm]\nmax_retries = 0\n").unwrap();
+    // A loopback port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let consensus = workspace().join("examples/consensus.troupe");
+    let db = tmp.path().join("t.db");
+    let memory = [
+        "run",
+        consensus.to_str().unwrap(),
+        "-i",
+        "case=x",
+        "--llm",
+        "openai:gpt-4o-mini",
+        "--json",
+    ];
+    let mut recorded = memory.to_vec();
+    recorded.extend(["--store", db.to_str().unwrap()]);
+    for args in [memory.to_vec(), recorded] {
+        let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+            .args(&args)
+            .current_dir(tmp.path())
+            .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let doc = json(&out);
+        assert_eq!(doc["error"]["kind"], "run_failed", "{doc}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("assess"), "{doc}");
+        assert!(doc["error"]["hint"].is_string(), "{doc}");
+        if args.contains(&"--store") {
+            assert_eq!(doc["error"]["run"], "run-1", "{doc}");
+            assert!(
+                doc["error"]["hint"]
+                    .as_str()
+                    .unwrap()
+                    .contains("troupe retry run-1")
+            );
+        }
+    }
+}

@@ -385,6 +385,14 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Prints how a driven run ended; returns the exit status.
 fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
     let name = &finished.name;
+    let json_error = |kind: &str, message: &str, hint: Option<&str>| -> std::io::Result<()> {
+        if !json {
+            return Ok(());
+        }
+        let mut doc = crate::commands::run::error_json(kind, message, hint);
+        doc["error"]["run"] = serde_json::json!(name);
+        crate::out::println(&doc.to_string())
+    };
     let types = finished.compiled.types();
     match &finished.end {
         RunEnd::Done { results, verified } => {
@@ -408,32 +416,44 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
                 }
                 Err(e) => {
                     eprintln!("error: {}", sanitize(e));
+                    // The result was printed; the verdict is in it.
                     Ok(ExitStatus::Failure)
                 }
             }
         }
         RunEnd::Failed(e) => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
-            eprintln!(
-                "  hint: after a transient failure, `troupe retry {name}` continues it from its last durable step"
+            let hint = format!(
+                "after a transient failure, `troupe retry {name}` continues it from its last durable step"
             );
+            eprintln!("error: {}", sanitize(&e.to_string()));
+            eprintln!("  hint: {hint}");
+            json_error("run_failed", &e.to_string(), Some(&hint))?;
             Ok(ExitStatus::Failure)
         }
         RunEnd::NeedsResolution { step, message } => {
-            eprintln!("error: {name}: {}", sanitize(message));
-            eprintln!(
-                "  hint: if the effect happened, `troupe resolve {name} {step} --done JSON` records its outputs; if not, `troupe resolve {name} {step} --retry`; then `troupe resume {name}`"
+            let hint = format!(
+                "if the effect happened, `troupe resolve {name} {step} --done JSON` records its outputs; if not, `troupe resolve {name} {step} --retry`; then `troupe resume {name}`"
             );
+            eprintln!("error: {name}: {}", sanitize(message));
+            eprintln!("  hint: {hint}");
+            json_error("needs_resolution", message, Some(&hint))?;
             Ok(ExitStatus::Failure)
         }
         RunEnd::Cancelled { reason } => {
             eprintln!("{name} cancelled: {}", sanitize(reason));
+            json_error("cancelled", &format!("{name} cancelled: {reason}"), None)?;
             Ok(ExitStatus::Failure)
         }
         RunEnd::LeaseLost => {
-            eprintln!(
-                "error: {name}: this process lost the run's lease (it was paused longer than the lease) and another process took the run over; it stopped here"
+            let message = format!(
+                "{name}: this process lost the run's lease (it was paused longer than the lease) and another process took the run over; it stopped here"
             );
+            eprintln!("error: {message}");
+            json_error(
+                "lease_lost",
+                &message,
+                Some(&format!("`troupe status {name}` shows who runs it now")),
+            )?;
             Ok(ExitStatus::Failure)
         }
     }
@@ -470,9 +490,18 @@ pub fn parse_history_keep(s: &str) -> Result<u64, String> {
 /// `troupe run FILE --store DB`.
 pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Result<ExitStatus> {
     let settings = settings_of(args);
+    // With --json, a failure is also one JSON object on stdout.
+    let report_error = |e: &HostError, color| -> Result<ExitStatus> {
+        let status = report_error(e, color);
+        if args.json {
+            let doc = crate::commands::run::host_error_json(e, &args.file);
+            crate::out::println(&doc.to_string())?;
+        }
+        Ok(status)
+    };
     let compiled = match args.compile() {
         Ok(c) => c,
-        Err(e) => return Ok(report_error(&e, color)),
+        Err(e) => return report_error(&e, color),
     };
     print_warnings(&compiled, color);
     let json_inputs = args
@@ -483,7 +512,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         .context("--input-json is not valid JSON")?;
     let inputs = match compiled.parse_inputs(&args.inputs, json_inputs.as_ref()) {
         Ok(i) => i,
-        Err(e) => return Ok(report_error(&e, color)),
+        Err(e) => return report_error(&e, color),
     };
     let store = open_store(store_path, settings.durability.into())?;
     let host = host(store)?;
@@ -494,7 +523,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
     };
     let started = match host.start(&compiled, inputs, &settings, policy) {
         Ok(s) => s,
-        Err(e) => return Ok(report_error(&e, color)),
+        Err(e) => return report_error(&e, color),
     };
     let name = &started.name;
     if args.detach {
@@ -511,7 +540,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
     let finished =
         match runtime()?.block_on(host.drive(started.run, &Overrides::default(), answers)) {
             Ok(f) => f,
-            Err(e) => return Ok(report_error(&e, color)),
+            Err(e) => return report_error(&e, color),
         };
     report(&finished, args.json)
 }
