@@ -721,14 +721,17 @@ async fn api_run(
 ) -> Result<Json, ApiError> {
     let run = parse_run(&id)?;
     let store = app.store.clone();
-    let (detail, view) = blocking(move || {
+    let (detail, view, calls) = blocking(move || {
         let detail = store.run(run)?;
         let view = RunView::load(&store, &detail, page_q.before)?;
-        Ok::<_, StoreError>((detail, view))
+        let calls = store.llm_calls(run)?;
+        Ok::<_, StoreError>((detail, view, calls))
     })
     .await??;
     let mut doc = to_json(&detail)?.0;
     if let Some(o) = doc.as_object_mut() {
+        // Its model calls: prompts, answers, tokens, latency, cost.
+        o.insert("llm_calls".into(), to_json(&calls)?.0);
         // A window of the trace (the last events, or those before
         // `?before=N`), with where it starts.
         o.insert("trace".into(), view.trace_json());

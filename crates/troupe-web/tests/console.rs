@@ -2,7 +2,7 @@
 //! query parameters (and the live fragment with the same ones), everything
 //! a filter or search echoes escaped, the lifecycle buttons refused without
 //! the session's CSRF token and refused for a run in the wrong state, the
-//! inbox's typed fields and its stream.
+//! inbox's typed fields and its stream; a run's model calls in the API.
 
 mod common;
 
@@ -10,6 +10,7 @@ use common::*;
 use reqwest::header::{COOKIE, SET_COOKIE};
 
 const TOKEN: &str = "console-http-token";
+const CONSENSUS: &str = include_str!("../../../examples/consensus.troupe");
 
 async fn signed_in(c: &reqwest::Client, base: &str) -> String {
     let r = c
@@ -53,13 +54,31 @@ async fn filters_search_and_lifecycle_over_http() {
     let (kinds, _kinds) = start_run(&store, KINDS, &[("plan", "the offsite")]);
     wait_tasks(&store, kinds, 5);
 
+    let (consensus, handle) = start_run(&store, CONSENSUS, &[("case", "A refund request")]);
+    handle.join().unwrap().expect("the consensus run finishes");
+
     let (s, all) = get(&c, &format!("{base}/"), &cookie).await;
     assert_eq!(s, 200);
-    assert_eq!(rows(&all), 2);
+    assert_eq!(rows(&all), 3);
+    // The API gives a run's model calls too.
+    let (_, api) = get(&c, &format!("{base}/api/runs/{consensus}"), &cookie).await;
+    let api: serde_json::Value = serde_json::from_str(&api).unwrap();
+    let calls = api["llm_calls"].as_array().expect("llm_calls");
+    assert_eq!(calls.len(), store.llm_calls(consensus).unwrap().len());
+    assert!(calls.len() >= 2);
+    assert!(
+        calls[0]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("A refund request")
+    );
     let (_, page) = get(&c, &format!("{base}/?workflow=kinds"), &cookie).await;
     assert_eq!(rows(&page), 1);
     assert!(page.contains(&format!("data-run=\"run-{kinds}\"")));
     let (_, page) = get(&c, &format!("{base}/?status=done"), &cookie).await;
+    assert_eq!(rows(&page), 1);
+    assert!(page.contains(&format!("data-run=\"run-{consensus}\"")));
+    let (_, page) = get(&c, &format!("{base}/?status=failed"), &cookie).await;
     assert_eq!(rows(&page), 0);
     assert!(page.contains("No run matches the filters."));
     // The live refresh reads the same parameters.
