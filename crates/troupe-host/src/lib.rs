@@ -683,8 +683,20 @@ impl Host {
     /// the run must stop (a cancellation request, or the lease lost).
     async fn renew_until_stopped(&self, run: i64) -> Stop {
         let every = (self.config.lease / 3).max(Duration::from_millis(50));
+        // A cancellation is looked for often (a read), the lease renewed
+        // every third of its length (a write).
+        let look = every.min(Duration::from_millis(250));
+        let mut since = Duration::ZERO;
         loop {
-            tokio::time::sleep(every).await;
+            tokio::time::sleep(look).await;
+            since += look;
+            if since < every {
+                if let Ok(Some(reason)) = self.store.cancel_request(run) {
+                    return Stop::Cancel(reason);
+                }
+                continue;
+            }
+            since = Duration::ZERO;
             match self.store.renew(run, &self.config.owner, self.config.lease) {
                 Ok(Renewal::Held { cancel: None }) => {}
                 Ok(Renewal::Held {

@@ -108,6 +108,20 @@ impl Store {
         })
     }
 
+    /// Whether someone asked to cancel `run` (and why): a read, cheap
+    /// enough for an owner to ask often between renewals.
+    pub fn cancel_request(&self, run: i64) -> Result<Option<String>, StoreError> {
+        self.with("read the run", |c| {
+            c.query_row(
+                "SELECT cancel_requested FROM runs WHERE id = ?1",
+                params![run],
+                |r| r.get(0),
+            )
+            .optional()
+            .map(Option::flatten)
+        })
+    }
+
     /// Gives up `owner`'s lease on `run` (the run ended, or the owner stops).
     pub fn release(&self, run: i64, owner: &str) -> Result<(), StoreError> {
         self.with("release the lease", |c| {
