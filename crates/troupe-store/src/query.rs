@@ -256,14 +256,8 @@ impl Store {
                 path: self.path().to_owned(),
                 message: format!("inputs of run {id}: {e}"),
             })?;
-        let (events, pruned): (i64, i64) = self.with("count the events", |c| {
-            c.query_row(
-                "SELECT coalesce((SELECT sum(count) FROM events WHERE run = ?1), 0), pruned
-                 FROM runs WHERE id = ?1",
-                params![id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-        })?;
+        let (events, pruned, _) = self.count_events(id)?;
+        let (events, pruned) = (events as i64, pruned as i64);
         Ok(RunDetail {
             summary,
             source,
@@ -361,24 +355,31 @@ impl Store {
         run: i64,
         range: std::ops::Range<u64>,
     ) -> Result<(Events, u64, i64), StoreError> {
-        let counts: Vec<(i64, u64)> = self.with("count the events", |c| {
-            let mut stmt =
-                c.prepare_cached("SELECT chunk, count FROM events WHERE run = ?1 ORDER BY chunk")?;
-            let rows = stmt.query_map(params![run], |r| {
-                Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
-            })?;
-            rows.collect()
-        })?;
-        let total: u64 = counts.iter().map(|(_, n)| n).sum();
-        let next_chunk = counts.last().map_or(0, |(c, _)| c + 1);
-        let mut out = Vec::new();
-        let mut at = 0u64;
-        for (chunk, n) in counts {
-            let (start, end) = (at, at + n);
-            at = end;
-            if end <= range.start || start >= range.end {
-                continue;
+        let (total, _, next_chunk) = self.count_events(run)?;
+        // From the newest chunk back, until the range's start: a window
+        // near the end (what pages show) reads only the last chunks.
+        let chunks: Vec<(i64, u64)> = self.with("count the events", |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT chunk, count FROM events WHERE run = ?1 AND chunk < ?2 ORDER BY chunk DESC",
+            )?;
+            let mut rows = stmt.query(params![run, next_chunk])?;
+            let mut out = Vec::new();
+            let mut end = total;
+            while let Some(r) = rows.next()? {
+                let n = r.get::<_, i64>(1)?.max(0) as u64;
+                let start = end.saturating_sub(n);
+                if start < range.end && end > range.start {
+                    out.push((r.get(0)?, start));
+                }
+                if start <= range.start {
+                    break;
+                }
+                end = start;
             }
+            Ok(out)
+        })?;
+        let mut out = Vec::new();
+        for (chunk, start) in chunks.into_iter().rev() {
             let (events, _) = self.events_page(run, chunk, 1)?;
             for (i, e) in events.into_iter().enumerate() {
                 if range.contains(&(start + i as u64)) {
@@ -387,6 +388,37 @@ impl Store {
             }
         }
         Ok((out, total, next_chunk))
+    }
+
+    /// How many events of a run the store holds, how many retention
+    /// pruned, and the chunk after the last: from the latest checkpoint
+    /// (which knows how many came before it) and the chunks after it, so
+    /// counting a long run does not read its history.
+    fn count_events(&self, run: i64) -> Result<(u64, u64, i64), StoreError> {
+        self.with("count the events", |c| {
+            let (pruned, cp): (i64, Option<(i64, i64)>) = c.query_row(
+                "SELECT r.pruned, k.seq, k.chunk FROM runs r
+                 LEFT JOIN (SELECT seq, chunk FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1) k
+                 WHERE r.id = ?1",
+                params![run],
+                |r| {
+                    let seq: Option<i64> = r.get(1)?;
+                    let chunk: Option<i64> = r.get(2)?;
+                    Ok((r.get(0)?, seq.zip(chunk)))
+                },
+            )?;
+            let (before, from) = match cp {
+                Some((seq, chunk)) => ((seq - pruned).max(0), chunk),
+                None => (0, 0),
+            };
+            let (tail, last): (i64, Option<i64>) = c.query_row(
+                "SELECT coalesce(sum(count), 0), max(chunk) FROM events WHERE run = ?1 AND chunk >= ?2",
+                params![run, from],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let next = last.map_or(from, |l| l + 1);
+            Ok(((before + tail).max(0) as u64, pruned.max(0) as u64, next))
+        })
     }
 
     fn decode_chunks(
