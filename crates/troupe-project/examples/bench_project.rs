@@ -1,6 +1,9 @@
 //! Times projection (and lowering to flat bytecode) of generated workflows:
 //! `cargo run --release -p troupe-project --features testing --example bench_project`.
 
+// A benchmark reads the clock; the crate's clippy.toml forbids it elsewhere.
+#![allow(clippy::disallowed_methods)]
+
 use std::time::Instant;
 use troupe_project::project;
 use troupe_project::testing::{count_stmts, generate_large};

@@ -1,0 +1,276 @@
+//! Tidy checks over the whole repository.
+//!
+//! - ARCHITECTURE.md names only what exists: every file path, directory and
+//!   `path.rs::test_name` it mentions in backticks resolves (relative to
+//!   the crate whose section it is in, or to `crates/`), and each named
+//!   test is a function of that file.
+//! - Every crate has a section in its code map.
+//! - Every Rust file under `crates/` opens with a `//!` module doc.
+//! - Every crate is `publish = false` and inherits the workspace's
+//!   `rust-version`.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn crates() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap()
+}
+
+/// The words between backticks, with the crates of the section each is in.
+fn mentions(doc: &str) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    let mut section: Vec<String> = Vec::new();
+    for line in doc.lines() {
+        if line.starts_with('#') {
+            section = line
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|w| w.strip_prefix("crates/"))
+                .map(str::to_owned)
+                .collect();
+        }
+    }
+    // Second pass with the section known at each line; code blocks skipped.
+    let mut in_code = false;
+    let mut text = String::new();
+    for line in doc.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        if line.starts_with('#') {
+            if !text.is_empty() {
+                collect(&section, &text, &mut out);
+                text.clear();
+            }
+            section = line
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|w| w.strip_prefix("crates/"))
+                .map(str::to_owned)
+                .collect();
+            continue;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    collect(&section, &text, &mut out);
+    out
+}
+
+fn collect(section: &[String], text: &str, out: &mut Vec<(Vec<String>, String)>) {
+    for (i, word) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push((section.to_vec(), word.replace('\n', " ")));
+        }
+    }
+}
+
+/// Whether a mention looks like a path (`x.rs`, `a/b.rs::f`, `dir/`).
+fn is_path(word: &str) -> bool {
+    let path = word.split("::").next().unwrap_or("");
+    !word.contains(' ')
+        && !path.contains('*')
+        && !path.starts_with('.')
+        && !path.starts_with('/')
+        && (path.ends_with(".rs")
+            || path.ends_with(".md") && path.contains('/')
+            || (path.ends_with('/') && path.len() > 1))
+}
+
+/// `a/{b,c}/d` → `a/b/d`, `a/c/d`.
+fn expand(path: &str) -> Vec<String> {
+    match (path.find('{'), path.find('}')) {
+        (Some(i), Some(j)) if i < j => path[i + 1..j]
+            .split(',')
+            .flat_map(|alt| expand(&format!("{}{alt}{}", &path[..i], &path[j + 1..])))
+            .collect(),
+        _ => vec![path.to_owned()],
+    }
+}
+
+fn find_under(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let direct = dir.join(name);
+    if direct.exists() {
+        return Some(direct);
+    }
+    if depth == 0 {
+        return None;
+    }
+    for e in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir()
+            && !p.ends_with("target")
+            && let Some(found) = find_under(&p, name, depth - 1)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+fn resolve(section: &[String], all: &[String], path: &str) -> Option<PathBuf> {
+    let root = root();
+    let crates = root.join("crates");
+    let first = path.split('/').next().unwrap_or("");
+    if path.starts_with("crates/") {
+        return Some(root.join(path)).filter(|p| p.exists());
+    }
+    if all.iter().any(|c| c == first) {
+        return Some(crates.join(path)).filter(|p| p.exists());
+    }
+    if root.join(path).exists() {
+        return Some(root.join(path));
+    }
+    let scope: Vec<&String> = if section.is_empty() {
+        all.iter().collect()
+    } else {
+        section.iter().collect()
+    };
+    scope
+        .iter()
+        .find_map(|c| find_under(&crates.join(c), path, 4))
+}
+
+#[test]
+fn architecture_names_only_what_exists() {
+    let all = crates();
+    let mut wrong = Vec::new();
+    let mut tests = 0;
+    for (section, word) in mentions(&architecture()) {
+        if !is_path(&word) {
+            continue;
+        }
+        let mut parts = word.split("::");
+        let path = parts.next().unwrap();
+        let items: Vec<&str> = parts.collect();
+        for path in expand(path) {
+            let Some(file) = resolve(&section, &all, &path) else {
+                wrong.push(format!("`{word}`: no file {path} (section {section:?})"));
+                continue;
+            };
+            if let Some(name) = items.last() {
+                tests += 1;
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                if !text.contains(&format!("fn {name}(")) {
+                    wrong.push(format!("`{word}`: {} has no fn {name}", file.display()));
+                }
+                for module in &items[..items.len() - 1] {
+                    if !text.contains(&format!("mod {module}")) {
+                        wrong.push(format!("`{word}`: {} has no mod {module}", file.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md names what does not exist:\n{}",
+        wrong.join("\n")
+    );
+    assert!(tests >= 30, "ARCHITECTURE.md names only {tests} tests");
+}
+
+#[test]
+fn every_crate_is_in_the_code_map() {
+    let doc = architecture();
+    let headings: Vec<&str> = doc.lines().filter(|l| l.starts_with("### ")).collect();
+    let missing: Vec<String> = crates()
+        .into_iter()
+        .filter(|c| {
+            !headings
+                .iter()
+                .any(|h| h.contains(&format!("`crates/{c}`")))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crates without a section in ARCHITECTURE.md's code map: {missing:?}"
+    );
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        let name = e.file_name();
+        if p.is_dir() {
+            if name != "target" && name != "snapshots" && name != "node_modules" {
+                rust_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_module_opens_with_a_doc_comment() {
+    let mut files = Vec::new();
+    for c in crates() {
+        let dir = root().join("crates").join(c);
+        for sub in ["src", "tests", "examples", "benches"] {
+            rust_files(&dir.join(sub), &mut files);
+        }
+    }
+    let undocumented: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            !text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with("//!"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(files.len() > 100, "only {} Rust files found", files.len());
+    assert!(
+        undocumented.is_empty(),
+        "modules that do not open with a //! doc comment:\n{}",
+        undocumented.join("\n")
+    );
+}
+
+#[test]
+fn every_crate_is_private_and_inherits_the_msrv() {
+    let mut wrong = Vec::new();
+    for c in crates() {
+        let text =
+            std::fs::read_to_string(root().join("crates").join(&c).join("Cargo.toml")).unwrap();
+        if !text.lines().any(|l| l.trim() == "publish = false") {
+            wrong.push(format!("{c}: no `publish = false`"));
+        }
+        if !text
+            .lines()
+            .any(|l| l.trim() == "rust-version.workspace = true")
+        {
+            wrong.push(format!("{c}: no `rust-version.workspace = true`"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
