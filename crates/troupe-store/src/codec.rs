@@ -332,15 +332,9 @@ pub fn decode_events(bytes: &[u8]) -> Result<Vec<(LifelineId, Event)>, DecodeErr
     Ok(out)
 }
 
-/// FNV-1a of bytes: stable across processes (for input hashes and fingerprints).
-pub fn fnv64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+/// FNV-1a of bytes, stable across processes (input hashes, fingerprints,
+/// checksums): the workspace's one implementation.
+pub use troupe_check::hash::fnv64;
 
 #[cfg(test)]
 mod tests {

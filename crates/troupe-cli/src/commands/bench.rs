@@ -72,7 +72,7 @@ pub enum BenchCommand {
     /// checkpoints (a replay of the whole history). Each is a child
     /// process of the real binary; time and peak resident memory of each.
     Resume {
-        /// Rounds before the run waits (4 events each).
+        /// Rounds before the run waits (8 events each).
         #[arg(long, default_value_t = 1_000_000)]
         rounds: i64,
         /// With --history-keep EVENTS: the store stays bounded.
@@ -262,7 +262,6 @@ fn bench_resume(
         "the run ended before it waited: {}",
         first.stderr
     );
-    let events = 4.0 * rounds as f64;
     crate::outln!(
         "  troupe run --store (FULL), killed at the wait  {:>8.2?}  {:>10.0} rounds/s  peak {:>7} KiB",
         first.elapsed,
@@ -287,6 +286,7 @@ fn bench_resume(
         );
         Store::open(&replay_db, Durability::Full)?.forget_checkpoints(1)?;
     }
+    let events = Store::open(&db, Durability::Normal)?.run(1)?.events;
     let mut results = Vec::new();
     for (label, path) in [
         ("from its checkpoint", &db),
@@ -331,7 +331,7 @@ fn bench_resume(
         results.push(resumed);
     }
     crate::outln!(
-        "  resume from the checkpoint: {:.1}x faster, {:.1}x less memory than the replay of {events:.0} events; store {:.1} MB",
+        "  resume from the checkpoint: {:.1}x faster, {:.1}x less memory than the replay of {events} events; store {:.1} MB",
         results[1].elapsed.as_secs_f64() / results[0].elapsed.as_secs_f64(),
         results[1].peak_kib as f64 / results[0].peak_kib.max(1) as f64,
         size(&db) as f64 / 1e6
