@@ -177,6 +177,46 @@ impl Execution {
         }
     }
 
+    /// One order in which the events could have happened (every receive
+    /// after its send; round robin over the lifelines), as the online
+    /// monitor takes them; `None` when there is none (a receive of a
+    /// message never sent, or a causal cycle).
+    pub fn linearize(&self) -> Option<Vec<(LifelineId, Event)>> {
+        let n = self.words.len();
+        let mut next = vec![0usize; n];
+        let mut in_flight = std::collections::HashMap::<(usize, usize), usize>::new();
+        let total: usize = self.words.iter().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(total);
+        while out.len() < total {
+            let mut moved = false;
+            for (l, at) in next.iter_mut().enumerate() {
+                let Some(e) = self.words[l].get(*at) else {
+                    continue;
+                };
+                match e {
+                    Event::Recv { from, .. } => {
+                        let k = in_flight.entry((from.0 as usize, l)).or_default();
+                        if *k == 0 {
+                            continue;
+                        }
+                        *k -= 1;
+                    }
+                    Event::Send { to, .. } => {
+                        *in_flight.entry((l, to.0 as usize)).or_default() += 1;
+                    }
+                    _ => {}
+                }
+                out.push((LifelineId(l as u32), e.clone()));
+                *at += 1;
+                moved = true;
+            }
+            if !moved {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
     pub fn word(&self, l: LifelineId) -> &[Event] {
         self.words.get(l.0 as usize).map_or(&[], Vec::as_slice)
     }

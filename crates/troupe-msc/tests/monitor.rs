@@ -5,7 +5,7 @@
 //! two events swapped, a message relabelled — both agree on the verdict.
 
 use proptest::prelude::*;
-use troupe_check::ir::{LifelineId, Program, StmtId};
+use troupe_check::ir::{Program, StmtId};
 use troupe_msc::{EnumOptions, Event, Execution, MemberOptions, Message, Monitor, Semantics};
 use troupe_project::testing::arb_program;
 
@@ -17,48 +17,10 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// One interleaving of `exec` in which every receive comes after its send
-/// (round robin over the lifelines); `None` when there is none.
-fn linearize(exec: &Execution) -> Option<Vec<(LifelineId, Event)>> {
-    let n = exec.words.len();
-    let mut next = vec![0usize; n];
-    let mut in_flight = std::collections::HashMap::<(usize, usize), usize>::new();
-    let total: usize = exec.words.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        let mut moved = false;
-        for (l, at) in next.iter_mut().enumerate() {
-            let Some(e) = exec.words[l].get(*at) else {
-                continue;
-            };
-            match e {
-                Event::Recv { from, .. } => {
-                    let k = in_flight.entry((from.0 as usize, l)).or_default();
-                    if *k == 0 {
-                        continue;
-                    }
-                    *k -= 1;
-                }
-                Event::Send { to, .. } => {
-                    *in_flight.entry((l, to.0 as usize)).or_default() += 1;
-                }
-                _ => {}
-            }
-            out.push((LifelineId(l as u32), e.clone()));
-            *at += 1;
-            moved = true;
-        }
-        if !moved {
-            return None;
-        }
-    }
-    Some(out)
-}
-
 fn online(program: &Program, exec: &Execution, prefix: bool) -> bool {
     let w = &program.workflows[0];
     let mut m = Monitor::new(program, w).unwrap();
-    let Some(events) = linearize(exec) else {
+    let Some(events) = exec.linearize() else {
         return false;
     };
     events.iter().all(|(l, e)| m.event(*l, e).is_ok()) && m.finish(prefix).is_ok()

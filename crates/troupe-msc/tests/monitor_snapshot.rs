@@ -17,43 +17,6 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// One interleaving of `exec` in which every receive comes after its send.
-fn linearize(exec: &Execution) -> Option<Vec<(LifelineId, Event)>> {
-    let n = exec.words.len();
-    let mut next = vec![0usize; n];
-    let mut in_flight = std::collections::HashMap::<(usize, usize), usize>::new();
-    let total: usize = exec.words.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        let mut moved = false;
-        for (l, at) in next.iter_mut().enumerate() {
-            let Some(e) = exec.words[l].get(*at) else {
-                continue;
-            };
-            match e {
-                Event::Recv { from, .. } => {
-                    let k = in_flight.entry((from.0 as usize, l)).or_default();
-                    if *k == 0 {
-                        continue;
-                    }
-                    *k -= 1;
-                }
-                Event::Send { to, .. } => {
-                    *in_flight.entry((l, to.0 as usize)).or_default() += 1;
-                }
-                _ => {}
-            }
-            out.push((LifelineId(l as u32), e.clone()));
-            *at += 1;
-            moved = true;
-        }
-        if !moved {
-            return None;
-        }
-    }
-    Some(out)
-}
-
 /// The verdict of a monitor that is snapshot after every `every` events
 /// and continued by a monitor restored from the snapshot.
 fn restarted(program: &Program, events: &[(LifelineId, Event)], every: usize) -> bool {
@@ -126,10 +89,10 @@ proptest! {
         let sem = Semantics::new(&program, w).unwrap();
         let e = sem.enumerate(&EnumOptions { unroll: 2, control: true, limit: 30 });
         for x in &e.executions {
-            let events = linearize(x).expect("a member has an order");
+            let events = x.linearize().expect("a member has an order");
             prop_assert!(restarted(&program, &events, every), "a member refused after restarts");
             for m in neighbours(x, &e.executions) {
-                let Some(events) = linearize(&m) else { continue };
+                let Some(events) = m.linearize() else { continue };
                 prop_assert_eq!(restarted(&program, &events, every), offline(&sem, &m));
             }
         }
@@ -145,7 +108,7 @@ proptest! {
         let e = sem.enumerate(&EnumOptions { unroll: 1, control: true, limit: 4 });
         let blank = Monitor::new(&program, w).unwrap();
         for x in &e.executions {
-            let events = linearize(x).unwrap();
+            let events = x.linearize().unwrap();
             let mut m = blank.fresh();
             for (l, ev) in events.iter().take(events.len() / 2) {
                 let _ = m.event(*l, ev);

@@ -15,7 +15,7 @@
 //!   workflow does, values and decisions included.
 
 use std::collections::{HashMap, HashSet};
-use troupe_check::ir::{LifelineId, Program, StmtId, StmtKind, Workflow};
+use troupe_check::ir::{Program, StmtId, StmtKind, Workflow};
 use troupe_msc::{
     Decisions, EnumOptions, Event, EventKey, Execution, MemberOptions, Message, Monitor, Semantics,
     SimOptions, simulate,
@@ -158,43 +158,6 @@ fn every_msc_of_bounded_semantics_is_produced_by_some_schedule() {
         workflows >= 500.min(seeds.cases * 7 / 10),
         "only {workflows} workflows explored ({skipped} too large)"
     );
-}
-
-/// One interleaving in which every receive follows its send.
-fn linearize(exec: &Execution) -> Option<Vec<(LifelineId, Event)>> {
-    let n = exec.words.len();
-    let mut next = vec![0usize; n];
-    let mut in_flight = HashMap::<(usize, usize), usize>::new();
-    let total = exec.len();
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        let mut moved = false;
-        for (l, at) in next.iter_mut().enumerate() {
-            let Some(e) = exec.words[l].get(*at) else {
-                continue;
-            };
-            match e {
-                Event::Recv { from, .. } => {
-                    let k = in_flight.entry((from.0 as usize, l)).or_default();
-                    if *k == 0 {
-                        continue;
-                    }
-                    *k -= 1;
-                }
-                Event::Send { to, .. } => {
-                    *in_flight.entry((l, to.0 as usize)).or_default() += 1;
-                }
-                _ => {}
-            }
-            out.push((LifelineId(l as u32), e.clone()));
-            *at += 1;
-            moved = true;
-        }
-        if !moved {
-            return None;
-        }
-    }
-    Some(out)
 }
 
 /// The index in `to`'s word of the receive matching the send at `i` of `from`.
@@ -421,7 +384,7 @@ fn membership_rejects_valid_but_mislabelled_executions() {
                     repeat_hint(seed)
                 );
                 let mut m = Monitor::new(&program, w).unwrap();
-                let online = linearize(&y).is_some_and(|events| {
+                let online = y.linearize().is_some_and(|events| {
                     events.iter().all(|(l, e)| m.event(*l, e).is_ok()) && m.finish(false).is_ok()
                 });
                 assert_eq!(
@@ -695,7 +658,7 @@ fn validity_agrees_with_a_naive_check() {
                     repeat_hint(seed)
                 );
                 let mut m = Monitor::new(&program, w).unwrap();
-                let online = linearize(&y).is_some_and(|events| {
+                let online = y.linearize().is_some_and(|events| {
                     events.iter().all(|(l, e)| m.event(*l, e).is_ok()) && m.finish(false).is_ok()
                 });
                 assert!(
