@@ -313,17 +313,7 @@ impl Store {
             let rows = stmt.query_map(params![run, from_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect()
         })?;
-        let mut out = Vec::new();
-        let mut next = from_chunk;
-        for (chunk, data) in chunks {
-            let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
-                path: self.path().to_owned(),
-                message: format!("run {run}, chunk {chunk}: {e}"),
-            })?;
-            out.extend(events);
-            next = chunk + 1;
-        }
-        Ok((out, next))
+        self.decode_chunks(run, from_chunk, chunks)
     }
 
     /// At most `max_chunks` chunks of a run's events from chunk

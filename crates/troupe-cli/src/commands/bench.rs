@@ -169,13 +169,9 @@ fn measure_child(
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0;
     let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_path)
-            && let Some(kib) = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse().ok())
-        {
+        // Zero once the process is gone: keep the last reading.
+        let (_, kib) = status_kib(&status_path);
+        if kib > 0 {
             peak_kib = kib;
         }
         if let Some(status) = child.try_wait()? {
@@ -651,7 +647,13 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
 
 /// This process's resident memory and its peak, in KiB (Linux).
 fn resident_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_kib("/proc/self/status")
+}
+
+/// Resident memory and its peak (VmRSS, VmHWM) from a `/proc/PID/status`,
+/// in KiB; zeros when it cannot be read.
+fn status_kib(path: &str) -> (u64, u64) {
+    let status = std::fs::read_to_string(path).unwrap_or_default();
     let field = |name: &str| {
         status
             .lines()
@@ -721,20 +723,6 @@ workflow pipeline(topic: Text @ Client) {
 }
 "#;
 
-/// Resident and peak memory of this process, in KiB, from /proc.
-fn memory_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
     use std::sync::Arc;
     use troupe_check::Value;
@@ -748,7 +736,7 @@ fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (rss_before, _) = memory_kib();
+    let (rss_before, _) = resident_kib();
     let t = Instant::now();
     // Spawn from a worker thread, as a server accepting runs would.
     let completed = rt.block_on(rt.spawn(async move {
@@ -776,7 +764,7 @@ fn bench_concurrent(runs: usize, latency_ms: u64) -> Result<ExitStatus> {
     }))?;
     let (completed, spawned) = completed;
     let wall = t.elapsed();
-    let (_, peak) = memory_kib();
+    let (_, peak) = resident_kib();
     anyhow::ensure!(
         completed == runs,
         "only {completed} of {runs} runs completed"
