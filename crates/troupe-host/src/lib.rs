@@ -10,7 +10,9 @@
 //!   the durable human inbox, and MCP tools through [`ToolsFactory`];
 //! - **runs**: [`Host::start`] (new, or resume the same unfinished run),
 //!   [`Host::drive`], [`Host::answer`] (typed), [`Host::resolve`],
-//!   [`Host::cancel`], [`Host::retry`], [`Host::delete`], [`Host::verify`].
+//!   [`Host::cancel`], [`Host::retry`], [`Host::delete`], [`Host::verify`];
+//! - **fleets** ([`Host::enqueue`], [`Host::work`]): runs queued in a shared
+//!   store and driven by whichever worker claims them.
 //!
 //! A process runs a run only while it holds the run's *lease* (see
 //! `troupe_store::Claim`): claiming is an atomic compare-and-swap in the
@@ -26,11 +28,13 @@ mod compile;
 mod error;
 pub mod externs;
 mod settings;
+mod worker;
 
 pub use answer::{AnswerInput, example as example_answer};
 pub use compile::Compiled;
 pub use error::HostError;
 pub use settings::{DurabilitySetting, Overrides, RunSettings};
+pub use worker::{WorkerConfig, WorkerEvent, WorkerReport};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -477,22 +481,12 @@ impl Host {
         if !unbound.is_empty() && !settings.mock_externs {
             return Err(HostError::UnboundExterns { names: unbound });
         }
-        let settings_json = serde_json::to_string(settings)
-            .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
-        let run = self.store.create_run(&NewRun {
-            workflow: wf.name.clone(),
-            file: Some(compiled.file.clone()),
-            source: compiled.source.clone(),
-            fingerprint: compiled.fingerprint.clone(),
-            canonical: compiled.canonical.clone(),
-            inputs_json: inputs_json.to_string(),
+        let run = self.create(
+            compiled,
             inputs,
-            seed: settings.seed,
-            lifelines: wf.lifelines.len(),
-            llm: settings.llm_label(),
-            settings: settings_json,
-            owner: Some((self.config.owner.clone(), self.config.lease)),
-        })?;
+            settings,
+            Some((self.config.owner.clone(), self.config.lease)),
+        )?;
         let name = Store::run_name(run);
         if !others.is_empty() {
             self.notify(Notice::NewBeside {
@@ -505,6 +499,53 @@ impl Host {
             name,
             resumed: false,
         })
+    }
+
+    /// Records a new run queued for any worker to claim (`troupe run
+    /// --detach` on a shared store): nothing runs in this process.
+    pub fn enqueue(
+        &self,
+        compiled: &Compiled,
+        inputs: Vec<Value>,
+        settings: &RunSettings,
+    ) -> Result<Started, HostError> {
+        let unbound = self.backends.unbound_externs(compiled)?;
+        if !unbound.is_empty() && !settings.mock_externs {
+            return Err(HostError::UnboundExterns { names: unbound });
+        }
+        let run = self.create(compiled, inputs, settings, None)?;
+        Ok(Started {
+            run,
+            name: Store::run_name(run),
+            resumed: false,
+        })
+    }
+
+    /// Records a new run, claimed by `owner` or queued.
+    fn create(
+        &self,
+        compiled: &Compiled,
+        inputs: Vec<Value>,
+        settings: &RunSettings,
+        owner: Option<(String, Duration)>,
+    ) -> Result<i64, HostError> {
+        let settings_json = serde_json::to_string(settings)
+            .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
+        let wf = compiled.workflow();
+        Ok(self.store.create_run(&NewRun {
+            workflow: wf.name.clone(),
+            file: Some(compiled.file.clone()),
+            source: compiled.source.clone(),
+            fingerprint: compiled.fingerprint.clone(),
+            canonical: compiled.canonical.clone(),
+            inputs_json: compiled.inputs_json(&inputs).to_string(),
+            inputs,
+            seed: settings.seed,
+            lifelines: wf.lifelines.len(),
+            llm: settings.llm_label(),
+            settings: settings_json,
+            owner,
+        })?)
     }
 
     /// Claims `run` for this process: fails with who owns it, or why it

@@ -17,9 +17,9 @@
 
 use crate::checkpoint as stored_checkpoint;
 use crate::codec::{self, Reader};
+use crate::db::args;
 use crate::writer::{Op, Writer};
 use crate::{Store, StoreError};
-use rusqlite::params;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use troupe_check::ir::LifelineId;
@@ -92,37 +92,29 @@ impl StoreJournal {
         options: JournalOptions,
     ) -> Result<StoreJournal, StoreError> {
         let corrupt = |message: String| StoreError::Corrupt {
-            path: store.path().to_owned(),
+            path: store.shown().to_owned(),
             message,
         };
         let (lifelines, fingerprint, pruned): (i64, String, i64) = store
-            .with("load the run", |c| {
-                c.query_row(
+            .with("load the run", |db| {
+                db.query_opt(
                     "SELECT lifelines, fingerprint, pruned FROM runs WHERE id = ?1",
-                    params![run],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })
+                    args![run],
+                )?
+                .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .transpose()
             })?
             .ok_or_else(|| StoreError::UnknownRun(Store::run_name(run)))?;
         let lifelines = lifelines.max(0) as usize;
         type Row = (i64, i64, String, i64, Vec<u8>);
-        let latest: Option<Row> = store.with("load the checkpoint", |c| {
-            c.query_row(
+        let latest: Option<Row> = store.with("load the checkpoint", |db| {
+            db.query_opt(
                 "SELECT seq, chunk, fingerprint, steps_mark, CAST(data AS BLOB) FROM checkpoints
                  WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
-                params![run],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-            )
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })
+                args![run],
+            )?
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .transpose()
         })?;
         // A checkpoint of another workflow, or one that does not decode, is
         // not followed: the run replays its history instead, unless the
@@ -159,13 +151,7 @@ impl StoreJournal {
         };
         let seen = stored.clone();
         let mut next_chunk = first_chunk;
-        let chunks: Vec<(i64, Vec<u8>)> = store.with("load the events", |c| {
-            let mut stmt = c.prepare(
-                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
-            )?;
-            let rows = stmt.query_map(params![run, first_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect()
-        })?;
+        let chunks = store.chunks(run, first_chunk, None)?;
         for (chunk, data) in chunks {
             let events = codec::decode_events(&data)
                 .map_err(|e| corrupt(format!("run {run}, event chunk {chunk}: {e}")))?;
@@ -179,30 +165,23 @@ impl StoreJournal {
         // The steps a resumed run may ask for: after a checkpoint, those
         // recorded after it and the ones it was waiting for.
         type StepRow = (String, String, Option<Vec<u8>>);
-        let steps: Vec<StepRow> = store.with("load the steps", |c| {
+        let steps: Vec<StepRow> = store.with("load the steps", |db| {
             let select = "SELECT key, status, outputs FROM steps WHERE run = ?1";
+            let row = |r: &crate::db::Row| Ok((r.get(0)?, r.get(1)?, r.get(2)?));
             match &checkpoint {
-                None => {
-                    let mut stmt = c.prepare(select)?;
-                    let rows =
-                        stmt.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-                    rows.collect()
-                }
+                None => db.query(select, args![run])?.iter().map(row).collect(),
                 Some((_, mark, cp)) => {
-                    let mut out: Vec<StepRow> = {
-                        let mut stmt = c.prepare(&format!("{select} AND seq > ?2"))?;
-                        let rows = stmt.query_map(params![run, mark], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                        })?;
-                        rows.collect::<Result<_, _>>()?
-                    };
-                    let mut stmt = c.prepare(&format!("{select} AND key = ?2"))?;
+                    let mut out: Vec<StepRow> = db
+                        .query(&format!("{select} AND seq > ?2"), args![run, mark])?
+                        .iter()
+                        .map(row)
+                        .collect::<Result<_, crate::db::DbError>>()?;
                     for key in &cp.checkpoint.pending {
-                        let rows = stmt.query_map(params![run, key.to_string()], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                        })?;
-                        for row in rows {
-                            out.push(row?);
+                        for r in db.query(
+                            &format!("{select} AND key = ?2"),
+                            args![run, key.to_string()],
+                        )? {
+                            out.push(row(&r)?);
                         }
                     }
                     Ok(out)
@@ -223,7 +202,7 @@ impl StoreJournal {
             recorded.insert(key, entry);
         }
         let writer = store.writer().map_err(|message| StoreError::Open {
-            path: store.path().to_owned(),
+            path: store.shown().to_owned(),
             message,
         })?;
         Ok(StoreJournal {
@@ -493,25 +472,30 @@ mod tests {
     use troupe_check::ir::StmtId;
     use troupe_runtime::{Checkpoint, LaneState};
 
-    fn store(dir: &std::path::Path) -> (Store, i64) {
-        let store = Store::open(dir.join("s.db"), Durability::Normal).unwrap();
-        let run = store
-            .create_run(&NewRun {
-                workflow: "w".into(),
-                file: None,
-                source: String::new(),
-                fingerprint: "fp".into(),
-                canonical: String::new(),
-                inputs_json: "{}".into(),
-                inputs: Vec::new(),
-                seed: 0,
-                lifelines: 1,
-                llm: "mock".into(),
-                settings: "{}".into(),
-                owner: None,
+    /// A run in each kind of store.
+    fn stores(dir: &std::path::Path) -> Vec<(Store, i64, Option<crate::testing::TestDatabase>)> {
+        crate::testing::both(dir, Durability::Normal)
+            .into_iter()
+            .map(|(store, db)| {
+                let run = store
+                    .create_run(&NewRun {
+                        workflow: "w".into(),
+                        file: None,
+                        source: String::new(),
+                        fingerprint: "fp".into(),
+                        canonical: String::new(),
+                        inputs_json: "{}".into(),
+                        inputs: Vec::new(),
+                        seed: 0,
+                        lifelines: 1,
+                        llm: "mock".into(),
+                        settings: "{}".into(),
+                        owner: None,
+                    })
+                    .unwrap();
+                (store, run, db)
             })
-            .unwrap();
-        (store, run)
+            .collect()
     }
 
     fn act() -> Event {
@@ -565,11 +549,14 @@ mod tests {
 
     fn damage(store: &Store) {
         store
-            .with("damage", |c| {
-                c.execute(
-                    "UPDATE checkpoints SET data = CAST(substr(data, 1, 3) || x'ff' || substr(data, 5) AS BLOB)",
-                    [],
-                )
+            .with("damage", |db| {
+                let sql = match db.dialect() {
+                    crate::Dialect::Sqlite => {
+                        "UPDATE checkpoints SET data = CAST(substr(data, 1, 3) || x'ff' || substr(data, 5) AS BLOB)"
+                    }
+                    crate::Dialect::Postgres => "UPDATE checkpoints SET data = set_byte(data, 3, 255)",
+                };
+                db.execute(sql, &[])
             })
             .unwrap();
     }
@@ -577,72 +564,80 @@ mod tests {
     #[test]
     fn the_latest_checkpoint_is_resumed_from_and_the_events_before_it_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, run) = store(dir.path());
-        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
-        let j = open(&store, run, History::All).unwrap();
-        assert_eq!(j.resumes_at(), Some(2_000));
-        let cp = j.resume_from().unwrap();
-        assert_eq!(cp.events, 2_000);
-        // The replayed tail is dropped, the events after it recorded once.
-        for _ in 0..600 {
-            j.event(LifelineId(0), &act());
+        for (store, run, _db) in stores(dir.path()) {
+            record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+            let j = open(&store, run, History::All).unwrap();
+            assert_eq!(j.resumes_at(), Some(2_000), "{store:?}");
+            let cp = j.resume_from().unwrap();
+            assert_eq!(cp.events, 2_000);
+            // The replayed tail is dropped, the events after it recorded once.
+            for _ in 0..600 {
+                j.event(LifelineId(0), &act());
+            }
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(RunJournal::flush(&j)).unwrap();
+            assert_eq!(store.run(run).unwrap().events, 2_600);
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(RunJournal::flush(&j)).unwrap();
-        assert_eq!(store.run(run).unwrap().events, 2_600);
     }
 
     #[test]
     fn a_damaged_checkpoint_is_ignored_while_the_history_is_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, run) = store(dir.path());
-        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
-        damage(&store);
-        let j = open(&store, run, History::All).unwrap();
-        assert_eq!(j.resumes_at(), None, "a damaged checkpoint was followed");
-        assert!(j.resume_from().is_none());
+        for (store, run, _db) in stores(dir.path()) {
+            record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+            damage(&store);
+            let j = open(&store, run, History::All).unwrap();
+            assert_eq!(
+                j.resumes_at(),
+                None,
+                "a damaged checkpoint was followed: {store:?}"
+            );
+            assert!(j.resume_from().is_none());
+        }
     }
 
     #[test]
     fn a_checkpoint_of_another_workflow_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, run) = store(dir.path());
-        record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
-        store
-            .with("refingerprint", |c| {
-                c.execute("UPDATE checkpoints SET fingerprint = 'other'", [])
-            })
-            .unwrap();
-        assert_eq!(open(&store, run, History::All).unwrap().resumes_at(), None);
+        for (store, run, _db) in stores(dir.path()) {
+            record(&open(&store, run, History::All).unwrap(), 2_500, 1_000);
+            store
+                .with("refingerprint", |db| {
+                    db.execute("UPDATE checkpoints SET fingerprint = 'other'", &[])
+                })
+                .unwrap();
+            assert_eq!(open(&store, run, History::All).unwrap().resumes_at(), None);
+        }
     }
 
     #[test]
     fn with_a_pruned_history_a_damaged_checkpoint_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, run) = store(dir.path());
-        record(
-            &open(&store, run, History::Keep(1_000)).unwrap(),
-            20_000,
-            1_000,
-        );
-        let detail = store.run(run).unwrap();
-        assert!(detail.pruned > 0 && detail.events < 4_000, "{detail:?}");
-        assert_eq!(
-            detail.pruned + detail.events,
-            20_000,
-            "pruned {} kept {}",
-            detail.pruned,
-            detail.events
-        );
-        damage(&store);
-        match open(&store, run, History::Keep(1_000)) {
-            Err(StoreError::Corrupt { message, .. }) => {
-                assert!(message.contains("pruned"), "{message}");
+        for (store, run, _db) in stores(dir.path()) {
+            record(
+                &open(&store, run, History::Keep(1_000)).unwrap(),
+                20_000,
+                1_000,
+            );
+            let detail = store.run(run).unwrap();
+            assert!(detail.pruned > 0 && detail.events < 4_000, "{detail:?}");
+            assert_eq!(
+                detail.pruned + detail.events,
+                20_000,
+                "pruned {} kept {}",
+                detail.pruned,
+                detail.events
+            );
+            damage(&store);
+            match open(&store, run, History::Keep(1_000)) {
+                Err(StoreError::Corrupt { message, .. }) => {
+                    assert!(message.contains("pruned"), "{message}");
+                }
+                other => panic!("expected a corrupt store, got {other:?}"),
             }
-            other => panic!("expected a corrupt store, got {other:?}"),
+            assert!(store.forget_checkpoints(run).is_err());
         }
-        assert!(store.forget_checkpoints(run).is_err());
     }
 }

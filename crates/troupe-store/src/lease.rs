@@ -9,9 +9,9 @@
 //! any process may claim the run. Nothing depends on process ids, which the
 //! system reuses.
 
+use crate::db::{Db, DbError, args};
 use crate::state::RunStatus;
 use crate::{NOW_MS, Store, StoreError};
-use rusqlite::{OptionalExtension, params};
 use std::time::Duration;
 
 pub(crate) fn millis(d: Duration) -> i64 {
@@ -48,8 +48,8 @@ impl Store {
     /// Claims `run` for `owner` for `lease`: succeeds when the run is
     /// unfinished and nobody holds a live lease (or `owner` already does).
     pub fn claim(&self, run: i64, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
-        let changed = self.with("claim the run", |c| {
-            c.execute(
+        let changed = self.with("claim the run", |db| {
+            db.execute(
                 &format!(
                     "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
                         status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
@@ -57,21 +57,23 @@ impl Store {
                      WHERE id = ?1 AND status IN ('queued', 'running', 'waiting')
                        AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires < {NOW_MS})"
                 ),
-                params![run, owner, millis(lease)],
+                args![run, owner, millis(lease)],
             )
         })?;
         if changed == 1 {
             return Ok(Claim::Claimed);
         }
-        let row: Option<(String, Option<String>, i64)> = self.with("read the lease", |c| {
-            c.query_row(
+        let row = self.with("read the lease", |db| {
+            db.query_opt(
                 &format!(
                     "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1"
                 ),
-                params![run],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
+                args![run],
+            )?
+            .map(|r| {
+                Ok::<(String, Option<String>, i64), DbError>((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .transpose()
         })?;
         let Some((status, lease_owner, left)) = row else {
             return Err(StoreError::UnknownRun(Store::run_name(run)));
@@ -91,16 +93,16 @@ impl Store {
     /// Extends `owner`'s lease on `run`, and says whether someone asked to
     /// cancel the run.
     pub fn renew(&self, run: i64, owner: &str, lease: Duration) -> Result<Renewal, StoreError> {
-        let row: Option<Option<String>> = self.with("renew the lease", |c| {
-            c.query_row(
+        let row = self.with("renew the lease", |db| {
+            db.query_opt(
                 &format!(
                     "UPDATE runs SET lease_expires = {NOW_MS} + ?3
                      WHERE id = ?1 AND lease_owner = ?2 RETURNING cancel_requested"
                 ),
-                params![run, owner, millis(lease)],
-                |r| r.get(0),
-            )
-            .optional()
+                args![run, owner, millis(lease)],
+            )?
+            .map(|r| r.get::<Option<String>>(0))
+            .transpose()
         })?;
         Ok(match row {
             Some(cancel) => Renewal::Held { cancel },
@@ -111,23 +113,24 @@ impl Store {
     /// Whether someone asked to cancel `run` (and why): a read, cheap
     /// enough for an owner to ask often between renewals.
     pub fn cancel_request(&self, run: i64) -> Result<Option<String>, StoreError> {
-        self.with("read the run", |c| {
-            c.query_row(
-                "SELECT cancel_requested FROM runs WHERE id = ?1",
-                params![run],
-                |r| r.get(0),
-            )
-            .optional()
-            .map(Option::flatten)
+        self.with("read the run", |db| {
+            Ok(db
+                .query_opt(
+                    "SELECT cancel_requested FROM runs WHERE id = ?1",
+                    args![run],
+                )?
+                .map(|r| r.get::<Option<String>>(0))
+                .transpose()?
+                .flatten())
         })
     }
 
     /// Gives up `owner`'s lease on `run` (the run ended, or the owner stops).
     pub fn release(&self, run: i64, owner: &str) -> Result<(), StoreError> {
-        self.with("release the lease", |c| {
-            c.execute(
+        self.with("release the lease", |db| {
+            db.execute(
                 "UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = ?1 AND lease_owner = ?2",
-                params![run, owner],
+                args![run, owner],
             )
             .map(|_| ())
         })
@@ -138,20 +141,19 @@ impl Store {
     /// and records the reason); a run without one is cancelled here.
     /// Returns whether the run was cancelled here (`false`: its owner will).
     pub fn request_cancel(&self, run: i64, reason: &str) -> Result<bool, StoreError> {
-        self.with("cancel the run", |c| {
-            let tx = c.unchecked_transaction()?;
-            let row: Option<(String, Option<String>, i64)> = tx
-                .query_row(
-                    &format!(
-                        "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1"
-                    ),
-                    params![run],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let Some((status, owner, left)) = row else {
+        self.transaction("cancel the run", |tx| {
+            let lock = for_update(&*tx);
+            let row = tx.query_opt(
+                &format!(
+                    "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1{lock}"
+                ),
+                args![run],
+            )?;
+            let Some(row) = row else {
                 return Ok(None);
             };
+            let (status, owner, left): (String, Option<String>, i64) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
             let status: RunStatus = status.parse().unwrap_or(RunStatus::Failed);
             if status.is_final() {
                 return Ok(Some(Err(status)));
@@ -160,12 +162,11 @@ impl Store {
             if live_owner {
                 tx.execute(
                     "UPDATE runs SET cancel_requested = ?2 WHERE id = ?1",
-                    params![run, reason],
+                    args![run, reason],
                 )?;
             } else {
-                cancel_now(&tx, run, reason)?;
+                cancel_now(tx, run, reason)?;
             }
-            tx.commit()?;
             Ok(Some(Ok(!live_owner)))
         })?
         .ok_or_else(|| StoreError::UnknownRun(Store::run_name(run)))?
@@ -180,25 +181,30 @@ impl Store {
     /// Records `run` cancelled with `reason` (by its owner, after it stopped
     /// its actions), closes its pending tasks and releases the lease.
     pub fn mark_cancelled(&self, run: i64, reason: &str) -> Result<(), StoreError> {
-        self.with("record the cancellation", |c| {
-            let tx = c.unchecked_transaction()?;
-            cancel_now(&tx, run, reason)?;
-            tx.commit()
-        })
+        self.transaction("record the cancellation", |tx| cancel_now(tx, run, reason))
     }
 }
 
-fn cancel_now(tx: &rusqlite::Transaction<'_>, run: i64, reason: &str) -> rusqlite::Result<()> {
+/// ` FOR UPDATE` where the database locks rows (SQLite's `IMMEDIATE`
+/// transaction already holds the whole file).
+pub(crate) fn for_update(db: &dyn Db) -> &'static str {
+    match db.dialect() {
+        crate::Dialect::Sqlite => "",
+        crate::Dialect::Postgres => " FOR UPDATE",
+    }
+}
+
+fn cancel_now(tx: &mut dyn Db, run: i64, reason: &str) -> Result<(), DbError> {
     tx.execute(
         "UPDATE runs SET status = 'cancelled', error = ?2, cancel_requested = NULL,
             lease_owner = NULL, lease_expires = 0,
             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
          WHERE id = ?1",
-        params![run, format!("cancelled: {reason}")],
+        args![run, format!("cancelled: {reason}")],
     )?;
     tx.execute(
         "UPDATE tasks SET status = 'cancelled' WHERE run = ?1 AND status = 'pending'",
-        params![run],
+        args![run],
     )?;
     Ok(())
 }

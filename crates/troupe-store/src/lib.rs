@@ -1,4 +1,5 @@
-//! Durable troupe runs in one SQLite file.
+//! Durable troupe runs in one SQLite file, or in a PostgreSQL database
+//! that many processes on many machines share.
 //!
 //! A store holds many runs. Per run it records the workflow source and a
 //! fingerprint of its structure, the inputs, every event of every lifeline
@@ -14,25 +15,40 @@
 //! start and end, a human task and answer, the result) is durable before the
 //! run goes on. WAL with `synchronous=FULL` by default; files are created with
 //! mode 0600; pragmas are read back after they are set.
+//!
+//! Both databases sit behind one seam (`db.rs`): the store's logic and its
+//! SQL exist once. A `postgres://` address opens a PostgreSQL store
+//! (`postgres.rs`: its schema, migrations and the claim of the next runnable
+//! run by `FOR UPDATE SKIP LOCKED`).
 
 mod checkpoint;
 mod codec;
+mod db;
+mod fleet;
 mod inbox;
 mod journal;
 mod lease;
+mod postgres;
 mod query;
 mod retention;
 mod state;
+#[doc(hidden)]
+pub mod testing;
 mod writer;
 
 pub use codec::{DecodeError, decode_events, fnv64};
+pub use fleet::{Wakeups, WorkerRow};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Renewal};
 pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+pub use db::Dialect;
+pub use postgres::{is_postgres, redact};
+
+use db::{Db, DbError, DbErrorKind, SqliteDb, args};
+use rusqlite::{Connection, OpenFlags, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use writer::Writer;
@@ -85,25 +101,36 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error(
+        "cannot reach the store {path}: {message}; is the database server running, and is the address right?"
+    )]
+    Unavailable { path: PathBuf, message: String },
     #[error("store error: {0}")]
     Sql(String),
 }
 
 impl StoreError {
     fn from_sql(path: &Path, what: &str, e: rusqlite::Error) -> StoreError {
-        use rusqlite::ErrorCode as C;
-        match e.sqlite_error_code() {
-            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => StoreError::Corrupt {
+        Self::from_db(path, what, db::sqlite_error(e))
+    }
+
+    fn from_db(path: &Path, what: &str, e: DbError) -> StoreError {
+        match e.kind {
+            DbErrorKind::Corrupt => StoreError::Corrupt {
                 path: path.to_owned(),
-                message: e.to_string(),
+                message: e.message,
             },
-            Some(C::DatabaseBusy) | Some(C::DatabaseLocked) => StoreError::Locked {
+            DbErrorKind::Busy => StoreError::Locked {
                 path: path.to_owned(),
             },
-            Some(C::DiskFull) => StoreError::DiskFull {
+            DbErrorKind::DiskFull => StoreError::DiskFull {
                 what: what.to_owned(),
             },
-            _ => StoreError::Sql(format!("{what}: {e}")),
+            DbErrorKind::Unavailable => StoreError::Unavailable {
+                path: path.to_owned(),
+                message: e.message,
+            },
+            DbErrorKind::Other => StoreError::Sql(format!("{what}: {}", e.message)),
         }
     }
 }
@@ -125,24 +152,24 @@ pub struct NewTask {
     pub schema: String,
 }
 
-pub(crate) fn insert_task(conn: &Connection, t: &NewTask) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub(crate) fn insert_task(db: &mut dyn Db, t: &NewTask) -> Result<(), DbError> {
+    db.execute(
         "INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
          ON CONFLICT(run, key) DO NOTHING",
-    )?
-    .execute(params![
-        t.run,
-        t.key,
-        t.lifeline,
-        t.action,
-        t.kind.as_str(),
-        t.prompt,
-        t.prefill,
-        serde_json::to_string(&t.options).unwrap_or_default(),
-        t.ty,
-        t.schema
-    ])?;
+        args![
+            t.run,
+            &t.key,
+            &t.lifeline,
+            &t.action,
+            t.kind.as_str(),
+            &t.prompt,
+            &t.prefill,
+            serde_json::to_string(&t.options).unwrap_or_default(),
+            &t.ty,
+            &t.schema
+        ],
+    )?;
     Ok(())
 }
 
@@ -153,12 +180,25 @@ pub struct Store {
 }
 
 struct Inner {
+    /// The file, or the PostgreSQL address as given (with its password:
+    /// other processes of this one open it again).
     path: PathBuf,
+    /// What messages show of it: the address without its password.
+    shown: PathBuf,
     durability: Durability,
     /// For queries and the occasional write of commands (answer, resolve).
-    conn: Mutex<Connection>,
+    conn: Mutex<Box<dyn Db>>,
+    /// Opens the writer's own connection.
+    connector: Connector,
     /// Started on first use by a run.
     writer: OnceLock<Result<Writer, String>>,
+}
+
+/// How a store opens another connection to its database.
+#[derive(Clone)]
+enum Connector {
+    Sqlite,
+    Postgres(Arc<db::PgRuntime>),
 }
 
 impl Drop for Inner {
@@ -172,7 +212,7 @@ impl Drop for Inner {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("path", &self.inner.path)
+            .field("path", &self.inner.shown)
             .field("durability", &self.inner.durability)
             .finish()
     }
@@ -319,6 +359,21 @@ CREATE TABLE llm_calls(
 );
 CREATE INDEX llm_calls_run ON llm_calls(run);
 ",
+    // 5: the workers of a fleet (`troupe worker`), as they announce
+    // themselves; PostgreSQL stores have them from the start.
+    "
+CREATE TABLE workers(
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  labels TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  seen INTEGER NOT NULL,
+  running INTEGER NOT NULL DEFAULT 0,
+  claimed INTEGER NOT NULL DEFAULT 0,
+  stopping INTEGER NOT NULL DEFAULT 0
+);
+",
 ];
 
 /// The SQL of "now" in milliseconds since the Unix epoch, from the
@@ -326,9 +381,13 @@ CREATE INDEX llm_calls_run ON llm_calls(run);
 pub(crate) const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
 impl Store {
-    /// Opens (or creates) the store at `path`.
+    /// Opens (or creates) the store at `path`: an SQLite file, or a
+    /// PostgreSQL database when `path` is a `postgres://` address.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Store, StoreError> {
         let path = path.as_ref().to_owned();
+        if let Some(url) = path.to_str().filter(|p| is_postgres(p)) {
+            return postgres::open(url, durability);
+        }
         let open_err = |message: String| StoreError::Open {
             path: path.clone(),
             message,
@@ -340,14 +399,62 @@ impl Store {
         create_private(&path).map_err(|e| open_err(e.to_string()))?;
         let conn = Self::connect(&path, durability)?;
         initialize(&conn, &path)?;
-        Ok(Store {
+        Ok(Store::assemble(
+            path.clone(),
+            path,
+            durability,
+            Box::new(SqliteDb { conn }),
+            Connector::Sqlite,
+        ))
+    }
+
+    fn assemble(
+        path: PathBuf,
+        shown: PathBuf,
+        durability: Durability,
+        conn: Box<dyn Db>,
+        connector: Connector,
+    ) -> Store {
+        Store {
             inner: Arc::new(Inner {
                 path,
+                shown,
                 durability,
                 conn: Mutex::new(conn),
+                connector,
                 writer: OnceLock::new(),
             }),
-        })
+        }
+    }
+
+    /// Which database the store is in.
+    pub fn dialect(&self) -> Dialect {
+        match self.inner.connector {
+            Connector::Sqlite => Dialect::Sqlite,
+            Connector::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// The store as messages name it (a PostgreSQL address without its
+    /// password).
+    pub fn shown(&self) -> &Path {
+        &self.inner.shown
+    }
+
+    /// Another connection to the store's database.
+    fn reconnect(&self) -> Result<Box<dyn Db>, StoreError> {
+        match &self.inner.connector {
+            Connector::Sqlite => Ok(Box::new(SqliteDb {
+                conn: Self::connect(&self.inner.path, self.inner.durability)?,
+            })),
+            Connector::Postgres(rt) => postgres::connect(
+                rt,
+                &self.inner.path,
+                &self.inner.shown,
+                self.inner.durability,
+            )
+            .map(|db| Box::new(db) as Box<dyn Db>),
+        }
     }
 
     /// A connection with the store's pragmas set and verified.
@@ -397,17 +504,27 @@ impl Store {
         self.inner.durability
     }
 
-    fn with<T>(
+    /// The file, or the address the store was opened with.
+    pub(crate) fn with<T>(
         &self,
         what: &str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, DbError>,
     ) -> Result<T, StoreError> {
-        let conn = self
+        let mut conn = self
             .inner
             .conn
             .lock()
             .map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
-        f(&conn).map_err(|e| StoreError::from_sql(&self.inner.path, what, e))
+        f(conn.as_mut()).map_err(|e| StoreError::from_db(&self.inner.shown, what, e))
+    }
+
+    /// `with`, in one transaction.
+    pub(crate) fn transaction<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, DbError>,
+    ) -> Result<T, StoreError> {
+        self.with(what, |db| db.transaction(f))
     }
 
     /// Transactions the group-commit writer has committed in this process.
@@ -448,7 +565,7 @@ impl Store {
         self.inner
             .writer
             .get_or_init(|| {
-                Self::connect(&self.inner.path, self.inner.durability)
+                self.reconnect()
                     .map(Writer::start)
                     .map_err(|e| e.to_string())
             })
@@ -679,31 +796,37 @@ impl Store {
             ),
             None => (RunStatus::Queued, None, 0),
         };
-        self.with("create the run", |c| {
-            c.execute(
+        let queued = run.owner.is_none();
+        let id = self.with("create the run", |db| {
+            db.query_one(
                 &format!(
                     "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN ?13 IS NULL THEN 0 ELSE {NOW_MS} + ?14 END)"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END)
+                     RETURNING id"
                 ),
-                params![
-                    run.workflow,
-                    run.file,
-                    run.source,
-                    run.fingerprint,
-                    run.canonical,
-                    run.inputs_json,
+                args![
+                    &run.workflow,
+                    &run.file,
+                    &run.source,
+                    &run.fingerprint,
+                    &run.canonical,
+                    &run.inputs_json,
                     bin,
                     run.seed as i64,
                     run.lifelines as i64,
                     status.as_str(),
-                    run.llm,
-                    run.settings,
+                    &run.llm,
+                    &run.settings,
                     owner,
                     lease_ms,
                 ],
-            )?;
-            Ok(c.last_insert_rowid())
-        })
+            )?
+            .get(0)
+        })?;
+        if queued {
+            postgres::wake(self, id);
+        }
+        Ok(id)
     }
 
     /// The journal of `run`, loaded with what it already recorded.
@@ -736,13 +859,13 @@ impl Store {
     }
 
     pub(crate) fn task_row_id(&self, run: i64, key: &str) -> Result<Option<i64>, StoreError> {
-        self.with("find the task", |c| {
-            c.query_row(
+        self.with("find the task", |db| {
+            db.query_opt(
                 "SELECT id FROM tasks WHERE run = ?1 AND key = ?2",
-                params![run, key],
-                |r| r.get(0),
-            )
-            .optional()
+                args![run, key],
+            )?
+            .map(|r| r.get(0))
+            .transpose()
         })
     }
 }
@@ -808,54 +931,56 @@ mod tests {
     #[test]
     fn exactly_one_of_many_claims_wins_until_the_lease_expires() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("s.db"), Durability::Normal).unwrap();
-        let run = store
-            .create_run(&NewRun {
-                workflow: "w".into(),
-                file: None,
-                source: String::new(),
-                fingerprint: String::new(),
-                canonical: String::new(),
-                inputs_json: "{}".into(),
-                inputs: Vec::new(),
-                seed: 0,
-                lifelines: 1,
-                llm: "mock".into(),
-                settings: "{}".into(),
-                owner: None,
-            })
-            .unwrap();
-        // Long enough that no stall of a loaded machine expires it early.
-        let lease = std::time::Duration::from_secs(2);
-        let wins: Vec<bool> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8)
-                .map(|i| {
-                    let store = store.clone();
-                    s.spawn(move || {
-                        store.claim(run, &format!("owner-{i}"), lease).unwrap() == Claim::Claimed
-                    })
+        for (store, _db) in testing::both(dir.path(), Durability::Normal) {
+            let run = store
+                .create_run(&NewRun {
+                    workflow: "w".into(),
+                    file: None,
+                    source: String::new(),
+                    fingerprint: String::new(),
+                    canonical: String::new(),
+                    inputs_json: "{}".into(),
+                    inputs: Vec::new(),
+                    seed: 0,
+                    lifelines: 1,
+                    llm: "mock".into(),
+                    settings: "{}".into(),
+                    owner: None,
                 })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
-        let winner = format!("owner-{}", wins.iter().position(|w| *w).unwrap());
-        assert!(matches!(
-            store.claim(run, "late", lease).unwrap(),
-            Claim::Owned { owner, .. } if owner == winner
-        ));
-        assert_eq!(
-            store.renew(run, "late", lease).unwrap(),
-            Renewal::Lost,
-            "only the owner renews"
-        );
-        assert_eq!(
-            store.renew(run, &winner, lease).unwrap(),
-            Renewal::Held { cancel: None }
-        );
-        // The owner stops renewing: after the lease, another may claim.
-        std::thread::sleep(lease + std::time::Duration::from_millis(200));
-        assert_eq!(store.claim(run, "late", lease).unwrap(), Claim::Claimed);
-        assert_eq!(store.renew(run, &winner, lease).unwrap(), Renewal::Lost);
+                .unwrap();
+            // Long enough that no stall of a loaded machine expires it early.
+            let lease = std::time::Duration::from_secs(2);
+            let wins: Vec<bool> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|i| {
+                        let store = store.clone();
+                        s.spawn(move || {
+                            store.claim(run, &format!("owner-{i}"), lease).unwrap()
+                                == Claim::Claimed
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
+            let winner = format!("owner-{}", wins.iter().position(|w| *w).unwrap());
+            assert!(matches!(
+                store.claim(run, "late", lease).unwrap(),
+                Claim::Owned { owner, .. } if owner == winner
+            ));
+            assert_eq!(
+                store.renew(run, "late", lease).unwrap(),
+                Renewal::Lost,
+                "only the owner renews"
+            );
+            assert_eq!(
+                store.renew(run, &winner, lease).unwrap(),
+                Renewal::Held { cancel: None }
+            );
+            // The owner stops renewing: after the lease, another may claim.
+            std::thread::sleep(lease + std::time::Duration::from_millis(200));
+            assert_eq!(store.claim(run, "late", lease).unwrap(), Claim::Claimed);
+            assert_eq!(store.renew(run, &winner, lease).unwrap(), Renewal::Lost);
+        }
     }
 }

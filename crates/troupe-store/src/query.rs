@@ -2,9 +2,9 @@
 //! answering a task, settling an unfinished effect.
 
 use crate::codec;
+use crate::db::{DbError, Row, args};
 use crate::state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 use crate::{NOW_MS, Store, StoreError};
-use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use troupe_check::Value;
@@ -135,11 +135,11 @@ fn summary_columns() -> String {
     format!(
         "id, workflow, file, status, result, error, created_at, updated_at, \
          CASE WHEN lease_owner IS NOT NULL AND lease_expires > {NOW_MS} THEN lease_owner END, \
-         max(lease_expires - {NOW_MS}, 0)"
+         CASE WHEN lease_expires > {NOW_MS} THEN lease_expires - {NOW_MS} ELSE 0 END"
     )
 }
 
-fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
+fn summary(r: &Row) -> Result<RunSummary, DbError> {
     let id: i64 = r.get(0)?;
     let stored: String = r.get(3)?;
     let owner: Option<String> = r.get(8)?;
@@ -170,7 +170,7 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
 
 const TASK_COLUMNS: &str = "id, run, key, lifeline, action, kind, prompt, prefill, options, status, answer, answered_by, created_at, answered_at, type, schema";
 
-fn task(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
+fn task(r: &Row) -> Result<TaskRow, DbError> {
     let id: i64 = r.get(0)?;
     let run: i64 = r.get(1)?;
     let options: String = r.get(8)?;
@@ -204,13 +204,14 @@ fn parse_task_id(text: &str) -> Option<i64> {
 impl Store {
     /// Runs, newest first, optionally with one status.
     pub fn runs(&self, status: Option<RunStatus>) -> Result<Vec<RunSummary>, StoreError> {
-        let all = self.with("list the runs", |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {} FROM runs ORDER BY id DESC",
-                summary_columns()
-            ))?;
-            let rows = stmt.query_map([], summary)?;
-            rows.collect::<Result<Vec<_>, _>>()
+        let all = self.with("list the runs", |db| {
+            db.query(
+                &format!("SELECT {} FROM runs ORDER BY id DESC", summary_columns()),
+                &[],
+            )?
+            .iter()
+            .map(summary)
+            .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(all
             .into_iter()
@@ -219,20 +220,31 @@ impl Store {
     }
 
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
-        let row = self.with("read the run", |c| {
-            c.query_row(
+        let row = self.with("read the run", |db| {
+            let Some(r) = db.query_opt(
                 &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested FROM runs WHERE id = ?1", summary_columns()),
-                params![id],
-                |r| {
-                    let inputs: String = r.get(13)?;
-                    let bin: Vec<u8> = r.get(14)?;
-                    let seed: i64 = r.get(15)?;
-                    let lifelines: i64 = r.get(16)?;
-                    let settings: String = r.get(18)?;
-                    Ok((summary(r)?, r.get::<_, String>(10)?, r.get::<_, String>(11)?, r.get::<_, String>(12)?, inputs, bin, seed, lifelines, r.get::<_, Option<String>>(17)?, settings, r.get::<_, Option<String>>(19)?))
-                },
-            )
-            .optional()
+                args![id],
+            )? else {
+                return Ok(None);
+            };
+            let inputs: String = r.get(13)?;
+            let bin: Vec<u8> = r.get(14)?;
+            let seed: i64 = r.get(15)?;
+            let lifelines: i64 = r.get(16)?;
+            let settings: String = r.get(18)?;
+            Ok(Some((
+                summary(&r)?,
+                r.get::<String>(10)?,
+                r.get::<String>(11)?,
+                r.get::<String>(12)?,
+                inputs,
+                bin,
+                seed,
+                lifelines,
+                r.get::<Option<String>>(17)?,
+                settings,
+                r.get::<Option<String>>(19)?,
+            )))
         })?;
         let Some((
             summary,
@@ -253,7 +265,7 @@ impl Store {
         let input_values = codec::Reader::new(&bin)
             .values()
             .map_err(|e| StoreError::Corrupt {
-                path: self.path().to_owned(),
+                path: self.shown().to_owned(),
                 message: format!("inputs of run {id}: {e}"),
             })?;
         let (events, pruned, _) = self.count_events(id)?;
@@ -278,11 +290,13 @@ impl Store {
     }
 
     pub fn steps(&self, run: i64) -> Result<Vec<StepRow>, StoreError> {
-        self.with("read the steps", |c| {
-            let mut stmt = c.prepare(
+        self.with("read the steps", |db| {
+            db.query(
                 "SELECT key, kind, status, input_hash, outputs_json, started_at, finished_at FROM steps WHERE run = ?1 ORDER BY started_at, key",
-            )?;
-            let rows = stmt.query_map(params![run], |r| {
+                args![run],
+            )?
+            .iter()
+            .map(|r| {
                 let outputs: Option<String> = r.get(4)?;
                 let status: String = r.get(2)?;
                 Ok(StepRow {
@@ -294,8 +308,31 @@ impl Store {
                     started_at: r.get(5)?,
                     finished_at: r.get(6)?,
                 })
-            })?;
-            rows.collect()
+            })
+            .collect()
+        })
+    }
+
+    /// Event chunks `(chunk, data)` of a run from `from_chunk` on, at most
+    /// `limit` of them.
+    pub(crate) fn chunks(
+        &self,
+        run: i64,
+        from_chunk: i64,
+        limit: Option<usize>,
+    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
+        self.with("read the events", |db| {
+            let rows = match limit {
+                Some(n) => db.query(
+                    "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk LIMIT ?3",
+                    args![run, from_chunk, n as i64],
+                )?,
+                None => db.query(
+                    "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
+                    args![run, from_chunk],
+                )?,
+            };
+            rows.iter().map(|r| Ok((r.get(0)?, r.get(1)?))).collect()
         })
     }
 
@@ -306,13 +343,7 @@ impl Store {
         run: i64,
         from_chunk: i64,
     ) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
-        let chunks: Vec<(i64, Vec<u8>)> = self.with("read the events", |c| {
-            let mut stmt = c.prepare(
-                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
-            )?;
-            let rows = stmt.query_map(params![run, from_chunk], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect()
-        })?;
+        let chunks = self.chunks(run, from_chunk, None)?;
         self.decode_chunks(run, from_chunk, chunks)
     }
 
@@ -324,15 +355,7 @@ impl Store {
         from_chunk: i64,
         max_chunks: usize,
     ) -> Result<(Vec<(LifelineId, Event)>, i64), StoreError> {
-        let chunks: Vec<(i64, Vec<u8>)> = self.with("read the events", |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![run, from_chunk, max_chunks as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            rows.collect()
-        })?;
+        let chunks = self.chunks(run, from_chunk, Some(max_chunks))?;
         self.decode_chunks(run, from_chunk, chunks)
     }
 
@@ -348,26 +371,28 @@ impl Store {
         let (total, _, next_chunk) = self.count_events(run)?;
         // From the newest chunk back, until the range's start: a window
         // near the end (what pages show) reads only the last chunks.
-        let chunks: Vec<(i64, u64)> = self.with("count the events", |c| {
-            let mut stmt = c.prepare_cached(
+        let counts: Vec<(i64, i64)> = self.with("count the events", |db| {
+            db.query(
                 "SELECT chunk, count FROM events WHERE run = ?1 AND chunk < ?2 ORDER BY chunk DESC",
-            )?;
-            let mut rows = stmt.query(params![run, next_chunk])?;
-            let mut out = Vec::new();
-            let mut end = total;
-            while let Some(r) = rows.next()? {
-                let n = r.get::<_, i64>(1)?.max(0) as u64;
-                let start = end.saturating_sub(n);
-                if start < range.end && end > range.start {
-                    out.push((r.get(0)?, start));
-                }
-                if start <= range.start {
-                    break;
-                }
-                end = start;
-            }
-            Ok(out)
+                args![run, next_chunk],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
         })?;
+        let mut chunks = Vec::new();
+        let mut end = total;
+        for (chunk, n) in counts {
+            let n = n.max(0) as u64;
+            let start = end.saturating_sub(n);
+            if start < range.end && end > range.start {
+                chunks.push((chunk, start));
+            }
+            if start <= range.start {
+                break;
+            }
+            end = start;
+        }
         let mut out = Vec::new();
         for (chunk, start) in chunks.into_iter().rev() {
             let (events, _) = self.events_page(run, chunk, 1)?;
@@ -385,27 +410,25 @@ impl Store {
     /// (which knows how many came before it) and the chunks after it, so
     /// counting a long run does not read its history.
     fn count_events(&self, run: i64) -> Result<(u64, u64, i64), StoreError> {
-        self.with("count the events", |c| {
-            let (pruned, cp): (i64, Option<(i64, i64)>) = c.query_row(
+        self.with("count the events", |db| {
+            let r = db.query_one(
                 "SELECT r.pruned, k.seq, k.chunk FROM runs r
-                 LEFT JOIN (SELECT seq, chunk FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1) k
+                 LEFT JOIN (SELECT seq, chunk FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1) k ON 1 = 1
                  WHERE r.id = ?1",
-                params![run],
-                |r| {
-                    let seq: Option<i64> = r.get(1)?;
-                    let chunk: Option<i64> = r.get(2)?;
-                    Ok((r.get(0)?, seq.zip(chunk)))
-                },
+                args![run],
             )?;
-            let (before, from) = match cp {
+            let pruned: i64 = r.get(0)?;
+            let seq: Option<i64> = r.get(1)?;
+            let chunk: Option<i64> = r.get(2)?;
+            let (before, from) = match seq.zip(chunk) {
                 Some((seq, chunk)) => ((seq - pruned).max(0), chunk),
                 None => (0, 0),
             };
-            let (tail, last): (i64, Option<i64>) = c.query_row(
-                "SELECT coalesce(sum(count), 0), max(chunk) FROM events WHERE run = ?1 AND chunk >= ?2",
-                params![run, from],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+            let r = db.query_one(
+                "SELECT CAST(coalesce(sum(count), 0) AS BIGINT), max(chunk) FROM events WHERE run = ?1 AND chunk >= ?2",
+                args![run, from],
             )?;
+            let (tail, last): (i64, Option<i64>) = (r.get(0)?, r.get(1)?);
             let next = last.map_or(from, |l| l + 1);
             Ok(((before + tail).max(0) as u64, pruned.max(0) as u64, next))
         })
@@ -421,7 +444,7 @@ impl Store {
         let mut next = from_chunk;
         for (chunk, data) in chunks {
             let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
-                path: self.path().to_owned(),
+                path: self.shown().to_owned(),
                 message: format!("run {run}, chunk {chunk}: {e}"),
             })?;
             out.extend(events);
@@ -447,48 +470,39 @@ impl Store {
         first: i64,
         mut f: impl FnMut(LifelineId, &Event),
     ) -> Result<u64, StoreError> {
-        let path = self.path().to_owned();
         let mut n = 0u64;
-        let mut corrupt = None;
-        self.with("read the events", |c| {
-            let mut stmt = c.prepare(
-                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 ORDER BY chunk",
-            )?;
-            let mut rows = stmt.query(params![run, first])?;
-            while let Some(row) = rows.next()? {
-                let chunk: i64 = row.get(0)?;
-                let data: Vec<u8> = row.get(1)?;
-                match codec::decode_events(&data) {
-                    Ok(events) => {
-                        for (l, e) in &events {
-                            f(*l, e);
-                            n += 1;
-                        }
-                    }
-                    Err(e) => {
-                        corrupt = Some(format!("run {run}, chunk {chunk}: {e}"));
-                        break;
-                    }
+        let mut next = first;
+        loop {
+            // A page of chunks at a time: memory follows the page, not
+            // the history.
+            let page = self.chunks(run, next, Some(4))?;
+            let Some((last, _)) = page.last() else {
+                return Ok(n);
+            };
+            next = last + 1;
+            for (chunk, data) in page {
+                let events = codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
+                    path: self.shown().to_owned(),
+                    message: format!("run {run}, chunk {chunk}: {e}"),
+                })?;
+                for (l, e) in &events {
+                    f(*l, e);
+                    n += 1;
                 }
             }
-            Ok(())
-        })?;
-        match corrupt {
-            Some(message) => Err(StoreError::Corrupt { path, message }),
-            None => Ok(n),
         }
     }
 
     /// The latest checkpoint of a run: after how many events, and its size
     /// in bytes.
     pub fn checkpoints(&self, run: i64) -> Result<Option<(u64, u64)>, StoreError> {
-        self.with("read the checkpoints", |c| {
-            c.query_row(
-                "SELECT seq, length(data) FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
-                params![run],
-                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
-            )
-            .optional()
+        self.with("read the checkpoints", |db| {
+            db.query_opt(
+                "SELECT seq, CAST(length(data) AS BIGINT) FROM checkpoints WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
+                args![run],
+            )?
+            .map(|r| Ok((r.get::<i64>(0)? as u64, r.get::<i64>(1)? as u64)))
+            .transpose()
         })
     }
 
@@ -497,33 +511,34 @@ impl Store {
     /// A run without a checkpoint that old keeps its history.
     pub fn prune_history(&self, run: i64, keep: u64) -> Result<u64, StoreError> {
         let before = self.run(run)?.pruned;
-        self.with("prune the history", |c| {
-            let tx = c.unchecked_transaction()?;
-            let total: i64 = tx.query_row(
-                "SELECT pruned + coalesce((SELECT sum(count) FROM events WHERE run = ?1), 0)
-                 FROM runs WHERE id = ?1",
-                params![run],
-                |r| r.get(0),
-            )?;
-            crate::retention::apply(&tx, run, total, Some(keep))?;
-            tx.commit()
+        self.transaction("prune the history", |tx| {
+            let total: i64 = tx
+                .query_one(
+                    "SELECT pruned + CAST(coalesce((SELECT sum(count) FROM events WHERE run = ?1), 0) AS BIGINT)
+                     FROM runs WHERE id = ?1",
+                    args![run],
+                )?
+                .get(0)?;
+            crate::retention::apply(tx, run, total, Some(keep))
         })?;
         Ok(self.run(run)?.pruned - before)
     }
 
     /// A run's model calls, oldest first.
     pub fn llm_calls(&self, run: i64) -> Result<Vec<LlmCallRow>, StoreError> {
-        self.with("read the model calls", |c| {
-            let mut stmt = c.prepare_cached(
+        self.with("read the model calls", |db| {
+            db.query(
                 "SELECT step, model, system, prompt, answer, outputs, input_tokens, output_tokens,
                    cached_input_tokens, latency_ms, attempts, retries, cost_usd, error, created_at
                  FROM llm_calls WHERE run = ?1 ORDER BY id",
-            )?;
-            let rows = stmt.query_map(params![run], |r| {
+                args![run],
+            )?
+            .iter()
+            .map(|r| {
                 let outputs: Option<String> = r.get(5)?;
                 let retries: String = r.get(11)?;
-                let count = |i: usize| -> rusqlite::Result<Option<u64>> {
-                    Ok(r.get::<_, Option<i64>>(i)?.map(|n| n.max(0) as u64))
+                let count = |i: usize| -> Result<Option<u64>, DbError> {
+                    Ok(r.get::<Option<i64>>(i)?.map(|n| n.max(0) as u64))
                 };
                 Ok(LlmCallRow {
                     step: r.get(0)?,
@@ -535,30 +550,31 @@ impl Store {
                     input_tokens: count(6)?,
                     output_tokens: count(7)?,
                     cached_input_tokens: count(8)?,
-                    latency_ms: r.get::<_, i64>(9)?.max(0) as u64,
+                    latency_ms: r.get::<i64>(9)?.max(0) as u64,
                     attempts: r.get(10)?,
                     retries: serde_json::from_str(&retries).unwrap_or_default(),
                     cost_usd: r.get(12)?,
                     error: r.get(13)?,
                     at: r.get(14)?,
                 })
-            })?;
-            rows.collect()
+            })
+            .collect()
         })
     }
 
     /// Every run's totals (runs without calls or tasks are absent).
     pub fn run_totals(&self) -> Result<BTreeMap<i64, RunTotals>, StoreError> {
         let mut totals: BTreeMap<i64, RunTotals> = BTreeMap::new();
-        self.with("sum the model calls", |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT run, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
-                   coalesce(sum(cached_input_tokens), 0), sum(cost_usd), coalesce(sum(latency_ms), 0)
+        let dialect = self.dialect();
+        self.with("sum the model calls", |db| {
+            let rows = db.query(
+                "SELECT run, count(*), CAST(coalesce(sum(input_tokens), 0) AS BIGINT), CAST(coalesce(sum(output_tokens), 0) AS BIGINT),
+                   CAST(coalesce(sum(cached_input_tokens), 0) AS BIGINT), sum(cost_usd), CAST(coalesce(sum(latency_ms), 0) AS BIGINT)
                  FROM llm_calls GROUP BY run",
+                &[],
             )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
+            for r in &rows {
+                let n = |i: usize| -> Result<u64, DbError> { Ok(r.get::<i64>(i)?.max(0) as u64) };
                 let t = totals.entry(r.get(0)?).or_default();
                 t.llm_calls = n(1)?;
                 t.input_tokens = n(2)?;
@@ -567,14 +583,24 @@ impl Store {
                 t.cost_usd = r.get(5)?;
                 t.model_ms = n(6)?;
             }
-            let mut stmt = c.prepare_cached(
-                "SELECT run, coalesce(sum(CAST((julianday(coalesce(answered_at, strftime('%Y-%m-%dT%H:%M:%fZ','now')))
-                   - julianday(created_at)) * 86400000 AS INTEGER)), 0)
-                 FROM tasks GROUP BY run",
+            // Times are ISO 8601 text in both databases; each measures
+            // the span its own way.
+            let span = match dialect {
+                crate::Dialect::Sqlite => {
+                    "CAST((julianday(coalesce(answered_at, strftime('%Y-%m-%dT%H:%M:%fZ','now')))
+                       - julianday(created_at)) * 86400000 AS INTEGER)"
+                }
+                crate::Dialect::Postgres => {
+                    "CAST(extract(epoch FROM (coalesce(CAST(answered_at AS TIMESTAMP), clock_timestamp() AT TIME ZONE 'UTC')
+                       - CAST(created_at AS TIMESTAMP))) * 1000 AS BIGINT)"
+                }
+            };
+            let rows = db.query(
+                &format!("SELECT run, CAST(coalesce(sum({span}), 0) AS BIGINT) FROM tasks GROUP BY run"),
+                &[],
             )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                totals.entry(r.get(0)?).or_default().human_wait_ms = r.get::<_, i64>(1)?.max(0) as u64;
+            for r in &rows {
+                totals.entry(r.get(0)?).or_default().human_wait_ms = r.get::<i64>(1)?.max(0) as u64;
             }
             Ok(())
         })?;
@@ -591,8 +617,8 @@ impl Store {
                 Store::run_name(run)
             )));
         }
-        self.with("delete the checkpoints", |c| {
-            c.execute("DELETE FROM checkpoints WHERE run = ?1", params![run])
+        self.with("delete the checkpoints", |db| {
+            db.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])
                 .map(|_| ())
         })
     }
@@ -605,25 +631,25 @@ impl Store {
         &self,
         run: i64,
     ) -> Result<Option<(troupe_runtime::Checkpoint, i64)>, StoreError> {
-        let row: Option<(i64, Vec<u8>)> = self.with("read the checkpoints", |c| {
-            c.query_row(
+        let row: Option<(i64, Vec<u8>)> = self.with("read the checkpoints", |db| {
+            db.query_opt(
                 "SELECT k.chunk, CAST(k.data AS BLOB) FROM checkpoints k JOIN runs r ON r.id = k.run
                  WHERE k.run = ?1 AND r.pruned > 0 AND k.seq = r.pruned",
-                params![run],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
+                args![run],
+            )?
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .transpose()
         })?;
         let pruned = self.run(run)?.pruned;
         match row {
             Some((chunk, data)) => crate::checkpoint::decode(&data)
                 .map(|s| Some((s.checkpoint, chunk)))
                 .map_err(|e| StoreError::Corrupt {
-                    path: self.path().to_owned(),
+                    path: self.shown().to_owned(),
                     message: format!("run {run}: the checkpoint its history starts at: {e}"),
                 }),
             None if pruned > 0 => Err(StoreError::Corrupt {
-                path: self.path().to_owned(),
+                path: self.shown().to_owned(),
                 message: format!(
                     "run {run}: its history was pruned but the checkpoint it starts at is missing"
                 ),
@@ -635,12 +661,14 @@ impl Store {
     /// Pending tasks (all tasks with `all`), oldest first.
     pub fn tasks(&self, all: bool) -> Result<Vec<TaskRow>, StoreError> {
         let filter = if all { "" } else { "WHERE status = 'pending'" };
-        self.with("list the tasks", |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {TASK_COLUMNS} FROM tasks {filter} ORDER BY id"
-            ))?;
-            let rows = stmt.query_map([], task)?;
-            rows.collect()
+        self.with("list the tasks", |db| {
+            db.query(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks {filter} ORDER BY id"),
+                &[],
+            )?
+            .iter()
+            .map(task)
+            .collect()
         })
     }
 
@@ -651,24 +679,26 @@ impl Store {
         } else {
             ""
         };
-        self.with("list the run's tasks", |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {TASK_COLUMNS} FROM tasks WHERE run = ?1 {filter} ORDER BY id"
-            ))?;
-            let rows = stmt.query_map(params![run], task)?;
-            rows.collect()
+        self.with("list the run's tasks", |db| {
+            db.query(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE run = ?1 {filter} ORDER BY id"),
+                args![run],
+            )?
+            .iter()
+            .map(task)
+            .collect()
         })
     }
 
     pub fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
-        self.with("read the task", |c| {
-            c.query_row(
+        self.with("read the task", |db| {
+            db.query_opt(
                 &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-                params![n],
-                task,
-            )
-            .optional()
+                args![n],
+            )?
+            .map(|r| task(&r))
+            .transpose()
         })?
         .ok_or_else(|| StoreError::UnknownTask(id.to_owned()))
     }
@@ -684,11 +714,11 @@ impl Store {
         by: &str,
     ) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
-        let changed = self.with("answer the task", |c| {
-            c.execute(
+        let changed = self.with("answer the task", |db| {
+            db.execute(
                 "UPDATE tasks SET status = 'answered', answer = ?2, answered_by = ?3, answered_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
                  WHERE id = ?1 AND status = 'pending'",
-                params![n, answer.to_string(), by],
+                args![n, answer.to_string(), by],
             )
         })?;
         let row = self.task(id)?;
@@ -705,6 +735,7 @@ impl Store {
                 row.answered_at.as_deref().unwrap_or("?")
             )));
         }
+        crate::postgres::wake(self, Store::parse_run_id(&row.run).unwrap_or(0));
         Ok(row)
     }
 
@@ -717,13 +748,13 @@ impl Store {
         key: &str,
         outputs: Option<(&[Value], serde_json::Value)>,
     ) -> Result<(), StoreError> {
-        let status: Option<String> = self.with("read the step", |c| {
-            c.query_row(
+        let status: Option<String> = self.with("read the step", |db| {
+            db.query_opt(
                 "SELECT status FROM steps WHERE run = ?1 AND key = ?2",
-                params![run, key],
-                |r| r.get(0),
-            )
-            .optional()
+                args![run, key],
+            )?
+            .map(|r| r.get(0))
+            .transpose()
         })?;
         let status = status.map(|s| s.parse::<StepStatus>().unwrap_or(StepStatus::Started));
         match status {
@@ -741,35 +772,39 @@ impl Store {
             }
             _ => {}
         }
-        self.with("settle the step", |c| match &outputs {
+        self.with("settle the step", |db| match &outputs {
             Some((values, json)) => {
                 let mut bin = Vec::new();
                 codec::encode_values(&mut bin, values);
-                c.execute(
+                db.execute(
                     "UPDATE steps SET status = 'done', outputs = ?3, outputs_json = ?4, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
                      WHERE run = ?1 AND key = ?2",
-                    params![run, key, bin, json.to_string()],
+                    args![run, key, bin, json.to_string()],
                 )
                 .map(|_| ())
             }
-            None => c.execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", params![run, key]).map(|_| ()),
+            None => db
+                .execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", args![run, key])
+                .map(|_| ()),
         })?;
         // Settled: the run may go on.
-        self.with("reopen the run", |c| {
-            c.execute(
+        self.with("reopen the run", |db| {
+            db.execute(
                 "UPDATE runs SET status = 'queued', error = NULL WHERE id = ?1 AND status = 'needs_resolution'",
-                params![run],
+                args![run],
             )
             .map(|_| ())
-        })
+        })?;
+        crate::postgres::wake(self, run);
+        Ok(())
     }
 
     /// Records a run's settings (after an explicit override on resume).
     pub fn set_settings(&self, run: i64, settings: &str) -> Result<(), StoreError> {
-        self.with("record the settings", |c| {
-            c.execute(
+        self.with("record the settings", |db| {
+            db.execute(
                 "UPDATE runs SET settings = ?2 WHERE id = ?1",
-                params![run, settings],
+                args![run, settings],
             )
             .map(|_| ())
         })
@@ -777,11 +812,11 @@ impl Store {
 
     /// Marks a run failed (e.g. when it cannot be resumed).
     pub fn fail(&self, run: i64, error: &str) -> Result<(), StoreError> {
-        self.with("mark the run failed", |c| {
-            c.execute(
+        self.with("mark the run failed", |db| {
+            db.execute(
                 "UPDATE runs SET status = 'failed', error = ?2, lease_owner = NULL, lease_expires = 0,
                     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
-                params![run, error],
+                args![run, error],
             )
             .map(|_| ())
         })
@@ -789,11 +824,11 @@ impl Store {
 
     /// Marks a run as waiting for a person to settle a step.
     pub fn needs_resolution(&self, run: i64, error: &str) -> Result<(), StoreError> {
-        self.with("mark the run", |c| {
-            c.execute(
+        self.with("mark the run", |db| {
+            db.execute(
                 "UPDATE runs SET status = 'needs_resolution', error = ?2, lease_owner = NULL, lease_expires = 0,
                     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
-                params![run, error],
+                args![run, error],
             )
             .map(|_| ())
         })
@@ -804,14 +839,14 @@ impl Store {
     /// steps stay, so it continues from its last durable step.
     pub fn reopen(&self, run: i64, from: &[RunStatus]) -> Result<(), StoreError> {
         let allowed: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-        let changed = self.with("reopen the run", |c| {
+        let changed = self.with("reopen the run", |db| {
             let mut changed = 0;
             for status in &allowed {
-                changed += c.execute(
+                changed += db.execute(
                     "UPDATE runs SET status = 'queued', error = NULL, result = NULL,
                         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
                      WHERE id = ?1 AND status = ?2",
-                    params![run, status],
+                    args![run, status],
                 )?;
             }
             Ok(changed)
@@ -825,6 +860,7 @@ impl Store {
                 allowed.join(" or ")
             )));
         }
+        crate::postgres::wake(self, run);
         Ok(())
     }
 
@@ -840,17 +876,16 @@ impl Store {
                 detail.summary.name
             )));
         }
-        self.with("delete the run", |c| {
-            let tx = c.unchecked_transaction()?;
+        self.transaction("delete the run", |tx| {
             tx.execute(
                 "DELETE FROM notify_announced WHERE task IN (SELECT id FROM tasks WHERE run = ?1)",
-                params![run],
+                args![run],
             )?;
             for table in ["events", "checkpoints", "steps", "tasks", "llm_calls"] {
-                tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), params![run])?;
+                tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), args![run])?;
             }
-            tx.execute("DELETE FROM runs WHERE id = ?1", params![run])?;
-            tx.commit()
+            tx.execute("DELETE FROM runs WHERE id = ?1", args![run])?;
+            Ok(())
         })
     }
 

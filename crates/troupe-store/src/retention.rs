@@ -10,37 +10,39 @@
 //! checkpoint interval, however long it runs. Steps, tasks and results are
 //! never pruned: they are what a resumed run and its people need.
 
-use rusqlite::{OptionalExtension, params};
+use crate::db::{Db, DbError, args};
 
 /// After a checkpoint at `seq` events: drops the checkpoints (and with
 /// `keep`, the events) the run no longer needs.
-pub(crate) fn apply(
-    tx: &rusqlite::Transaction<'_>,
-    run: i64,
-    seq: i64,
-    keep: Option<u64>,
-) -> rusqlite::Result<()> {
+pub(crate) fn apply(tx: &mut dyn Db, run: i64, seq: i64, keep: Option<u64>) -> Result<(), DbError> {
     let Some(keep) = keep else {
-        tx.prepare_cached("DELETE FROM checkpoints WHERE run = ?1 AND seq < ?2")?
-            .execute(params![run, seq])?;
+        tx.execute(
+            "DELETE FROM checkpoints WHERE run = ?1 AND seq < ?2",
+            args![run, seq],
+        )?;
         return Ok(());
     };
     let horizon = seq.saturating_sub(keep.min(i64::MAX as u64) as i64);
-    let base: Option<(i64, i64)> = tx
-        .prepare_cached(
-            "SELECT seq, chunk FROM checkpoints WHERE run = ?1 AND seq <= ?2
-             ORDER BY seq DESC LIMIT 1",
-        )?
-        .query_row(params![run, horizon], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((base_seq, base_chunk)) = base {
-        tx.prepare_cached("DELETE FROM events WHERE run = ?1 AND chunk < ?2")?
-            .execute(params![run, base_chunk])?;
-        tx.prepare_cached("DELETE FROM checkpoints WHERE run = ?1 AND seq < ?2")?
-            .execute(params![run, base_seq])?;
+    let base = tx.query_opt(
+        "SELECT seq, chunk FROM checkpoints WHERE run = ?1 AND seq <= ?2
+         ORDER BY seq DESC LIMIT 1",
+        args![run, horizon],
+    )?;
+    if let Some(base) = base {
+        let (base_seq, base_chunk): (i64, i64) = (base.get(0)?, base.get(1)?);
+        tx.execute(
+            "DELETE FROM events WHERE run = ?1 AND chunk < ?2",
+            args![run, base_chunk],
+        )?;
+        tx.execute(
+            "DELETE FROM checkpoints WHERE run = ?1 AND seq < ?2",
+            args![run, base_seq],
+        )?;
         // The retained history starts at the base checkpoint.
-        tx.prepare_cached("UPDATE runs SET pruned = ?2 WHERE id = ?1 AND pruned < ?2")?
-            .execute(params![run, base_seq])?;
+        tx.execute(
+            "UPDATE runs SET pruned = ?2 WHERE id = ?1 AND pruned < ?2",
+            args![run, base_seq],
+        )?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! queued operation of every run, applies them in one transaction and
 //! commits once, then tells each waiter its operation is durable.
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use crate::db::{Db, DbError, args};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::oneshot;
@@ -151,7 +151,7 @@ const QUEUE: usize = 4096;
 const BATCH: usize = 8192;
 
 impl Writer {
-    pub(crate) fn start(conn: Connection) -> Writer {
+    pub(crate) fn start(conn: Box<dyn Db>) -> Writer {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let failure = Arc::new(Mutex::new(None));
         let f = failure.clone();
@@ -252,7 +252,7 @@ impl Writer {
 }
 
 fn run(
-    mut conn: Connection,
+    mut conn: Box<dyn Db>,
     rx: Receiver<Request>,
     failure: Arc<Mutex<Option<String>>>,
     commits: Arc<std::sync::atomic::AtomicU64>,
@@ -267,7 +267,7 @@ fn run(
             }
         }
         let result =
-            commit(&mut conn, &batch).map_err(|e| format!("cannot commit to the store: {e}"));
+            commit(conn.as_mut(), &batch).map_err(|e| format!("cannot commit to the store: {e}"));
         commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = &result
             && let Ok(mut slot) = failure.lock()
@@ -284,15 +284,16 @@ fn run(
     }
 }
 
-fn commit(conn: &mut Connection, batch: &[Request]) -> rusqlite::Result<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for req in batch {
-        apply(&tx, &req.op)?;
-    }
-    tx.commit()
+fn commit(db: &mut dyn Db, batch: &[Request]) -> Result<(), DbError> {
+    db.transaction(|tx| {
+        for req in batch {
+            apply(tx, &req.op)?;
+        }
+        Ok(())
+    })
 }
 
-fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
+fn apply(tx: &mut dyn Db, op: &Op) -> Result<(), DbError> {
     match op {
         Op::Events {
             run,
@@ -300,10 +301,11 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             count,
             data,
         } => {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![run, chunk, count, data])?;
+            tx.execute(
+                "INSERT INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(run, chunk) DO UPDATE SET count = excluded.count, data = excluded.data",
+                args![run, chunk, count, data],
+            )?;
         }
         Op::StepStarted {
             run,
@@ -313,13 +315,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             action,
             input_hash,
         } => {
-            tx.prepare_cached(
-                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at, seq)
+            tx.execute("INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, started_at, seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', strftime('%Y-%m-%dT%H:%M:%fZ','now'),
                    (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1))
-                 ON CONFLICT(run, key) DO NOTHING",
-            )?
-            .execute(params![run, key, kind, lifeline, action, input_hash])?;
+                 ON CONFLICT(run, key) DO NOTHING", args![run, key, kind, lifeline, action, input_hash])?;
         }
         Op::StepDone {
             run,
@@ -331,27 +330,21 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             outputs,
             outputs_json,
         } => {
-            tx.prepare_cached(
-                "INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at, seq)
+            tx.execute("INSERT INTO steps(run, key, kind, lifeline, action, input_hash, status, outputs, outputs_json, started_at, finished_at, seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now'),
                    (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1))
                  ON CONFLICT(run, key) DO UPDATE SET status = 'done', outputs = excluded.outputs,
-                   outputs_json = excluded.outputs_json, finished_at = excluded.finished_at",
-            )?
-            .execute(params![run, key, kind, lifeline, action, input_hash, outputs, outputs_json])?;
+                   outputs_json = excluded.outputs_json, finished_at = excluded.finished_at", args![run, key, kind, lifeline, action, input_hash, outputs, outputs_json])?;
         }
         Op::StepForget { run, key } => {
-            tx.prepare_cached(
+            tx.execute(
                 "DELETE FROM steps WHERE run = ?1 AND key = ?2 AND status = 'started'",
-            )?
-            .execute(params![run, key])?;
+                args![run, key],
+            )?;
         }
         Op::Status { run, status } => {
-            tx.prepare_cached(
-                "UPDATE runs SET status = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                 WHERE id = ?1 AND status NOT IN ('done', 'failed', 'cancelled', 'needs_resolution')",
-            )?
-            .execute(params![run, status.as_str()])?;
+            tx.execute("UPDATE runs SET status = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status NOT IN ('done', 'failed', 'cancelled', 'needs_resolution')", args![run, status.as_str()])?;
         }
         Op::Finish {
             run,
@@ -359,29 +352,23 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             result,
             error,
         } => {
-            tx.prepare_cached(
-                "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                 WHERE id = ?1 AND status <> 'cancelled'",
-            )?
-            .execute(params![run, status.as_str(), result, error])?;
+            tx.execute("UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status <> 'cancelled'", args![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
         Op::LlmCall { run, step, call } => {
             let retries = serde_json::to_string(&call.retries).unwrap_or_else(|_| "[]".into());
             let usage = call.usage;
-            tx.prepare_cached(
-                "INSERT INTO llm_calls(run, step, model, system, prompt, answer, outputs, input_tokens,
+            tx.execute("INSERT INTO llm_calls(run, step, model, system, prompt, answer, outputs, input_tokens,
                    output_tokens, cached_input_tokens, latency_ms, attempts, retries, cost_usd, error, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                   strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
-            )?
-            .execute(params![
+                   strftime('%Y-%m-%dT%H:%M:%fZ','now'))", args![
                 run,
                 step,
-                call.model,
-                call.system,
-                call.prompt,
-                call.answer,
+                &call.model,
+                &call.system,
+                &call.prompt,
+                &call.answer,
                 call.outputs.as_ref().map(|o| o.to_string()),
                 usage.map(|u| u.input_tokens as i64),
                 usage.map(|u| u.output_tokens as i64),
@@ -390,7 +377,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
                 call.attempts,
                 retries,
                 call.cost_usd,
-                call.error,
+                &call.error,
             ])?;
         }
         Op::Checkpoint {
@@ -405,11 +392,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             // The steps recorded before this point stay where they are:
             // a resumed run reads those after the mark, and the pending
             // ones the checkpoint names.
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO checkpoints(run, seq, chunk, fingerprint, steps_mark, data)
-                 VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) FROM steps WHERE run = ?1), ?5)",
-            )?
-            .execute(params![run, seq, chunk, fingerprint, data])?;
+            tx.execute("INSERT INTO checkpoints(run, seq, chunk, fingerprint, steps_mark, data)
+                 VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) FROM steps WHERE run = ?1), ?5)
+                 ON CONFLICT(run, seq) DO UPDATE SET chunk = excluded.chunk, fingerprint = excluded.fingerprint,
+                   steps_mark = excluded.steps_mark, data = excluded.data", args![run, seq, chunk, fingerprint, data])?;
             crate::retention::apply(tx, *run, seq, *keep)?;
         }
         Op::Batch(ops) => {

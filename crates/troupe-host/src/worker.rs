@@ -1,0 +1,188 @@
+//! A worker of a fleet (`troupe worker`): claims runnable runs from the
+//! shared store, drives them, and gives them back when it stops.
+//!
+//! The loop: claim the oldest runnable run (new, resumable, or whose
+//! owner's lease expired — `Store::claim_next`), drive it on this process's
+//! runtime beside the others it drives, and claim again when a slot frees
+//! or a notification says a run became runnable; sweep every
+//! [`WorkerConfig::sweep`] for leases that expired without a notification.
+//! Every run's lease is renewed while it runs (`Host::drive`), so a worker
+//! killed with SIGKILL simply stops renewing and its runs are claimed by
+//! the others once their leases expire. On a graceful stop the worker
+//! claims nothing more, lets the runs it drives finish for up to
+//! [`WorkerConfig::drain`], then stops the rest at once and releases their
+//! leases: another worker resumes them from their last durable record.
+
+use crate::{Host, Overrides, RunEnd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Runs driven at once at most.
+    pub concurrency: usize,
+    /// How often to look for runs without a notification.
+    pub sweep: Duration,
+    /// How long a graceful stop waits for the runs in flight.
+    pub drain: Duration,
+    /// The worker's labels, as `troupe workers` shows them.
+    pub labels: Vec<String>,
+    /// Stop after this many runs ended (for tests and batch jobs).
+    pub max_runs: Option<u64>,
+    /// Stop when no run is runnable (a batch worker).
+    pub exit_when_idle: bool,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            concurrency: 32,
+            sweep: Duration::from_secs(2),
+            drain: Duration::from_secs(30),
+            labels: Vec::new(),
+            max_runs: None,
+            exit_when_idle: false,
+        }
+    }
+}
+
+/// What a worker did, when it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    pub claimed: u64,
+    pub done: u64,
+    pub failed: u64,
+    /// Runs handed back unfinished when the worker stopped (or lost).
+    pub released: u64,
+}
+
+/// Something a worker tells its caller as it goes.
+#[derive(Debug, Clone)]
+pub enum WorkerEvent {
+    Claimed { run: String },
+    Ended { run: String, outcome: String },
+    Draining { running: usize },
+}
+
+impl Host {
+    /// Runs this host as a worker until `stop` resolves (then drains), or
+    /// until its configuration says to stop.
+    pub async fn work(
+        self: Arc<Self>,
+        config: WorkerConfig,
+        stop: impl std::future::Future<Output = ()>,
+        on_event: impl Fn(WorkerEvent),
+    ) -> Result<WorkerReport, crate::HostError> {
+        let store = self.store().clone();
+        let owner = self.config().owner.clone();
+        let lease = self.config().lease;
+        let host_name = owner.split(':').next().unwrap_or("localhost").to_owned();
+        store.register_worker(&owner, &host_name, &config.labels)?;
+        let mut wakeups = store.listen()?;
+        let mut report = WorkerReport::default();
+        let mut running: JoinSet<(String, Result<crate::Finished, crate::HostError>)> =
+            JoinSet::new();
+        let ended = Arc::new(AtomicU64::new(0));
+        tokio::pin!(stop);
+        let mut stopping = false;
+        let mut last_report = tokio::time::Instant::now();
+        loop {
+            // Claim while there is room.
+            while !stopping
+                && running.len() < config.concurrency
+                && config.max_runs.is_none_or(|m| report.claimed < m)
+            {
+                let Some(run) = store.claim_next(&owner, lease)? else {
+                    break;
+                };
+                report.claimed += 1;
+                let name = troupe_store::Store::run_name(run);
+                on_event(WorkerEvent::Claimed { run: name.clone() });
+                let host = self.clone();
+                running.spawn(async move {
+                    let finished = host.drive(run, &Overrides::default(), None).await;
+                    (name, finished)
+                });
+            }
+            if last_report.elapsed() >= config.sweep {
+                let _ = store.worker_report(&owner, running.len() as u64, stopping);
+                last_report = tokio::time::Instant::now();
+            }
+            let done_enough = config
+                .max_runs
+                .is_some_and(|m| report.done + report.failed >= m);
+            if done_enough && running.is_empty() {
+                break;
+            }
+            if stopping && running.is_empty() {
+                break;
+            }
+            if config.exit_when_idle && running.is_empty() && store.runnable()? == 0 {
+                break;
+            }
+            tokio::select! {
+                Some(joined) = running.join_next(), if !running.is_empty() => {
+                    ended.fetch_add(1, Ordering::Relaxed);
+                    let (run, outcome) = match joined {
+                        Ok((run, Ok(f))) => {
+                            let outcome = match &f.end {
+                                RunEnd::Done { verified: Ok(_), .. } => { report.done += 1; "done".to_owned() }
+                                RunEnd::Done { verified: Err(e), .. } => { report.failed += 1; format!("done, but it does not verify: {e}") }
+                                RunEnd::Failed(e) => { report.failed += 1; format!("failed: {e}") }
+                                RunEnd::NeedsResolution { step, .. } => { report.failed += 1; format!("needs resolution of {step}") }
+                                RunEnd::Cancelled { reason } => { report.failed += 1; format!("cancelled: {reason}") }
+                                RunEnd::LeaseLost => { report.released += 1; "lost its lease to another worker".to_owned() }
+                            };
+                            (run, outcome)
+                        }
+                        Ok((run, Err(e))) => { report.failed += 1; (run, format!("error: {e}")) }
+                        Err(e) => { report.failed += 1; ("?".to_owned(), format!("the run's task ended: {e}")) }
+                    };
+                    on_event(WorkerEvent::Ended { run, outcome });
+                }
+                _ = wakeups.next(config.sweep), if !stopping => {}
+                () = &mut stop, if !stopping => {
+                    stopping = true;
+                    on_event(WorkerEvent::Draining { running: running.len() });
+                    let _ = store.worker_report(&owner, running.len() as u64, true);
+                    break_after_drain(&mut running, config.drain, &mut report).await;
+                }
+            }
+        }
+        // Whatever still runs stops here; its leases go back at once.
+        report.released += running.len() as u64;
+        running.abort_all();
+        while running.join_next().await.is_some() {}
+        for r in store.runs(None)? {
+            if r.owner.as_deref() == Some(owner.as_str()) {
+                let _ = store.release(r.id, &owner);
+            }
+        }
+        let _ = store.unregister_worker(&owner);
+        Ok(report)
+    }
+}
+
+/// Waits up to `drain` for the runs in flight to end, counting them.
+async fn break_after_drain(
+    running: &mut JoinSet<(String, Result<crate::Finished, crate::HostError>)>,
+    drain: Duration,
+    report: &mut WorkerReport,
+) {
+    let deadline = tokio::time::Instant::now() + drain;
+    while !running.is_empty() {
+        match tokio::time::timeout_at(deadline, running.join_next()).await {
+            Ok(Some(Ok((_, Ok(f))))) => match f.end {
+                RunEnd::Done {
+                    verified: Ok(_), ..
+                } => report.done += 1,
+                _ => report.failed += 1,
+            },
+            Ok(Some(_)) => report.failed += 1,
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
