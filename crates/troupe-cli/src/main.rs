@@ -148,6 +148,25 @@ enum Command {
     Resolve(commands::durable::ResolveArgs),
     /// Check a recorded run against the workflow's semantics (⟦P⟧).
     Verify(commands::inspect::RunRefArgs),
+    /// Claim and drive runs from a shared store until stopped (a fleet).
+    ///
+    /// Any number of workers, on any machines, share one PostgreSQL store:
+    /// each claims runnable runs (new ones queued with `troupe run --store
+    /// URL --detach`, answered ones, and those whose worker died and whose
+    /// lease expired), drives them, and renews their leases. SIGTERM or
+    /// Ctrl-C drains: nothing more is claimed, the runs in flight get
+    /// --drain to finish, the rest are handed back. A worker killed with
+    /// SIGKILL loses nothing: its runs are resumed by the others once their
+    /// leases expire (15 s; TROUPE_LEASE=5s changes it).
+    ///
+    /// Examples:
+    ///   troupe worker --store postgres://troupe@db.internal/troupe
+    ///   troupe worker --store postgres://troupe@127.0.0.1/troupe --concurrency 64 --labels gpu,eu
+    #[command(verbatim_doc_comment)]
+    Worker(commands::fleet::WorkerArgs),
+    /// List the workers of a shared store: their labels, the runs they
+    /// drive and the leases they hold, and how many runs wait.
+    Workers(commands::fleet::WorkersArgs),
     /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
@@ -268,6 +287,8 @@ fn main() -> ExitCode {
         Command::Delete(args) => commands::durable::delete(&args, cli.color),
         Command::Resolve(args) => commands::durable::resolve(&args, cli.color),
         Command::Verify(args) => commands::inspect::verify(&args),
+        Command::Worker(args) => commands::fleet::worker(&args),
+        Command::Workers(args) => commands::fleet::workers(&args),
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),

@@ -604,6 +604,11 @@ impl Host {
     ) -> Result<Finished, HostError> {
         let result = self.drive_claimed(run, overrides, answers).await;
         let _ = self.store.release(run, &self.config.owner);
+        // A long-lived host (a worker) drives many runs: keep the cache to
+        // the runs in flight.
+        if let Ok(mut m) = self.recorded.lock() {
+            m.remove(&run);
+        }
         result
     }
 

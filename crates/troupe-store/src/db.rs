@@ -55,6 +55,11 @@ impl From<f64> for Val {
         Val::Real(v)
     }
 }
+impl From<&Option<&str>> for Val {
+    fn from(v: &Option<&str>) -> Val {
+        v.map_or(Val::Null, Val::from)
+    }
+}
 impl From<&str> for Val {
     fn from(v: &str) -> Val {
         Val::Text(v.to_owned())

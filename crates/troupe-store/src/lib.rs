@@ -21,6 +21,7 @@
 //! (`postgres.rs`: its schema, migrations and the claim of the next runnable
 //! run by `FOR UPDATE SKIP LOCKED`).
 
+mod announce;
 mod checkpoint;
 mod codec;
 mod db;
@@ -36,6 +37,7 @@ mod state;
 pub mod testing;
 mod writer;
 
+pub use announce::Announced;
 pub use codec::{DecodeError, decode_events, fnv64};
 pub use fleet::{Wakeups, WorkerRow};
 pub use inbox::StoreInbox;
@@ -45,7 +47,7 @@ pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, T
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 
 pub use db::Dialect;
-pub use postgres::{is_postgres, redact};
+pub use postgres::{exists, is_postgres, redact};
 
 use db::{Db, DbError, DbErrorKind, SqliteDb, args};
 use rusqlite::{Connection, OpenFlags, params};

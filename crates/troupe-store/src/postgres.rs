@@ -18,6 +18,12 @@ pub fn is_postgres(address: &str) -> bool {
     address.starts_with("postgres://") || address.starts_with("postgresql://")
 }
 
+/// Whether there is a store at `path`: a PostgreSQL address always names
+/// one (opening it creates the schema), a file must exist.
+pub fn exists(path: &Path) -> bool {
+    path.to_str().is_some_and(is_postgres) || path.exists()
+}
+
 /// A PostgreSQL address without its password, for messages.
 pub fn redact(address: &str) -> String {
     let Some((scheme, rest)) = address.split_once("://") else {

@@ -60,12 +60,6 @@ pub enum WebError {
     Notify { channel: String, message: String },
 }
 
-impl From<rusqlite::Error> for WebError {
-    fn from(e: rusqlite::Error) -> WebError {
-        WebError::NotifyDb(e.to_string())
-    }
-}
-
 /// `troupe serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -203,7 +197,7 @@ pub async fn serve_with(
     token: Option<String>,
     notify: NotifyConfig,
 ) -> Result<(), WebError> {
-    if !store_path.exists() {
+    if !troupe_store::exists(store_path) {
         return Err(WebError::NoStore(store_path.display().to_string()));
     }
     let store = Store::open(store_path, Durability::Full)?;

@@ -45,14 +45,15 @@ impl From<DurabilityArg> for DurabilitySetting {
 /// `--store DB`, for the commands that read a store.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// The store (an SQLite file).
+    /// The store: an SQLite file, or a PostgreSQL database that many
+    /// processes share (`postgres://user@host/db`).
     #[arg(long, value_name = "DB", default_value = DEFAULT_STORE)]
     pub store: PathBuf,
 }
 
 impl StoreArg {
     pub fn open(&self) -> Result<Store> {
-        if !self.store.exists() {
+        if !troupe_store::exists(&self.store) {
             anyhow::bail!(
                 "no store at {}; runs are recorded with `troupe run FILE --store {}`",
                 self.store.display(),
@@ -516,6 +517,21 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
     };
     let store = open_store(store_path, settings.durability.into())?;
     let host = host(store)?;
+    if args.detach && host.store().dialect() == troupe_store::Dialect::Postgres {
+        // A shared store: queue the run for the workers (`troupe worker`).
+        let started = match host.enqueue(&compiled, inputs, &settings) {
+            Ok(s) => s,
+            Err(e) => return report_error(&e, color),
+        };
+        crate::out::println(&started.name)?;
+        eprintln!(
+            "queued {} in {} for a worker (`troupe worker --store …`); follow it with `troupe status {}`",
+            started.name,
+            host.store().shown().display(),
+            started.name
+        );
+        return Ok(ExitStatus::Success);
+    }
     let policy = if args.new {
         StartPolicy::New
     } else {
@@ -534,7 +550,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
             "continuing {name} (unfinished, same workflow and inputs); pass --new to start another run"
         );
     } else {
-        eprintln!("recording {name} in {}", store_path.display());
+        eprintln!("recording {name} in {}", host.store().shown().display());
     }
     let answers = read_answers(args.answers.as_deref())?;
     let finished =

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod contracts;
 pub mod durable;
 pub mod explain;
+pub mod fleet;
 pub mod init;
 pub mod inspect;
 pub mod lsp;

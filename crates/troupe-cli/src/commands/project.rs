@@ -167,7 +167,7 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
     let chart = if !path.exists()
         && let Some(run) = Store::parse_run_id(&args.source)
     {
-        if !args.store.exists() {
+        if !troupe_store::exists(&args.store) {
             bail!(
                 "no file {} and no store at {}",
                 args.source,

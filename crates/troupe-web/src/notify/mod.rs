@@ -37,10 +37,9 @@ pub mod telegram;
 pub mod webhook;
 
 use crate::{ServeArgs, WebError};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Deserialize;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use troupe_store::Store;
 
@@ -225,64 +224,20 @@ pub fn task_number(id: &str) -> Option<i64> {
     id.trim().trim_start_matches("task-").parse().ok()
 }
 
-/// One announcement of a task on a channel.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Announced {
-    pub task: i64,
-    /// A short random token naming the task in the channel (Telegram's
-    /// `callback_data`).
-    pub short: String,
-    /// A per-task secret (the webhook's answer token).
-    pub secret: Option<String>,
-    /// Where the announcement is (a Telegram message id), once sent.
-    pub place: Option<String>,
-    /// The text that was sent.
-    pub text: Option<String>,
-    pub closed: bool,
-}
+pub use troupe_store::Announced;
 
-/// The adapters' own tables in the store's database, through a connection
-/// of their own. Every call is one short statement.
+/// The adapters' records, in the store (which owns their tables, in a file
+/// or a shared database alike). Every call is one short statement.
 #[derive(Debug)]
 pub struct NotifyDb {
-    conn: Mutex<Connection>,
+    store: troupe_store::Store,
 }
-
-fn announced(r: &rusqlite::Row<'_>) -> rusqlite::Result<Announced> {
-    Ok(Announced {
-        task: r.get(0)?,
-        short: r.get(1)?,
-        secret: r.get(2)?,
-        place: r.get(3)?,
-        text: r.get(4)?,
-        closed: r.get::<_, i64>(5)? != 0,
-    })
-}
-
-const ANNOUNCED_COLUMNS: &str = "task, short, secret, place, text, closed";
 
 impl NotifyDb {
-    /// A connection of its own to the store's file. The tables are the
-    /// store's (its schema and migrations own them): taking an open
-    /// [`troupe_store::Store`] guarantees they exist.
     pub fn open(store: &troupe_store::Store) -> Result<NotifyDb, WebError> {
-        let conn = Connection::open_with_flags(
-            store.path(),
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute_batch("PRAGMA synchronous = FULL;")?;
         Ok(NotifyDb {
-            conn: Mutex::new(conn),
+            store: store.clone(),
         })
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, WebError> {
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| WebError::NotifyDb("the connection was poisoned".into()))?;
-        Ok(f(&conn)?)
     }
 
     /// Claims the announcement of `task` on `channel`; false when it was
@@ -294,91 +249,39 @@ impl NotifyDb {
         short: &str,
         secret: Option<&str>,
     ) -> Result<bool, WebError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO notify_announced(channel, task, short, secret) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT DO NOTHING",
-                params![channel, task, short, secret],
-            )
-            .map(|n| n == 1)
-        })
+        Ok(self.store.announce_claim(channel, task, short, secret)?)
     }
 
     /// Forgets a claim whose announcement could not be sent.
     pub fn release(&self, channel: &str, task: i64) -> Result<(), WebError> {
-        self.with(|c| {
-            c.execute(
-                "DELETE FROM notify_announced WHERE channel = ?1 AND task = ?2",
-                params![channel, task],
-            )
-            .map(|_| ())
-        })
+        Ok(self.store.announce_release(channel, task)?)
     }
 
     /// Records where the announcement was sent and its text.
     pub fn sent(&self, channel: &str, task: i64, place: &str, text: &str) -> Result<(), WebError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE notify_announced SET place = ?3, text = ?4 WHERE channel = ?1 AND task = ?2",
-                params![channel, task, place, text],
-            )
-            .map(|_| ())
-        })
+        Ok(self.store.announce_sent(channel, task, place, text)?)
     }
 
     /// Marks an announcement as settled (its message shows the answer).
     pub fn close(&self, channel: &str, task: i64) -> Result<(), WebError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE notify_announced SET closed = 1 WHERE channel = ?1 AND task = ?2",
-                params![channel, task],
-            )
-            .map(|_| ())
-        })
+        Ok(self.store.announce_close(channel, task)?)
     }
 
     pub fn get(&self, channel: &str, task: i64) -> Result<Option<Announced>, WebError> {
-        self.with(|c| {
-            c.query_row(
-                &format!("SELECT {ANNOUNCED_COLUMNS} FROM notify_announced WHERE channel = ?1 AND task = ?2"),
-                params![channel, task],
-                announced,
-            )
-            .optional()
-        })
+        Ok(self.store.announcement_of(channel, task)?)
     }
 
     pub fn by_short(&self, channel: &str, short: &str) -> Result<Option<Announced>, WebError> {
-        self.with(|c| {
-            c.query_row(
-                &format!("SELECT {ANNOUNCED_COLUMNS} FROM notify_announced WHERE channel = ?1 AND short = ?2"),
-                params![channel, short],
-                announced,
-            )
-            .optional()
-        })
+        Ok(self.store.announcement_by_short(channel, short)?)
     }
 
     pub fn by_place(&self, channel: &str, place: &str) -> Result<Option<Announced>, WebError> {
-        self.with(|c| {
-            c.query_row(
-                &format!("SELECT {ANNOUNCED_COLUMNS} FROM notify_announced WHERE channel = ?1 AND place = ?2"),
-                params![channel, place],
-                announced,
-            )
-            .optional()
-        })
+        Ok(self.store.announcement_by_place(channel, place)?)
     }
 
     /// Announcements sent and not settled yet.
     pub fn open_announcements(&self, channel: &str) -> Result<Vec<Announced>, WebError> {
-        self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {ANNOUNCED_COLUMNS} FROM notify_announced WHERE channel = ?1 AND closed = 0 AND place IS NOT NULL ORDER BY task"
-            ))?;
-            let rows = stmt.query_map(params![channel], announced)?;
-            rows.collect()
-        })
+        Ok(self.store.open_announcements(channel)?)
     }
 
     /// The per-task secret of `task` on `channel`.
@@ -387,36 +290,17 @@ impl NotifyDb {
     }
 
     pub fn state(&self, channel: &str, key: &str) -> Result<Option<String>, WebError> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT value FROM notify_state WHERE channel = ?1 AND key = ?2",
-                params![channel, key],
-                |r| r.get(0),
-            )
-            .optional()
-        })
+        Ok(self.store.channel_state(channel, key)?)
     }
 
     pub fn set_state(&self, channel: &str, key: &str, value: &str) -> Result<(), WebError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO notify_state(channel, key, value) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(channel, key) DO UPDATE SET value = excluded.value",
-                params![channel, key, value],
-            )
-            .map(|_| ())
-        })
+        Ok(self.store.set_channel_state(channel, key, value)?)
     }
 
     /// The declared answer type of a task (`Text`, `Int`, …), from the
     /// store's task table.
     pub fn task_type(&self, task: i64) -> Result<Option<String>, WebError> {
-        self.with(|c| {
-            c.query_row("SELECT type FROM tasks WHERE id = ?1", params![task], |r| {
-                r.get(0)
-            })
-            .optional()
-        })
+        Ok(self.store.task_type(task)?)
     }
 }
 

@@ -1,0 +1,165 @@
+//! A fleet of workers on one shared store: `troupe worker` claims and drives
+//! runs until it is stopped, `troupe workers` lists the workers. Argument
+//! parsing, signals and rendering only; the host owns the worker loop.
+
+use crate::ExitStatus;
+use crate::commands::durable::{StoreArg, host_config};
+use crate::out;
+use crate::terminal::sanitize;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::sync::Arc;
+use troupe_host::{Host, WorkerConfig, WorkerEvent};
+use troupe_store::Durability;
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Runs driven at once at most.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// Labels this worker announces (`troupe workers` shows them), comma
+    /// separated: `--labels gpu,eu`.
+    #[arg(long, value_name = "L,…", value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// On SIGTERM or Ctrl-C, how long the runs in flight may go on before
+    /// they are stopped and handed back (another worker resumes them from
+    /// their last durable step).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::commands::run::parse_duration)]
+    pub drain: std::time::Duration,
+    /// How often to look for runs whose owner's lease expired (a store
+    /// without notifications, SQLite, is also swept this often for new
+    /// runs).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::commands::run::parse_duration)]
+    pub sweep: std::time::Duration,
+    /// Stop once no run is runnable and none is in flight (a batch worker).
+    #[arg(long)]
+    pub exit_when_idle: bool,
+    /// Print one JSON object per event on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `troupe worker`.
+pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
+    let store = crate::commands::durable::open_store(&args.store.store, Durability::Full)?;
+    let host = Arc::new(Host::new(
+        store,
+        host_config()?,
+        Arc::new(troupe_mcp::McpTools),
+    ));
+    let config = WorkerConfig {
+        concurrency: args.concurrency as usize,
+        sweep: args.sweep,
+        drain: args.drain,
+        labels: args.labels.clone(),
+        max_runs: None,
+        exit_when_idle: args.exit_when_idle,
+    };
+    let owner = host.config().owner.clone();
+    eprintln!(
+        "worker {} on {} (up to {} runs at once{}); stop with Ctrl-C or SIGTERM",
+        sanitize(&owner),
+        host.store().shown().display(),
+        config.concurrency,
+        if args.labels.is_empty() {
+            String::new()
+        } else {
+            format!(", labels {}", args.labels.join(","))
+        }
+    );
+    let json = args.json;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(async move {
+        let stop = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        host.work(config, stop, move |event| print_event(&event, json))
+            .await
+    })?;
+    eprintln!(
+        "worker stopped: {} claimed, {} done, {} failed, {} handed back",
+        report.claimed, report.done, report.failed, report.released
+    );
+    Ok(ExitStatus::Success)
+}
+
+fn print_event(event: &WorkerEvent, json: bool) {
+    if json {
+        let doc = match event {
+            WorkerEvent::Claimed { run } => serde_json::json!({"event": "claimed", "run": run}),
+            WorkerEvent::Ended { run, outcome } => {
+                serde_json::json!({"event": "ended", "run": run, "outcome": outcome})
+            }
+            WorkerEvent::Draining { running } => {
+                serde_json::json!({"event": "draining", "running": running})
+            }
+        };
+        let _ = out::println(&doc.to_string());
+        return;
+    }
+    match event {
+        WorkerEvent::Claimed { run } => eprintln!("claimed {run}"),
+        WorkerEvent::Ended { run, outcome } => eprintln!("{run}: {}", sanitize(outcome)),
+        WorkerEvent::Draining { running } => {
+            eprintln!("stopping: waiting for {running} run(s) in flight")
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `troupe workers`.
+pub fn workers(args: &WorkersArgs) -> Result<ExitStatus> {
+    let store = args.store.open()?;
+    let workers = store.workers().context("cannot list the workers")?;
+    let queued = store.runnable()?;
+    if args.json {
+        out::println(&serde_json::json!({ "workers": workers, "runnable": queued }).to_string())?;
+        return Ok(ExitStatus::Success);
+    }
+    if workers.is_empty() {
+        out::println(&format!(
+            "no workers; {queued} runnable run(s) wait (start one with `troupe worker --store {}`)",
+            store.shown().display()
+        ))?;
+        return Ok(ExitStatus::Success);
+    }
+    out::println(&format!(
+        "{:<36} {:>8} {:>8} {:>8} {:>10}  labels",
+        "worker", "running", "leases", "claimed", "seen"
+    ))?;
+    for w in &workers {
+        let seen = if w.seen_ms_ago < 1_000 {
+            "now".to_owned()
+        } else {
+            format!("{}s ago", w.seen_ms_ago / 1_000)
+        };
+        out::println(&format!(
+            "{:<36} {:>8} {:>8} {:>8} {:>10}  {}{}",
+            sanitize(&w.id),
+            w.running,
+            w.leases,
+            w.claimed,
+            seen,
+            sanitize(&w.labels.join(",")),
+            if w.stopping { " (stopping)" } else { "" }
+        ))?;
+    }
+    out::println(&format!("{queued} runnable run(s) wait for a worker"))?;
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,266 @@
+//! A fleet of workers on one PostgreSQL store, as users run it: three
+//! `troupe worker` processes share the store; runs are queued; every few
+//! seconds one worker, chosen at random, is killed with SIGKILL (its whole
+//! process group, effects included) and started again. Every run must end
+//! done with the right result, verify against the workflow, and apply each
+//! of its effects exactly once — counted in an external ledger that the
+//! effect command appends to and that deduplicates nothing. A kill between
+//! an effect's start and its recorded end leaves the run waiting for
+//! `resolve`; the test settles it as a person would, from the ledger.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use troupe_check::Value;
+use troupe_host::{Compiled, Host, HostConfig, NoTools, Resolution, RunSettings};
+use troupe_store::testing::TestDatabase;
+use troupe_store::{Durability, RunStatus, Store};
+
+const WORKFLOW: &str = r#"
+effect deposit(account: Text, amount: Int) -> Int extern
+
+workflow fleet(n: Int @ Bank) {
+  lifelines Bank, Clerk
+  act Bank: a = deposit("acct", n)
+  msg Bank(a) -> Clerk(a)
+  act Clerk: b = a + 1
+  msg Clerk(b) -> Bank(b)
+  act Bank: c = deposit("acct", b)
+  return (c @ Bank)
+}
+"#;
+
+const RUNS: i64 = 2_000;
+const WORKERS: usize = 3;
+
+fn setup(dir: &Path) {
+    std::fs::write(dir.join("fleet.troupe"), WORKFLOW).unwrap();
+    let script = format!(
+        "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
+         echo \"$TROUPE_IDEMPOTENCY_KEY $a\" >> '{}'; echo \"$a\"",
+        dir.join("ledger").display()
+    );
+    std::fs::write(
+        dir.join("troupe.toml"),
+        format!(
+            "[externs.deposit]\ncommand = [\"sh\", \"-c\", {}]\n",
+            serde_json::Value::String(script)
+        ),
+    )
+    .unwrap();
+}
+
+fn worker(dir: &Path, url: &str) -> Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args([
+            "worker",
+            "--store",
+            url,
+            "--concurrency",
+            "24",
+            "--sweep",
+            "500ms",
+            "--drain",
+            "10s",
+        ])
+        .current_dir(dir)
+        .env("TROUPE_LEASE", "2s")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+fn kill_group(c: &mut Child) {
+    let ok = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", c.id())])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    c.wait().unwrap();
+}
+
+/// The ledger: the amounts each effect (by idempotency key) was applied with.
+fn ledger(dir: &Path) -> BTreeMap<String, Vec<i64>> {
+    let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
+    let mut applied: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for l in text.lines() {
+        let (key, amount) = l.split_once(' ').unwrap();
+        applied
+            .entry(key.to_owned())
+            .or_default()
+            .push(amount.parse().unwrap());
+    }
+    applied
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+#[test]
+fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(dir);
+    let db = TestDatabase::new();
+    let store = Store::open(&db.url, Durability::Full).unwrap();
+    let host = Host::new(
+        store.clone(),
+        HostConfig::new(dir.to_owned()),
+        Arc::new(NoTools),
+    );
+    let compiled = Compiled::from_source(WORKFLOW.into(), "fleet.troupe", dir, None).unwrap();
+    // A few runs queued as users queue them, the rest through the library.
+    for n in 0..3 {
+        let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+            .args([
+                "run",
+                "fleet.troupe",
+                "--store",
+                &db.url,
+                "--detach",
+                "--new",
+            ])
+            .args(["-i", &format!("n={n}")])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout).trim() == format!("run-{}", n + 1),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for n in 3..RUNS {
+        host.enqueue(&compiled, vec![Value::Int(n)], &RunSettings::default())
+            .unwrap();
+    }
+
+    let mut workers: Vec<Child> = (0..WORKERS).map(|_| worker(dir, &db.url)).collect();
+    let mut rng = Rng(0x00f1_ee75_eed5_u64);
+    let mut kills = 0usize;
+    let mut resolutions = 0usize;
+    let started = Instant::now();
+    let mut next_kill = Instant::now() + Duration::from_millis(1_500);
+    loop {
+        let runs = store.runs(None).unwrap();
+        let done = runs.iter().filter(|r| r.status == RunStatus::Done).count();
+        let bad: Vec<_> = runs
+            .iter()
+            .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "runs ended badly: {:?}",
+            &bad[..bad.len().min(3)]
+        );
+        if done as i64 == RUNS {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "only {done} of {RUNS} runs done after {kills} kills"
+        );
+        // Settle effects cut short by a kill, from the ledger.
+        let applied = ledger(dir);
+        for r in runs
+            .iter()
+            .filter(|r| r.status == RunStatus::NeedsResolution)
+        {
+            for step in store.steps(r.id).unwrap() {
+                if step.status != troupe_store::StepStatus::Started {
+                    continue;
+                }
+                let key = format!("{}/{}", r.name, step.key);
+                let how = match applied.get(&key) {
+                    Some(amounts) => Resolution::Done(serde_json::json!(amounts[0])),
+                    None => Resolution::Retry,
+                };
+                host.resolve(r.id, &step.key, how).unwrap();
+                resolutions += 1;
+            }
+        }
+        // Kill one worker (all of it) and start another in its place,
+        // while runs are in flight.
+        if Instant::now() >= next_kill && done < RUNS as usize * 9 / 10 {
+            let i = rng.below(WORKERS as u64) as usize;
+            kill_group(&mut workers[i]);
+            workers[i] = worker(dir, &db.url);
+            kills += 1;
+            next_kill = Instant::now() + Duration::from_millis(1_000 + rng.below(2_000));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A graceful stop: SIGTERM drains and exits cleanly.
+    for w in &mut workers {
+        let ok = Command::new("kill")
+            .args(["-TERM", &w.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+    let stopped: Vec<u32> = workers.iter().map(Child::id).collect();
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "a worker did not stop cleanly: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(kills >= 3, "only {kills} kills: the fleet was not tested");
+    // Stopped workers leave the list; killed ones stay, holding nothing.
+    let listed = store.workers().unwrap();
+    assert!(
+        listed
+            .iter()
+            .all(|w| !stopped.contains(&w.pid) && w.leases == 0),
+        "{listed:?}"
+    );
+    assert!(listed.len() <= kills, "{listed:?}");
+
+    // Every effect exactly once, counted by the ledger itself.
+    let applied = ledger(dir);
+    assert_eq!(applied.len() as i64, RUNS * 2, "effects lost or extra");
+    let twice: Vec<_> = applied.iter().filter(|(_, a)| a.len() != 1).collect();
+    assert!(
+        twice.is_empty(),
+        "effects applied twice: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    // Every result right, every run a run of the workflow.
+    for r in store.runs(None).unwrap() {
+        let n: i64 = store.run(r.id).unwrap().inputs["n"].as_i64().unwrap();
+        assert_eq!(
+            r.result,
+            Some(serde_json::json!({ "c": n + 1 })),
+            "{}",
+            r.name
+        );
+        host.verify(r.id)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.name));
+    }
+    eprintln!(
+        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {resolutions} resolutions, in {:.1?}",
+        started.elapsed()
+    );
+}
