@@ -78,8 +78,13 @@ fn toml_string(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
 
+/// The run directory's store: `store.db`, or the PostgreSQL database its
+/// `store_url` file names.
 fn host(dir: &Path) -> Host {
-    let store = Store::open(dir.join("store.db"), Durability::Full).unwrap();
+    let store = match std::fs::read_to_string(dir.join("store_url")) {
+        Ok(url) => Store::open(url.trim(), Durability::Full).unwrap(),
+        Err(_) => Store::open(dir.join("store.db"), Durability::Full).unwrap(),
+    };
     let mut config = HostConfig::new(dir.to_owned());
     config.owner = OWNER.into();
     // The parent counts the resumptions that continued from a checkpoint.
@@ -262,10 +267,22 @@ fn reference_result(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
+    crash_test(KILLS, false);
+}
+
+/// The same on a PostgreSQL store (fewer kills: each run has a database
+/// of its own).
+#[test]
+fn runs_on_postgres_killed_at_random_points_resume_to_the_same_result_exactly_once() {
+    crash_test(KILLS / 4, true);
+}
+
+fn crash_test(kills_wanted: usize, postgres: bool) {
     if std::env::var("TROUPE_CRASH_CHILD").is_ok() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
+    let mut databases = Vec::new();
     let reference = root.path().join("reference");
     std::fs::create_dir_all(&reference).unwrap();
     let expected = reference_result(&reference);
@@ -280,11 +297,16 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
     let mut resumed_from_checkpoints = 0usize;
     let mut runs = 0usize;
     let started = Instant::now();
-    while kills < KILLS {
+    while kills < kills_wanted {
         runs += 1;
         let dir = root.path().join(format!("run{runs}"));
         std::fs::create_dir_all(&dir).unwrap();
         write_config(&dir);
+        if postgres {
+            let db = troupe_store::testing::TestDatabase::new();
+            std::fs::write(dir.join("store_url"), &db.url).unwrap();
+            databases.push(db);
+        }
         // Every other run resumes from checkpoints taken every few events.
         if runs % 2 == 1 {
             std::fs::write(dir.join("checkpoint_every"), format!("{}", 3 + runs % 11)).unwrap();
@@ -293,15 +315,21 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         let result = loop {
             let mut c = child(&dir);
             // Early kills land in start-up and the first steps; later ones mid-run.
-            let delay = Duration::from_micros(rng.below(if kills_this_run % 3 == 0 {
-                15_000
-            } else {
-                150_000
-            }));
+            // A PostgreSQL run starts and commits more slowly (a server
+            // round trip per record): its kills are spread over longer.
+            let scale = if postgres { 5 } else { 1 };
+            let delay = Duration::from_micros(
+                scale
+                    * rng.below(if kills_this_run % 3 == 0 {
+                        15_000
+                    } else {
+                        150_000
+                    }),
+            );
             std::thread::sleep(delay);
             let out = match c.try_wait().unwrap() {
                 Some(_) => Some(c.wait_with_output().unwrap()),
-                None if kills < KILLS * 4 => {
+                None if kills < kills_wanted * 4 => {
                     kill_group(&mut c);
                     kills += 1;
                     kills_this_run += 1;
@@ -370,7 +398,7 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         assert_eq!(tasks.len() as i64, (LIMIT + 6) / 7, "one task per approval");
     }
     assert!(
-        kills >= KILLS && runs >= 2,
+        kills >= kills_wanted && runs >= 2,
         "{kills} kills over {runs} runs"
     );
     assert!(
@@ -378,7 +406,8 @@ fn runs_killed_at_random_points_resume_to_the_same_result_exactly_once() {
         "only {from_checkpoints} of {runs} runs had checkpoints"
     );
     eprintln!(
-        "crash test: {kills} kills over {runs} runs ({from_checkpoints} with checkpoints; {resumed_from_checkpoints} finishing incarnations resumed from one; {resolutions} resolutions) in {:.1?}",
+        "crash test ({}): {kills} kills over {runs} runs ({from_checkpoints} with checkpoints; {resumed_from_checkpoints} finishing incarnations resumed from one; {resolutions} resolutions) in {:.1?}",
+        if postgres { "PostgreSQL" } else { "SQLite" },
         started.elapsed()
     );
 }
