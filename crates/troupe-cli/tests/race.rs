@@ -60,9 +60,21 @@ fn setup(dir: &Path) {
     .unwrap();
 }
 
+/// The trial's store: the file `db`, or the PostgreSQL database its
+/// `store_url` file names (the argument `db` stands for it).
+fn store_of(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join("store_url"))
+        .ok()
+        .map(|u| u.trim().to_owned())
+}
+
 fn in_dir(dir: &Path, args: &[&str]) -> Command {
     let mut c = troupe();
-    c.current_dir(dir).args(args);
+    let url = store_of(dir);
+    c.current_dir(dir).args(args.iter().map(|a| match (&url, *a) {
+        (Some(url), "db") => url.as_str(),
+        _ => a,
+    }));
     // A test may use its own lease.
     if let Some(lease) = dir
         .join("lease")
@@ -135,7 +147,7 @@ fn stalled_run(dir: &Path) {
         .spawn()
         .unwrap();
     wait_for("the task", || {
-        dir.join("db").exists()
+        (store_of(dir).is_some() || dir.join("db").exists())
             && json(dir, &["tasks", "--store", "db", "--json"])
                 .as_array()
                 .is_some_and(|t| !t.is_empty())
@@ -215,14 +227,22 @@ impl Starter {
     }
 }
 
-fn trial(root: &Path, trial: usize) {
+fn trial(root: &Path, trial: usize, postgres: Option<&str>) {
     let dir = root.join(format!("trial{trial}"));
     std::fs::create_dir_all(&dir).unwrap();
+    if let Some(url) = postgres {
+        std::fs::write(dir.join("store_url"), url).unwrap();
+    }
     stalled_run(&dir);
     std::thread::sleep(Duration::from_millis(1300));
-    let all = [Starter::Resume, Starter::Run, Starter::Detach];
+    // On a shared store `--detach` only queues (for `troupe worker`).
+    let all: &[Starter] = if postgres.is_some() {
+        &[Starter::Resume, Starter::Run]
+    } else {
+        &[Starter::Resume, Starter::Run, Starter::Detach]
+    };
     let n = 2 + trial % 3;
-    let starters: Vec<Starter> = (0..n).map(|i| all[(trial + i) % 3]).collect();
+    let starters: Vec<Starter> = (0..n).map(|i| all[(trial + i) % all.len()]).collect();
     let children: Vec<(Starter, Child)> = starters
         .iter()
         .map(|s| (*s, s.command(&dir).spawn().unwrap()))
@@ -263,7 +283,29 @@ fn concurrent_starters_run_a_stalled_run_exactly_once() {
                     if t >= trials {
                         break;
                     }
-                    trial(root.path(), t);
+                    trial(root.path(), t, None);
+                }
+            });
+        }
+    });
+}
+
+/// The same on a PostgreSQL store, each trial with a database of its own.
+#[test]
+fn concurrent_starters_run_a_stalled_run_exactly_once_on_postgres() {
+    let root = tempfile::tempdir().unwrap();
+    let trials: usize = 15;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..5 {
+            s.spawn(|| {
+                loop {
+                    let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if t >= trials {
+                        break;
+                    }
+                    let db = troupe_store::testing::TestDatabase::new();
+                    trial(root.path(), t, Some(&db.url));
                 }
             });
         }
