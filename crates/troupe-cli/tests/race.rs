@@ -71,10 +71,11 @@ fn store_of(dir: &Path) -> Option<String> {
 fn in_dir(dir: &Path, args: &[&str]) -> Command {
     let mut c = troupe();
     let url = store_of(dir);
-    c.current_dir(dir).args(args.iter().map(|a| match (&url, *a) {
-        (Some(url), "db") => url.as_str(),
-        _ => a,
-    }));
+    c.current_dir(dir)
+        .args(args.iter().map(|a| match (&url, *a) {
+            (Some(url), "db") => url.as_str(),
+            _ => a,
+        }));
     // A test may use its own lease.
     if let Some(lease) = dir
         .join("lease")
