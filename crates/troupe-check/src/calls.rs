@@ -45,7 +45,12 @@ fn calls_in(block: &ast::Block) -> Vec<(&ast::Ident, Span)> {
                 stack.extend(exit.iter().flat_map(|b| b.stmts.iter()).rev());
                 stack.extend(body.stmts.iter().rev());
             }
-            ast::StmtKind::For { body, .. } => stack.extend(body.stmts.iter().rev()),
+            ast::StmtKind::For { body, .. } | ast::StmtKind::Coregion { body } => {
+                stack.extend(body.stmts.iter().rev());
+            }
+            ast::StmtKind::Par { branches } => {
+                stack.extend(branches.iter().rev().flat_map(|b| b.stmts.iter().rev()));
+            }
             _ => {}
         }
     }
@@ -138,6 +143,7 @@ fn depth_of(block: &ir::Block) -> u32 {
                 StmtKind::While { body, exit, .. } => {
                     stack.extend([(body, d + 1), (exit, d + 1)]);
                 }
+                StmtKind::Par { branches } => stack.extend(branches.iter().map(|b| (b, d + 1))),
                 StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
             }
         }
@@ -220,6 +226,9 @@ impl Remap<'_> {
                 guard: self.expr(guard),
                 body: self.block(body),
                 exit: self.block(exit),
+            },
+            StmtKind::Par { branches } => StmtKind::Par {
+                branches: branches.iter().map(|b| self.block(b)).collect(),
             },
         };
         ir::Stmt {
@@ -553,6 +562,13 @@ impl Checker<'_> {
                 list: remap.var(f.list),
                 index: remap.var(f.index),
                 span: f.span,
+            });
+        }
+        for c in &callee.coregions {
+            self.wf.coregions.push(ir::Coregion {
+                stmt: remap.stmt(c.stmt),
+                receiver: remap.lifeline(c.receiver),
+                span: c.span,
             });
         }
         for c in &callee.calls {

@@ -226,6 +226,19 @@ pub struct Workflow {
     pub for_each: Vec<ForEach>,
     /// The inlined `call`s, outermost first (in statement order).
     pub calls: Vec<CallSite>,
+    /// The `par` statements written as `coregion`s (in statement order).
+    pub coregions: Vec<Coregion>,
+}
+
+/// `coregion { msg A1(…) -> B(…) … }`, checked into a [`StmtKind::Par`] of
+/// one message per branch (the receiver takes them in arrival order). The
+/// record lets renderings draw a coregion instead of a `par`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coregion {
+    pub stmt: StmtId,
+    /// The one receiver.
+    pub receiver: LifelineId,
+    pub span: Span,
 }
 
 /// `for var in list @ owner { P }`, which the checker desugars into the owned
@@ -336,6 +349,14 @@ impl Workflow {
         self.calls.iter().find(|c| c.depth == 0 && c.contains(stmt))
     }
 
+    /// The `coregion` that `par` statement `stmt` was written as.
+    pub fn coregion(&self, stmt: StmtId) -> Option<&Coregion> {
+        self.coregions
+            .binary_search_by_key(&stmt, |c| c.stmt)
+            .ok()
+            .map(|i| &self.coregions[i])
+    }
+
     /// The outermost call whose inlined statements start at `stmt`.
     pub fn call_at(&self, stmt: StmtId) -> Option<&CallSite> {
         self.calls.iter().find(|c| c.depth == 0 && c.first == stmt)
@@ -382,6 +403,13 @@ pub enum StmtKind {
         body: Block,
         exit: Block,
     },
+    /// `par { P } and { Q } …` (two or more branches; a `coregion` is a
+    /// `par` of one message per branch, see [`Workflow::coregions`]): the
+    /// branches run concurrently, each with its own channels; a lifeline in
+    /// several branches runs its parts concurrently and leaves the region
+    /// when all of them have ended. The checker guarantees that no variable
+    /// written in one branch is read or written in another.
+    Par { branches: Vec<Block> },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -11,6 +11,7 @@ pub mod eval;
 mod expr;
 pub mod hash;
 pub mod ir;
+mod par;
 mod suggest;
 pub mod types;
 pub mod value;

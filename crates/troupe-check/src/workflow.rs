@@ -82,6 +82,7 @@ pub(crate) struct WfState {
     frozen: Vec<(VarId, Span)>,
     pub for_each: Vec<ir::ForEach>,
     pub calls: Vec<ir::CallSite>,
+    pub coregions: Vec<ir::Coregion>,
 }
 
 impl WfState {
@@ -174,6 +175,7 @@ impl Checker<'_> {
         let mut wf = std::mem::take(&mut self.wf);
         wf.for_each.sort_by_key(|f| f.stmt);
         wf.calls.sort_by_key(|c| (c.first, c.depth));
+        wf.coregions.sort_by_key(|c| c.stmt);
         Some(ir::Workflow {
             name: decl.name.name.clone(),
             span: decl.name.span,
@@ -189,6 +191,7 @@ impl Checker<'_> {
                 .is_some_and(|&s| decl.span.start >= s),
             for_each: wf.for_each,
             calls: wf.calls,
+            coregions: wf.coregions,
         })
     }
 
@@ -242,6 +245,10 @@ impl Checker<'_> {
                     self.add_lifeline(owner);
                     stack.extend(body.stmts.iter().rev());
                 }
+                ast::StmtKind::Par { branches } => {
+                    stack.extend(branches.iter().rev().flat_map(|b| b.stmts.iter().rev()));
+                }
+                ast::StmtKind::Coregion { body } => stack.extend(body.stmts.iter().rev()),
                 ast::StmtKind::Call { map, results, .. } => {
                     for (_, caller) in map {
                         self.add_lifeline(caller);
@@ -537,6 +544,19 @@ impl Checker<'_> {
                 self.call(stmt, out);
                 return;
             }
+            ast::StmtKind::Par { branches } => {
+                let id = self.next_id();
+                let branches: Vec<ir::Block> = branches.iter().map(|b| self.block(b)).collect();
+                self.par_conflicts(&branches);
+                (id, StmtKind::Par { branches })
+            }
+            ast::StmtKind::Coregion { body } => {
+                let id = self.next_id();
+                match self.coregion(id, stmt.span, body) {
+                    Some(kind) => (id, kind),
+                    None => return,
+                }
+            }
             ast::StmtKind::Lifelines(_) => {
                 self.error(
                     Diagnostic::error(
@@ -786,7 +806,7 @@ impl Checker<'_> {
         g
     }
 
-    fn msg(
+    pub(crate) fn msg(
         &mut self,
         span: Span,
         from: &ast::Ident,

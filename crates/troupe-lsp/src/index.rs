@@ -797,6 +797,14 @@ impl WfWalker<'_> {
                     self.bind(&owner.name, var, None, &origin, span);
                     stack.extend(body.stmts.iter().rev().map(Work::Stmt));
                 }
+                StmtKind::Par { branches } => {
+                    for b in branches.iter().rev() {
+                        stack.extend(b.stmts.iter().rev().map(Work::Stmt));
+                    }
+                }
+                StmtKind::Coregion { body } => {
+                    stack.extend(body.stmts.iter().rev().map(Work::Stmt));
+                }
                 StmtKind::Call {
                     workflow,
                     map,
@@ -890,6 +898,8 @@ fn lifelines_of(block: &Block, out: &mut BTreeSet<String>) {
                     out.insert(owner.name.clone());
                     stack.push(body);
                 }
+                StmtKind::Par { branches } => stack.extend(branches.iter()),
+                StmtKind::Coregion { body } => stack.push(body),
                 StmtKind::Call { map, .. } => {
                     out.extend(map.iter().map(|(_, caller)| caller.name.clone()));
                 }

@@ -182,9 +182,18 @@ impl Execution {
     /// monitor takes them; `None` when there is none (a receive of a
     /// message never sent, or a causal cycle).
     pub fn linearize(&self) -> Option<Vec<(LifelineId, Event)>> {
+        self.linearize_lanes(&|_| 0)
+    }
+
+    /// [`Execution::linearize`] with the channels of each lane (the
+    /// branches of `par` regions, by statement) apart.
+    pub fn linearize_lanes(
+        &self,
+        lane: &dyn Fn(StmtId) -> u32,
+    ) -> Option<Vec<(LifelineId, Event)>> {
         let n = self.words.len();
         let mut next = vec![0usize; n];
-        let mut in_flight = std::collections::HashMap::<(usize, usize), usize>::new();
+        let mut in_flight = std::collections::HashMap::<(usize, usize, u32), usize>::new();
         let total: usize = self.words.iter().map(Vec::len).sum();
         let mut out = Vec::with_capacity(total);
         while out.len() < total {
@@ -194,15 +203,19 @@ impl Execution {
                     continue;
                 };
                 match e {
-                    Event::Recv { from, .. } => {
-                        let k = in_flight.entry((from.0 as usize, l)).or_default();
+                    Event::Recv { from, msg } => {
+                        let k = in_flight
+                            .entry((from.0 as usize, l, lane(msg.stmt())))
+                            .or_default();
                         if *k == 0 {
                             continue;
                         }
                         *k -= 1;
                     }
-                    Event::Send { to, .. } => {
-                        *in_flight.entry((l, to.0 as usize)).or_default() += 1;
+                    Event::Send { to, msg } => {
+                        *in_flight
+                            .entry((l, to.0 as usize, lane(msg.stmt())))
+                            .or_default() += 1;
                     }
                     _ => {}
                 }

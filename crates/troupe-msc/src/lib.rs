@@ -28,4 +28,6 @@ pub use event::{Event, EventKey, Execution, Message};
 pub use monitor::{CursorState, Monitor, MonitorState};
 pub use semantics::{EnumOptions, Enumeration, MemberOptions, NotMember, Semantics};
 pub use sim::{Decisions, SimError, SimOptions, SimRun, simulate};
-pub use validity::{Invalid, validate, validate_complete};
+pub use validity::{
+    Invalid, LaneOf, validate, validate_complete, validate_complete_lanes, validate_lanes,
+};

@@ -15,6 +15,14 @@
 //! every participant of a construct learns the owner's decision through a
 //! control message it must receive, all of them follow the same global run.
 //!
+//! A `par` splits a lifeline's view: at the region its cursor gets one
+//! sub-cursor per branch it has a part in, and each event goes to the part
+//! whose branch holds the event's statement (a statement lies in exactly
+//! one branch), so any interleaving of the parts is followed without
+//! search; the lifeline leaves the region when every part has ended. Each
+//! branch has its own channels: a channel is (sender, receiver, lane), the
+//! lane being the branch of the message's statement.
+//!
 //! Events must arrive in an order the run could have produced them (a
 //! receive after its send), as the runtime and the store deliver them.
 
@@ -23,7 +31,7 @@ use crate::semantics::NotMember;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use troupe_check::ir::{Block, LifelineId, Program, StmtId, StmtKind, Workflow};
-use troupe_project::{ControlTag, ProjectError, Projection};
+use troupe_project::{ControlTag, Lanes, ProjectError, Projection};
 
 /// One step of a lifeline's view of the workflow.
 #[derive(Debug, Clone)]
@@ -49,6 +57,11 @@ enum Op {
         /// Plans for ⊤ (then / body) and ⊥ (else / exit).
         arms: [usize; 2],
     },
+    /// The lifeline's parts of a `par`: (lane of the branch, its plan).
+    Par {
+        stmt: StmtId,
+        parts: Vec<(u32, usize)>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +80,8 @@ enum Arm {
     Branch = 1,
     LoopBody = 2,
     LoopExit = 3,
+    /// The outermost frame of a part of a `par`.
+    Part = 4,
 }
 
 #[derive(Debug, Clone)]
@@ -89,8 +104,11 @@ enum Head {
 struct Cursor {
     frames: Vec<Frame>,
     head: Head,
-    /// Events of this lifeline seen so far.
+    /// Events of this lifeline seen so far (kept by the outermost cursor).
     seen: usize,
+    /// While the top frame is at a `par`: one cursor per part, with the
+    /// part's lane.
+    parts: Vec<(u32, Cursor)>,
 }
 
 /// A [`Monitor`]'s state ([`Monitor::snapshot`]), in plain data a store
@@ -99,7 +117,8 @@ struct Cursor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorState {
     pub cursors: Vec<CursorState>,
-    /// Non-empty channels: sender, receiver, messages oldest first.
+    /// Non-empty channels: sender, receiver, messages oldest first. A pair
+    /// may appear once per lane (the messages' statements tell which).
     pub channels: Vec<(LifelineId, LifelineId, Vec<Message>)>,
     /// Events checked before the state was taken.
     pub events: u64,
@@ -114,6 +133,8 @@ pub struct CursorState {
     pub telling: Option<(bool, u32)>,
     /// Events of this lifeline seen so far.
     pub seen: u64,
+    /// Inside a `par`: the lifeline's parts, each with its lane.
+    pub parts: Vec<(u32, CursorState)>,
 }
 
 /// Checks one run as it goes.
@@ -124,11 +145,22 @@ pub struct Monitor {
     /// a fresh monitor of the same workflow ([`Monitor::fresh`]) copies
     /// nothing of them.
     plans: Arc<Vec<Vec<Vec<Op>>>>,
+    lanes: Arc<Lanes>,
     cursors: Vec<Cursor>,
-    /// What is in flight on each channel that has ever carried something.
-    channels: BTreeMap<(LifelineId, LifelineId), VecDeque<Message>>,
+    /// What is in flight on each channel (sender, receiver, lane) that has
+    /// ever carried something.
+    channels: BTreeMap<(LifelineId, LifelineId, u32), VecDeque<Message>>,
     events: u64,
     failed: Option<Box<NotMember>>,
+}
+
+/// What an event did to the cursor it went to.
+enum Took {
+    /// A data or control message went on a channel.
+    Sent(LifelineId, Message),
+    /// A message was taken off a channel (checked by the caller).
+    Received(LifelineId, Message),
+    Nothing,
 }
 
 impl Monitor {
@@ -143,6 +175,7 @@ impl Monitor {
     pub fn with_projection(workflow: &Workflow, projection: &Projection) -> Monitor {
         let tag = |s: StmtId| projection.construct(s).map_or(ControlTag(0), |c| c.tag);
         let n = workflow.lifelines.len();
+        let lanes = Lanes::new(workflow);
         let mut participants = BTreeMap::new();
         lifelines_of(&workflow.body, &mut participants);
         let plans = (0..n)
@@ -152,6 +185,7 @@ impl Monitor {
                     &workflow.body,
                     LifelineId(l as u32),
                     &participants,
+                    &lanes,
                     &tag,
                     &mut plans,
                 );
@@ -161,6 +195,7 @@ impl Monitor {
         Monitor {
             names: workflow.lifelines.iter().map(|l| l.name.clone()).collect(),
             plans: Arc::new(plans),
+            lanes: Arc::new(lanes),
             cursors: start(n),
             channels: BTreeMap::new(),
             events: 0,
@@ -174,6 +209,7 @@ impl Monitor {
         Monitor {
             names: self.names.clone(),
             plans: self.plans.clone(),
+            lanes: self.lanes.clone(),
             cursors: start(self.cursors.len()),
             channels: BTreeMap::new(),
             events: 0,
@@ -185,28 +221,28 @@ impl Monitor {
     /// view and what is in flight. With the same workflow,
     /// [`Monitor::restore`] continues exactly where this one is.
     pub fn snapshot(&self) -> MonitorState {
+        fn cursor(c: &Cursor) -> CursorState {
+            CursorState {
+                frames: c
+                    .frames
+                    .iter()
+                    .map(|f| (f.plan as u32, f.pos as u32, f.arm as u8))
+                    .collect(),
+                telling: match c.head {
+                    Head::Before => None,
+                    Head::Telling { d, told } => Some((d, told as u32)),
+                },
+                seen: c.seen as u64,
+                parts: c.parts.iter().map(|(l, p)| (*l, cursor(p))).collect(),
+            }
+        }
         MonitorState {
-            cursors: self
-                .cursors
-                .iter()
-                .map(|c| CursorState {
-                    frames: c
-                        .frames
-                        .iter()
-                        .map(|f| (f.plan as u32, f.pos as u32, f.arm as u8))
-                        .collect(),
-                    telling: match c.head {
-                        Head::Before => None,
-                        Head::Telling { d, told } => Some((d, told as u32)),
-                    },
-                    seen: c.seen as u64,
-                })
-                .collect(),
+            cursors: self.cursors.iter().map(cursor).collect(),
             channels: self
                 .channels
                 .iter()
                 .filter(|(_, q)| !q.is_empty())
-                .map(|(&(from, to), q)| (from, to, q.iter().cloned().collect()))
+                .map(|(&(from, to, _), q)| (from, to, q.iter().cloned().collect()))
                 .collect(),
             events: self.events,
         }
@@ -226,76 +262,27 @@ impl Monitor {
         }
         let mut cursors = Vec::with_capacity(n);
         for (l, c) in state.cursors.iter().enumerate() {
-            let plans = &self.plans[l];
-            let mut frames: Vec<Frame> = Vec::with_capacity(c.frames.len());
-            for &(plan, pos, arm) in &c.frames {
-                let (plan, pos) = (plan as usize, pos as usize);
-                let arm = match arm {
-                    0 => Arm::Top,
-                    1 => Arm::Branch,
-                    2 => Arm::LoopBody,
-                    3 => Arm::LoopExit,
-                    other => return Err(format!("lifeline {l}: no frame kind {other}")),
-                };
-                if plans.get(plan).is_none_or(|p| pos > p.len()) {
-                    return Err(format!("lifeline {l}: no position {pos} in plan {plan}"));
-                }
-                // Each frame is an arm of the construct its parent is at:
-                // the outermost is the top-level plan.
-                let fits = match frames.last() {
-                    None => plan == 0 && arm == Arm::Top,
-                    Some(parent) => match plans[parent.plan].get(parent.pos) {
-                        Some(&Op::Branch {
-                            ref arms, is_loop, ..
-                        }) => {
-                            arms.contains(&plan)
-                                && match arm {
-                                    Arm::Branch => !is_loop,
-                                    Arm::LoopBody => is_loop && plan == arms[0],
-                                    Arm::LoopExit => is_loop && plan == arms[1],
-                                    Arm::Top => false,
-                                }
-                        }
-                        _ => false,
-                    },
-                };
-                if !fits {
-                    return Err(format!("lifeline {l}: frames that no run reaches"));
-                }
-                frames.push(Frame { plan, pos, arm });
-            }
-            // Telling a decision happens only at a construct the lifeline
-            // owns, to at most the lifelines it tells.
-            if let Some((_, told)) = c.telling {
-                let at = frames.last().and_then(|f| plans[f.plan].get(f.pos));
-                let fits = matches!(at, Some(Op::Branch { role: Role::Owner(notify), .. })
-                    if told as usize <= notify.len());
-                if !fits {
-                    return Err(format!("lifeline {l}: a decision told where none is made"));
-                }
-            }
-            cursors.push(Cursor {
-                frames,
-                head: match c.telling {
-                    None => Head::Before,
-                    Some((d, told)) => Head::Telling {
-                        d,
-                        told: told as usize,
-                    },
-                },
-                seen: c.seen as usize,
-            });
+            cursors.push(restore_cursor(&self.plans[l], l, c, None, 0)?);
         }
         let mut channels = BTreeMap::new();
         for (from, to, q) in &state.channels {
             if from.0 as usize >= n || to.0 as usize >= n {
                 return Err(format!("a channel {}→{} of no lifelines", from.0, to.0));
             }
-            channels.insert((*from, *to), q.iter().cloned().collect());
+            let Some(first) = q.first() else { continue };
+            let lane = self.lanes.of(first.stmt());
+            if q.iter().any(|m| self.lanes.of(m.stmt()) != lane) {
+                return Err(format!(
+                    "a channel {}→{} holds the messages of two branches",
+                    from.0, to.0
+                ));
+            }
+            channels.insert((*from, *to, lane), q.iter().cloned().collect());
         }
         Ok(Monitor {
             names: self.names.clone(),
             plans: self.plans.clone(),
+            lanes: self.lanes.clone(),
             cursors,
             channels,
             events: state.events,
@@ -338,14 +325,14 @@ impl Monitor {
         }
         for l in 0..self.cursors.len() {
             let lifeline = LifelineId(l as u32);
-            self.settle(lifeline);
+            settle(&self.plans[l], &mut self.cursors[l]);
             let c = &self.cursors[l];
             if !c.frames.is_empty() {
-                let expected = self.expected(lifeline);
+                let expected = expected(&self.plans[l], leaf_of(c), &self.names);
                 return Err(self.not_member(lifeline, None, expected));
             }
         }
-        if let Some(((from, to), q)) = self.channels.iter().find(|(_, q)| !q.is_empty()) {
+        if let Some(((from, to, _), q)) = self.channels.iter().find(|(_, q)| !q.is_empty()) {
             let msg = q.front().cloned();
             let (from, to) = (*from, *to);
             return Err(Box::new(NotMember {
@@ -382,103 +369,6 @@ impl Monitor {
         })
     }
 
-    /// Moves `l`'s cursor over what needs no event: ends of blocks, and
-    /// entering an arm once the owner told everyone.
-    fn settle(&mut self, l: LifelineId) {
-        let plans = &self.plans[l.0 as usize];
-        let c = &mut self.cursors[l.0 as usize];
-        loop {
-            let Some(top) = c.frames.last() else { return };
-            let plan = &plans[top.plan];
-            if top.pos == plan.len() {
-                let done = c.frames.pop().map(|f| f.arm);
-                match (done, c.frames.last_mut()) {
-                    // The body ran: the owner decides again.
-                    (Some(Arm::LoopBody), Some(_)) => c.head = Head::Before,
-                    (Some(Arm::Branch | Arm::LoopExit), Some(parent)) => {
-                        parent.pos += 1;
-                        c.head = Head::Before;
-                    }
-                    _ => return,
-                }
-                continue;
-            }
-            match (&plan[top.pos], c.head) {
-                (
-                    Op::Branch {
-                        role: Role::Owner(notify),
-                        arms,
-                        is_loop,
-                        ..
-                    },
-                    Head::Telling { d, told },
-                ) if told == notify.len() => {
-                    let arm = if *is_loop {
-                        if d { Arm::LoopBody } else { Arm::LoopExit }
-                    } else {
-                        Arm::Branch
-                    };
-                    let plan = arms[usize::from(!d)];
-                    c.frames.push(Frame { plan, pos: 0, arm });
-                    c.head = Head::Before;
-                }
-                _ => return,
-            }
-        }
-    }
-
-    /// What `l` expects next, in words.
-    fn expected(&self, l: LifelineId) -> String {
-        let c = &self.cursors[l.0 as usize];
-        let plans = &self.plans[l.0 as usize];
-        let Some(top) = c.frames.last() else {
-            return "the run had ended for it".into();
-        };
-        match (&plans[top.plan][top.pos], c.head) {
-            (Op::Send { to, stmt, .. }, _) => {
-                format!("a send to {} (statement {})", self.name(*to), stmt.0)
-            }
-            (Op::Recv { from, stmt, .. }, _) => {
-                format!("a receive from {} (statement {})", self.name(*from), stmt.0)
-            }
-            (Op::Act { stmt }, _) => format!("the action of statement {}", stmt.0),
-            (
-                Op::Branch {
-                    stmt,
-                    role: Role::Owner(_),
-                    ..
-                },
-                Head::Before,
-            ) => {
-                format!("its decision of statement {}", stmt.0)
-            }
-            (
-                Op::Branch {
-                    stmt,
-                    role: Role::Owner(notify),
-                    ..
-                },
-                Head::Telling { d, told },
-            ) => format!(
-                "telling {} its decision {d} of statement {}",
-                self.name(notify[told]),
-                stmt.0
-            ),
-            (
-                Op::Branch {
-                    stmt,
-                    role: Role::Told(owner),
-                    ..
-                },
-                _,
-            ) => format!(
-                "the decision of statement {} from {}",
-                stmt.0,
-                self.name(*owner)
-            ),
-        }
-    }
-
     fn step(&mut self, l: LifelineId, event: &Event) -> Result<(), Box<NotMember>> {
         let li = l.0 as usize;
         if li >= self.cursors.len() {
@@ -491,122 +381,41 @@ impl Monitor {
                 event_text: event.describe(&self.names),
             }));
         }
-        self.settle(l);
-        let wrong = |m: &Monitor| {
-            let expected = m.expected(l);
-            m.not_member(l, Some(event), expected)
+        let plans = self.plans.clone();
+        let plans = &plans[li];
+        let lane = self.lanes.of(event.stmt());
+        let root = &mut self.cursors[li];
+        settle(plans, root);
+        let took = {
+            let leaf = route(root, lane, &self.lanes);
+            take(plans, leaf, event)
         };
-        let Some(top) = self.cursors[li].frames.last().cloned() else {
-            return Err(wrong(self));
+        let took = match took {
+            Some(t) => t,
+            None => {
+                let c = &self.cursors[li];
+                let leaf = route_ref(c, lane, &self.lanes);
+                let expected = expected(plans, leaf, &self.names);
+                return Err(self.not_member(l, Some(event), expected));
+            }
         };
-        let op = self.plans[li][top.plan][top.pos].clone();
-        let head = self.cursors[li].head;
-        match (&op, event, head) {
-            (Op::Send { to, stmt, arity }, Event::Send { to: t, msg }, _)
-                if to == t && data_fits(msg, *stmt, *arity) =>
-            {
+        match took {
+            Took::Sent(to, msg) => {
+                let lane = self.lanes.of(msg.stmt());
                 self.channels
-                    .entry((l, *to))
+                    .entry((l, to, lane))
                     .or_default()
-                    .push_back(msg.clone());
-                self.advance(l);
+                    .push_back(msg);
             }
-            (Op::Recv { from, stmt, arity }, Event::Recv { from: f, msg }, _)
-                if from == f && data_fits(msg, *stmt, *arity) =>
-            {
-                self.receive(l, *from, msg, event)?;
-                self.advance(l);
-            }
-            (Op::Act { stmt }, Event::Act { stmt: s, .. }, _) if stmt == s => self.advance(l),
-            (
-                Op::Branch {
-                    stmt,
-                    tag,
-                    role: Role::Owner(_),
-                    ..
-                },
-                Event::Decide {
-                    stmt: s,
-                    tag: t,
-                    decision,
-                },
-                Head::Before,
-            ) if stmt == s && tag == t => {
-                self.cursors[li].head = Head::Telling {
-                    d: *decision,
-                    told: 0,
-                };
-            }
-            (
-                Op::Branch {
-                    stmt,
-                    tag,
-                    role: Role::Owner(notify),
-                    ..
-                },
-                Event::Send {
-                    to,
-                    msg:
-                        msg @ Message::Control {
-                            stmt: s,
-                            tag: t,
-                            decision,
-                        },
-                },
-                Head::Telling { d, told },
-            ) if stmt == s && tag == t && *decision == d && notify.get(told) == Some(to) => {
-                self.channels
-                    .entry((l, *to))
-                    .or_default()
-                    .push_back(msg.clone());
-                self.cursors[li].head = Head::Telling { d, told: told + 1 };
-            }
-            (
-                Op::Branch {
-                    stmt,
-                    tag,
-                    role: Role::Told(owner),
-                    arms,
-                    is_loop,
-                },
-                Event::Recv {
-                    from,
-                    msg:
-                        msg @ Message::Control {
-                            stmt: s,
-                            tag: t,
-                            decision,
-                        },
-                },
-                Head::Before,
-            ) if stmt == s && tag == t && owner == from => {
-                self.receive(l, *from, msg, event)?;
-                let d = *decision;
-                let arm = if *is_loop {
-                    if d { Arm::LoopBody } else { Arm::LoopExit }
-                } else {
-                    Arm::Branch
-                };
-                self.cursors[li].frames.push(Frame {
-                    plan: arms[usize::from(!d)],
-                    pos: 0,
-                    arm,
-                });
-            }
-            _ => return Err(wrong(self)),
+            Took::Received(from, msg) => self.receive(l, from, &msg, event)?,
+            Took::Nothing => {}
         }
         self.cursors[li].seen += 1;
         Ok(())
     }
 
-    fn advance(&mut self, l: LifelineId) {
-        if let Some(top) = self.cursors[l.0 as usize].frames.last_mut() {
-            top.pos += 1;
-        }
-    }
-
-    /// Takes the first message in flight from `from` to `l`: it must be
-    /// the one received.
+    /// Takes the first message in flight from `from` to `l` on the
+    /// message's lane: it must be the one received.
     fn receive(
         &mut self,
         l: LifelineId,
@@ -614,9 +423,10 @@ impl Monitor {
         msg: &Message,
         event: &Event,
     ) -> Result<(), Box<NotMember>> {
+        let lane = self.lanes.of(msg.stmt());
         let front = self
             .channels
-            .get_mut(&(from, l))
+            .get_mut(&(from, l, lane))
             .and_then(VecDeque::pop_front);
         match front {
             Some(sent) if sent.agrees_with(msg) => Ok(()),
@@ -638,6 +448,370 @@ impl Monitor {
     }
 }
 
+/// Restores one cursor (a lifeline's, or a part's of lane `lane` whose plan
+/// must be `part_plan`), checking that a run reaches it.
+fn restore_cursor(
+    plans: &[Vec<Op>],
+    l: usize,
+    c: &CursorState,
+    part_plan: Option<usize>,
+    depth: usize,
+) -> Result<Cursor, String> {
+    // Parts nest no deeper than the workflow's constructs.
+    if depth > troupe_project::MAX_NESTING {
+        return Err(format!("lifeline {l}: parts nested too deep"));
+    }
+    let mut frames: Vec<Frame> = Vec::with_capacity(c.frames.len());
+    for &(plan, pos, arm) in &c.frames {
+        let (plan, pos) = (plan as usize, pos as usize);
+        let arm = match arm {
+            0 => Arm::Top,
+            1 => Arm::Branch,
+            2 => Arm::LoopBody,
+            3 => Arm::LoopExit,
+            4 => Arm::Part,
+            other => return Err(format!("lifeline {l}: no frame kind {other}")),
+        };
+        if plans.get(plan).is_none_or(|p| pos > p.len()) {
+            return Err(format!("lifeline {l}: no position {pos} in plan {plan}"));
+        }
+        // Each frame is an arm of the construct its parent is at: the
+        // outermost is the top-level plan, or the part's.
+        let fits = match frames.last() {
+            None => match part_plan {
+                None => plan == 0 && arm == Arm::Top,
+                Some(p) => plan == p && arm == Arm::Part,
+            },
+            Some(parent) => match plans[parent.plan].get(parent.pos) {
+                Some(&Op::Branch {
+                    ref arms, is_loop, ..
+                }) => {
+                    arms.contains(&plan)
+                        && match arm {
+                            Arm::Branch => !is_loop,
+                            Arm::LoopBody => is_loop && plan == arms[0],
+                            Arm::LoopExit => is_loop && plan == arms[1],
+                            Arm::Top | Arm::Part => false,
+                        }
+                }
+                _ => false,
+            },
+        };
+        if !fits {
+            return Err(format!("lifeline {l}: frames that no run reaches"));
+        }
+        frames.push(Frame { plan, pos, arm });
+    }
+    // Telling a decision happens only at a construct the lifeline owns, to
+    // at most the lifelines it tells.
+    let at = frames.last().and_then(|f| plans[f.plan].get(f.pos));
+    if let Some((_, told)) = c.telling {
+        let fits = matches!(at, Some(Op::Branch { role: Role::Owner(notify), .. })
+            if told as usize <= notify.len());
+        if !fits {
+            return Err(format!("lifeline {l}: a decision told where none is made"));
+        }
+    }
+    let mut parts = Vec::with_capacity(c.parts.len());
+    if !c.parts.is_empty() {
+        let Some(Op::Par { parts: arms, .. }) = at else {
+            return Err(format!("lifeline {l}: parts outside a `par`"));
+        };
+        if c.parts.len() != arms.len() {
+            return Err(format!("lifeline {l}: another number of parts"));
+        }
+        for ((lane, p), &(arm_lane, arm_plan)) in c.parts.iter().zip(arms) {
+            if *lane != arm_lane {
+                return Err(format!("lifeline {l}: a part of another branch"));
+            }
+            parts.push((
+                *lane,
+                restore_cursor(plans, l, p, Some(arm_plan), depth + 1)?,
+            ));
+        }
+    }
+    Ok(Cursor {
+        frames,
+        head: match c.telling {
+            None => Head::Before,
+            Some((d, told)) => Head::Telling {
+                d,
+                told: told as usize,
+            },
+        },
+        seen: c.seen as usize,
+        parts,
+    })
+}
+
+/// Moves a cursor over what needs no event: ends of blocks, entering an arm
+/// once the owner told everyone, entering a `par` (its parts start) and
+/// leaving it once every part has ended.
+fn settle(plans: &[Vec<Op>], c: &mut Cursor) {
+    loop {
+        let Some(top) = c.frames.last() else { return };
+        let plan = &plans[top.plan];
+        if top.pos == plan.len() {
+            let done = c.frames.pop().map(|f| f.arm);
+            match (done, c.frames.last_mut()) {
+                // The body ran: the owner decides again.
+                (Some(Arm::LoopBody), Some(_)) => c.head = Head::Before,
+                (Some(Arm::Branch | Arm::LoopExit), Some(parent)) => {
+                    parent.pos += 1;
+                    c.head = Head::Before;
+                }
+                _ => return,
+            }
+            continue;
+        }
+        match (&plan[top.pos], c.head) {
+            (
+                Op::Branch {
+                    role: Role::Owner(notify),
+                    arms,
+                    is_loop,
+                    ..
+                },
+                Head::Telling { d, told },
+            ) if told == notify.len() => {
+                let arm = if *is_loop {
+                    if d { Arm::LoopBody } else { Arm::LoopExit }
+                } else {
+                    Arm::Branch
+                };
+                let plan = arms[usize::from(!d)];
+                c.frames.push(Frame { plan, pos: 0, arm });
+                c.head = Head::Before;
+            }
+            (Op::Par { parts, .. }, _) => {
+                if c.parts.is_empty() {
+                    c.parts = parts
+                        .iter()
+                        .map(|&(lane, plan)| {
+                            (
+                                lane,
+                                Cursor {
+                                    frames: vec![Frame {
+                                        plan,
+                                        pos: 0,
+                                        arm: Arm::Part,
+                                    }],
+                                    head: Head::Before,
+                                    seen: 0,
+                                    parts: Vec::new(),
+                                },
+                            )
+                        })
+                        .collect();
+                }
+                let mut all_done = true;
+                for (_, p) in &mut c.parts {
+                    settle(plans, p);
+                    all_done &= p.frames.is_empty();
+                }
+                if !all_done {
+                    return;
+                }
+                c.parts.clear();
+                if let Some(top) = c.frames.last_mut() {
+                    top.pos += 1;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The part (or the cursor itself) that takes an event of lane `lane`.
+fn route<'c>(mut c: &'c mut Cursor, lane: u32, lanes: &Lanes) -> &'c mut Cursor {
+    loop {
+        let Some(i) = c.parts.iter().position(|(l, _)| lanes.within(lane, *l)) else {
+            return c;
+        };
+        c = &mut c.parts[i].1;
+    }
+}
+
+fn route_ref<'c>(mut c: &'c Cursor, lane: u32, lanes: &Lanes) -> &'c Cursor {
+    loop {
+        let Some(i) = c.parts.iter().position(|(l, _)| lanes.within(lane, *l)) else {
+            return c;
+        };
+        c = &c.parts[i].1;
+    }
+}
+
+/// The innermost cursor of the first part still running, for messages.
+fn leaf_of(mut c: &Cursor) -> &Cursor {
+    while let Some((_, p)) = c.parts.iter().find(|(_, p)| !p.frames.is_empty()) {
+        c = p;
+    }
+    c
+}
+
+/// Applies `event` to cursor `c` when it fits what `c` expects next.
+fn take(plans: &[Vec<Op>], c: &mut Cursor, event: &Event) -> Option<Took> {
+    if !c.parts.is_empty() {
+        // At a `par`, but the event is of no part of it.
+        return None;
+    }
+    let top = c.frames.last()?.clone();
+    let op = plans[top.plan].get(top.pos)?;
+    let advance = |c: &mut Cursor| {
+        if let Some(top) = c.frames.last_mut() {
+            top.pos += 1;
+        }
+    };
+    match (op, event, c.head) {
+        (Op::Send { to, stmt, arity }, Event::Send { to: t, msg }, _)
+            if to == t && data_fits(msg, *stmt, *arity) =>
+        {
+            advance(c);
+            Some(Took::Sent(*to, msg.clone()))
+        }
+        (Op::Recv { from, stmt, arity }, Event::Recv { from: f, msg }, _)
+            if from == f && data_fits(msg, *stmt, *arity) =>
+        {
+            advance(c);
+            Some(Took::Received(*from, msg.clone()))
+        }
+        (Op::Act { stmt }, Event::Act { stmt: s, .. }, _) if stmt == s => {
+            advance(c);
+            Some(Took::Nothing)
+        }
+        (
+            Op::Branch {
+                stmt,
+                tag,
+                role: Role::Owner(_),
+                ..
+            },
+            Event::Decide {
+                stmt: s,
+                tag: t,
+                decision,
+            },
+            Head::Before,
+        ) if stmt == s && tag == t => {
+            c.head = Head::Telling {
+                d: *decision,
+                told: 0,
+            };
+            Some(Took::Nothing)
+        }
+        (
+            Op::Branch {
+                stmt,
+                tag,
+                role: Role::Owner(notify),
+                ..
+            },
+            Event::Send {
+                to,
+                msg:
+                    msg @ Message::Control {
+                        stmt: s,
+                        tag: t,
+                        decision,
+                    },
+            },
+            Head::Telling { d, told },
+        ) if stmt == s && tag == t && *decision == d && notify.get(told) == Some(to) => {
+            c.head = Head::Telling { d, told: told + 1 };
+            Some(Took::Sent(*to, msg.clone()))
+        }
+        (
+            Op::Branch {
+                stmt,
+                tag,
+                role: Role::Told(owner),
+                arms,
+                is_loop,
+            },
+            Event::Recv {
+                from,
+                msg:
+                    msg @ Message::Control {
+                        stmt: s,
+                        tag: t,
+                        decision,
+                    },
+            },
+            Head::Before,
+        ) if stmt == s && tag == t && owner == from => {
+            let d = *decision;
+            let arm = if *is_loop {
+                if d { Arm::LoopBody } else { Arm::LoopExit }
+            } else {
+                Arm::Branch
+            };
+            c.frames.push(Frame {
+                plan: arms[usize::from(!d)],
+                pos: 0,
+                arm,
+            });
+            Some(Took::Received(*from, msg.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// What cursor `c` expects next, in words.
+fn expected(plans: &[Vec<Op>], c: &Cursor, names: &[String]) -> String {
+    let name = |l: &LifelineId| {
+        names
+            .get(l.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{}", l.0))
+    };
+    let Some(top) = c.frames.last() else {
+        return "the run had ended for it".into();
+    };
+    let Some(op) = plans[top.plan].get(top.pos) else {
+        return "the end of a block".into();
+    };
+    match (op, c.head) {
+        (Op::Send { to, stmt, .. }, _) => {
+            format!("a send to {} (statement {})", name(to), stmt.0)
+        }
+        (Op::Recv { from, stmt, .. }, _) => {
+            format!("a receive from {} (statement {})", name(from), stmt.0)
+        }
+        (Op::Act { stmt }, _) => format!("the action of statement {}", stmt.0),
+        (
+            Op::Branch {
+                stmt,
+                role: Role::Owner(_),
+                ..
+            },
+            Head::Before,
+        ) => format!("its decision of statement {}", stmt.0),
+        (
+            Op::Branch {
+                stmt,
+                role: Role::Owner(notify),
+                ..
+            },
+            Head::Telling { d, told },
+        ) => format!(
+            "telling {} its decision {d} of statement {}",
+            notify.get(told).map(name).unwrap_or_default(),
+            stmt.0
+        ),
+        (
+            Op::Branch {
+                stmt,
+                role: Role::Told(owner),
+                ..
+            },
+            _,
+        ) => format!("the decision of statement {} from {}", stmt.0, name(owner)),
+        (Op::Par { stmt, .. }, _) => {
+            format!("an event of its parts of the `par` of statement {}", stmt.0)
+        }
+    }
+}
+
 /// Every lifeline at the start of its view.
 fn start(n: usize) -> Vec<Cursor> {
     (0..n)
@@ -649,6 +823,7 @@ fn start(n: usize) -> Vec<Cursor> {
             }],
             head: Head::Before,
             seen: 0,
+            parts: Vec::new(),
         })
         .collect()
 }
@@ -692,6 +867,11 @@ fn lifelines_of(block: &Block, out: &mut BTreeMap<StmtId, Vec<LifelineId>>) -> V
                 inner.retain(|l| l != owner);
                 out.insert(stmt.id, inner);
             }
+            StmtKind::Par { branches } => {
+                for b in branches {
+                    all.extend(lifelines_of(b, out));
+                }
+            }
         }
     }
     all.sort_unstable();
@@ -704,6 +884,7 @@ fn plan(
     block: &Block,
     l: LifelineId,
     participants: &BTreeMap<StmtId, Vec<LifelineId>>,
+    lanes: &Lanes,
     tag: &dyn Fn(StmtId) -> ControlTag,
     plans: &mut Vec<Vec<Op>>,
 ) -> usize {
@@ -751,8 +932,8 @@ fn plan(
                     // Not in the construct: nothing of it happens here.
                     continue;
                 };
-                let then = plan(a, l, participants, tag, plans);
-                let otherwise = plan(b, l, participants, tag, plans);
+                let then = plan(a, l, participants, lanes, tag, plans);
+                let otherwise = plan(b, l, participants, lanes, tag, plans);
                 ops.push(Op::Branch {
                     stmt: stmt.id,
                     tag: tag(stmt.id),
@@ -760,6 +941,24 @@ fn plan(
                     is_loop: matches!(stmt.kind, StmtKind::While { .. }),
                     arms: [then, otherwise],
                 });
+            }
+            StmtKind::Par { branches } => {
+                let mut parts = Vec::new();
+                for (i, b) in branches.iter().enumerate() {
+                    let lane = lanes.branch(stmt.id, i as u32);
+                    let takes_part = lanes
+                        .lane(lane)
+                        .is_some_and(|x| x.lifelines.binary_search(&l).is_ok());
+                    if takes_part {
+                        parts.push((lane, plan(b, l, participants, lanes, tag, plans)));
+                    }
+                }
+                if !parts.is_empty() {
+                    ops.push(Op::Par {
+                        stmt: stmt.id,
+                        parts,
+                    });
+                }
             }
         }
     }

@@ -17,7 +17,7 @@
 //! are checked in one linear pass and no state is explored twice.
 
 use crate::event::{Event, Execution, Message};
-use crate::validity::{Invalid, validate};
+use crate::validity::{Invalid, validate_lanes};
 use std::collections::HashSet;
 use std::fmt;
 use troupe_check::ir::{Block, LifelineId, Program, StmtId, StmtKind, Workflow};
@@ -42,6 +42,26 @@ enum Node {
     },
     Choice(usize),
     Jump(usize),
+    /// The start of a `par` (index into `Semantics::pars`).
+    ParFork(usize),
+    /// The end of branch `.1` of `par` `.0`.
+    ParEnd(usize, usize),
+}
+
+/// A `par` of the graph: where each branch starts, and its pre-order range.
+#[derive(Debug, Clone)]
+struct Par {
+    branches: Vec<ParBranch>,
+    /// The node after the region.
+    end: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ParBranch {
+    start: usize,
+    /// Pre-order range of the branch's statements, `lo..hi`.
+    lo: u32,
+    hi: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +96,7 @@ pub struct Semantics {
     lifelines: Vec<String>,
     nodes: Vec<Node>,
     choices: Vec<Choice>,
+    pars: Vec<Par>,
     /// Pre-order position of each statement, indexed by `StmtId`.
     order: Vec<u32>,
     loops: usize,
@@ -170,6 +191,7 @@ impl Semantics {
         let mut b = Builder {
             nodes: Vec::new(),
             choices: Vec::new(),
+            pars: Vec::new(),
             order: vec![u32::MAX; workflow.stmt_count as usize],
             pre: 0,
             loops: 0,
@@ -177,11 +199,12 @@ impl Semantics {
             projection: &projection,
         };
         b.block(&workflow.body);
-        let (nodes, choices, order, loops) = (b.nodes, b.choices, b.order, b.loops);
+        let (nodes, choices, pars, order, loops) = (b.nodes, b.choices, b.pars, b.order, b.loops);
         Ok(Semantics {
             lifelines: workflow.lifelines.iter().map(|l| l.name.clone()).collect(),
             nodes,
             choices,
+            pars,
             order,
             loops,
             projection,
@@ -209,6 +232,10 @@ impl Semantics {
     }
 
     /// Bounded enumeration of ⟦P⟧, up to equivalence (distinct tuples of words).
+    /// A lifeline's events in different branches of a `par` may happen in
+    /// any order; each enumerated execution stands for all of those
+    /// orders and lists them branch after branch (membership accepts every
+    /// order).
     pub fn enumerate(&self, opts: &EnumOptions) -> Enumeration {
         struct St {
             pc: usize,
@@ -284,6 +311,19 @@ impl Semantics {
                         st.pc += 1;
                     }
                     Node::Jump(t) => st.pc = *t,
+                    // One interleaving stands for all: the branches one
+                    // after another (see `enumerate`).
+                    Node::ParFork(p) => {
+                        st.pc = self
+                            .pars
+                            .get(*p)
+                            .map_or(st.pc + 1, |p| p.branches.first().map_or(p.end, |b| b.start));
+                    }
+                    Node::ParEnd(p, b) => {
+                        st.pc = self.pars.get(*p).map_or(st.pc + 1, |p| {
+                            p.branches.get(b + 1).map_or(p.end, |b| b.start)
+                        });
+                    }
                     Node::Choice(c) => {
                         let Some(ch) = self.choices.get(*c) else {
                             continue 'paths;
@@ -358,7 +398,8 @@ impl Semantics {
     /// Decides whether `exec` is in ⟦P⟧ (or, with `prefix`, a prefix of a member).
     pub fn check(&self, exec: &Execution, opts: &MemberOptions) -> Result<(), Box<NotMember>> {
         let n = self.lifelines.len();
-        if let Err(e) = validate(exec, n) {
+        let lanes = &self.projection.lanes;
+        if let Err(e) = validate_lanes(exec, n, &|s| lanes.of(s)) {
             return Err(Box::new(self.invalid(exec, e)));
         }
         let w = Walk {
@@ -409,6 +450,7 @@ fn push(exec: &mut Execution, l: LifelineId, e: Event) {
 struct Builder<'a> {
     nodes: Vec<Node>,
     choices: Vec<Choice>,
+    pars: Vec<Par>,
     order: Vec<u32>,
     pre: u32,
     loops: usize,
@@ -449,6 +491,34 @@ impl Builder<'_> {
             }
             self.pre += 1;
             let (must, must_control) = match &stmt.kind {
+                StmtKind::Par { branches } => {
+                    let p = self.pars.len();
+                    self.pars.push(Par {
+                        branches: Vec::new(),
+                        end: 0,
+                    });
+                    self.nodes.push(Node::ParFork(p));
+                    let (mut must, mut must_control) = (Vec::new(), Vec::new());
+                    let mut parts = Vec::with_capacity(branches.len());
+                    for (i, b) in branches.iter().enumerate() {
+                        let start = self.nodes.len();
+                        let lo = self.pre;
+                        let info = self.block(b);
+                        parts.push(ParBranch {
+                            start,
+                            lo,
+                            hi: self.pre,
+                        });
+                        self.nodes.push(Node::ParEnd(p, i));
+                        must = union(&must, &info.must);
+                        must_control = union(&must_control, &info.must_control);
+                    }
+                    self.pars[p] = Par {
+                        branches: parts,
+                        end: self.nodes.len(),
+                    };
+                    (must, must_control)
+                }
                 StmtKind::Msg { from, to, items } => {
                     self.nodes.push(Node::Msg {
                         stmt: stmt.id,
@@ -563,12 +633,40 @@ impl Builder<'_> {
 /// A pending alternative of the membership search.
 struct Pending {
     pc: usize,
+    /// Per lifeline, the position after its last event taken (events the
+    /// check does not look at here are skipped when read, see `Walk::at`).
     cur: Vec<usize>,
     consumed: usize,
     forced: Option<bool>,
     /// Per loop, `consumed` when its current entry last chose ⊤.
     last: Vec<usize>,
+    /// The `par` regions being walked, outermost first.
+    frames: Vec<ParFrame>,
 }
+
+/// A `par` being walked: its branches are walked one after another, each
+/// from the positions where the region began, reading only the events of
+/// its own statements; at the end every lifeline's events of the region
+/// must be those the branches took.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ParFrame {
+    par: usize,
+    branch: usize,
+    entry: Vec<usize>,
+    /// Per branch walked, where it left each lifeline.
+    ends: Vec<Vec<usize>>,
+}
+
+/// A pre-order range of statements: the events a walk looks at.
+type Range = (u32, u32);
+
+const EVERYTHING: Range = (0, u32::MAX);
+
+type Visited = HashSet<(usize, Vec<usize>, Vec<ParFrame>)>;
+
+/// Cursor updates of a decision (lifeline, new position), and how many
+/// events they take.
+type Updates = (Vec<(usize, usize)>, usize);
 
 struct Failure {
     progress: usize,
@@ -593,16 +691,28 @@ impl Walk<'_> {
         self.exec.word(l)
     }
 
-    /// The first position at or after `pos` that the check looks at: control
-    /// events are invisible when checking the erasure.
-    fn skip(&self, l: LifelineId, mut pos: usize) -> usize {
-        if !self.opts.control {
-            let w = self.word(l);
-            while w.get(pos).is_some_and(Event::is_control) {
-                pos += 1;
-            }
+    /// Whether the check looks at `e` in range `r`: control events are
+    /// invisible when checking the erasure, and inside a branch of a `par`
+    /// the events of other statements belong to other branches (or come
+    /// after the region).
+    fn visible(&self, e: &Event, r: Range) -> bool {
+        (self.opts.control || !e.is_control()) && {
+            let p = self.sem.pre(e.stmt());
+            r.0 <= p && p < r.1
         }
-        pos
+    }
+
+    /// The first position at or after `pos` that the check looks at in
+    /// range `r`, and the event there.
+    fn at(&self, l: LifelineId, mut pos: usize, r: Range) -> (usize, Option<&Event>) {
+        let w = self.word(l);
+        while let Some(e) = w.get(pos) {
+            if self.visible(e, r) {
+                return (pos, Some(e));
+            }
+            pos += 1;
+        }
+        (pos, None)
     }
 
     fn relevant(&self) -> usize {
@@ -622,15 +732,15 @@ impl Walk<'_> {
     fn run(&self) -> Result<(), Box<NotMember>> {
         let n = self.sem.lifelines.len();
         let total = self.relevant();
-        let cur: Vec<usize> = (0..n as u32).map(|l| self.skip(LifelineId(l), 0)).collect();
         let mut stack = vec![Pending {
             pc: 0,
-            cur,
+            cur: vec![0; n],
             consumed: 0,
             forced: None,
             last: vec![usize::MAX; self.sem.loops],
+            frames: Vec::new(),
         }];
-        let mut visited: HashSet<(usize, Vec<usize>)> = HashSet::new();
+        let mut visited: Visited = HashSet::new();
         let mut best: Option<Failure> = None;
         while let Some(p) = stack.pop() {
             match self.path(p, total, &mut stack, &mut visited) {
@@ -670,20 +780,75 @@ impl Walk<'_> {
         &self,
         l: LifelineId,
         pos: usize,
+        r: Range,
         progress: usize,
         ok: impl Fn(&Event) -> bool,
         what: impl Fn() -> String,
     ) -> Result<usize, Failure> {
-        match self.word(l).get(pos) {
-            None if self.opts.prefix => Ok(pos),
-            Some(e) if ok(e) => Ok(self.skip(l, pos + 1)),
-            _ => Err(Failure {
+        match self.at(l, pos, r) {
+            (_, None) if self.opts.prefix => Ok(pos),
+            (at, Some(e)) if ok(e) => Ok(at + 1),
+            (at, _) => Err(Failure {
                 progress,
                 lifeline: l,
-                index: pos,
+                index: at,
                 expected: what(),
             }),
         }
+    }
+
+    /// The range a walk inside `frames` looks at.
+    fn range(&self, frames: &[ParFrame]) -> Range {
+        frames
+            .last()
+            .and_then(|f| self.sem.pars.get(f.par)?.branches.get(f.branch))
+            .map_or(EVERYTHING, |b| (b.lo, b.hi))
+    }
+
+    /// At the end of a `par`: each lifeline leaves the region after the
+    /// last event any branch took, and every event of the enclosing range
+    /// before that must be one a branch took (before the branch ended).
+    fn join(&self, frame: &ParFrame, outer: Range, consumed: usize) -> Result<Vec<usize>, Failure> {
+        let Some(par) = self.sem.pars.get(frame.par) else {
+            return Err(self.malformed(consumed));
+        };
+        let mut out = frame.entry.clone();
+        for (l, entry) in frame.entry.iter().enumerate() {
+            let end = frame
+                .ends
+                .iter()
+                .filter_map(|e| e.get(l).copied())
+                .max()
+                .unwrap_or(*entry);
+            let lifeline = LifelineId(l as u32);
+            for q in *entry..end {
+                let Some(e) = self.word(lifeline).get(q) else {
+                    break;
+                };
+                if !self.visible(e, outer) {
+                    continue;
+                }
+                let p = self.sem.pre(e.stmt());
+                let fits =
+                    par.branches.iter().zip(&frame.ends).any(|(b, ends)| {
+                        b.lo <= p && p < b.hi && ends.get(l).is_some_and(|&x| q < x)
+                    });
+                if !fits {
+                    return Err(Failure {
+                        progress: consumed,
+                        lifeline,
+                        index: q,
+                        expected: "its parts of the `par` had not all ended".to_owned(),
+                    });
+                }
+            }
+            out[l] = end.max(*entry);
+        }
+        Ok(out)
+    }
+
+    fn malformed(&self, progress: usize) -> Failure {
+        self.nowhere(progress)
     }
 
     fn path(
@@ -691,7 +856,7 @@ impl Walk<'_> {
         p: Pending,
         total: usize,
         stack: &mut Vec<Pending>,
-        visited: &mut HashSet<(usize, Vec<usize>)>,
+        visited: &mut Visited,
     ) -> Outcome {
         let Pending {
             mut pc,
@@ -699,8 +864,10 @@ impl Walk<'_> {
             mut consumed,
             mut forced,
             mut last,
+            mut frames,
         } = p;
         let sem = self.sem;
+        let mut range = self.range(&frames);
         loop {
             if self.opts.prefix && consumed >= total {
                 return Outcome::Accept;
@@ -709,17 +876,62 @@ impl Walk<'_> {
                 if consumed >= total {
                     return Outcome::Accept;
                 }
-                let l = (0..cur.len())
-                    .find(|&l| cur[l] < self.word(LifelineId(l as u32)).len())
-                    .unwrap_or(0);
+                let (l, index) = (0..cur.len())
+                    .map(|l| (l, self.at(LifelineId(l as u32), cur[l], EVERYTHING)))
+                    .find(|(_, (_, e))| e.is_some())
+                    .map_or((0, 0), |(l, (i, _))| (l, i));
                 return Outcome::Fail(Some(Failure {
                     progress: consumed,
                     lifeline: LifelineId(l as u32),
-                    index: cur.get(l).copied().unwrap_or(0),
+                    index,
                     expected: "the workflow has ended".to_owned(),
                 }));
             };
             match node {
+                Node::ParFork(p) => {
+                    let Some(par) = sem.pars.get(*p) else {
+                        return Outcome::Fail(None);
+                    };
+                    match par.branches.first() {
+                        None => pc = par.end,
+                        Some(b) => {
+                            frames.push(ParFrame {
+                                par: *p,
+                                branch: 0,
+                                entry: cur.clone(),
+                                ends: Vec::new(),
+                            });
+                            pc = b.start;
+                        }
+                    }
+                    range = self.range(&frames);
+                }
+                Node::ParEnd(p, b) => {
+                    let Some(par) = sem.pars.get(*p) else {
+                        return Outcome::Fail(None);
+                    };
+                    let Some(frame) = frames.last_mut().filter(|f| f.par == *p && f.branch == *b)
+                    else {
+                        return Outcome::Fail(None);
+                    };
+                    frame.ends.push(cur.clone());
+                    if let Some(next) = par.branches.get(b + 1) {
+                        cur.clone_from(&frame.entry);
+                        frame.branch = b + 1;
+                        pc = next.start;
+                    } else {
+                        let Some(frame) = frames.pop() else {
+                            return Outcome::Fail(None);
+                        };
+                        let outer = self.range(&frames);
+                        match self.join(&frame, outer, consumed) {
+                            Ok(c) => cur = c,
+                            Err(f) => return Outcome::Fail(Some(f)),
+                        }
+                        pc = par.end;
+                    }
+                    range = self.range(&frames);
+                }
                 Node::Msg {
                     stmt,
                     from,
@@ -739,6 +951,7 @@ impl Walk<'_> {
                     let r = self.expect(
                         *from,
                         pf,
+                        range,
                         consumed,
                         |e| matches!(e, Event::Send { to: x, msg } if x == to && data_ok(msg)),
                         || {
@@ -758,6 +971,7 @@ impl Walk<'_> {
                     let r = self.expect(
                         *to,
                         pt,
+                        range,
                         consumed + step,
                         |e| matches!(e, Event::Recv { from: x, msg } if x == from && data_ok(msg)),
                         || {
@@ -786,6 +1000,7 @@ impl Walk<'_> {
                     let r = self.expect(
                         *at,
                         pa,
+                        range,
                         consumed,
                         |e| {
                             matches!(e, Event::Act { stmt: s, outputs: o }
@@ -813,7 +1028,7 @@ impl Walk<'_> {
                     let Some(ch) = sem.choices.get(*c) else {
                         return Outcome::Fail(None);
                     };
-                    let mut viable: Vec<(bool, Vec<(usize, usize)>)> = Vec::with_capacity(2);
+                    let mut viable: Vec<(bool, Updates)> = Vec::with_capacity(2);
                     let mut fail: Option<Failure> = None;
                     let candidates: &[bool] = match forced.take() {
                         Some(true) => &[true],
@@ -831,7 +1046,7 @@ impl Walk<'_> {
                         if d && spun {
                             continue;
                         }
-                        match self.try_choice(ch, d, &cur, consumed) {
+                        match self.try_choice(ch, d, &cur, consumed, range) {
                             Ok(updates) => viable.push((d, updates)),
                             Err(f) => {
                                 if fail.as_ref().is_none_or(|b| f.progress > b.progress) {
@@ -843,7 +1058,10 @@ impl Walk<'_> {
                     if viable.is_empty() {
                         return Outcome::Fail(fail);
                     }
-                    if !was_forced && viable.len() == 2 && !visited.insert((pc, cur.clone())) {
+                    if !was_forced
+                        && viable.len() == 2
+                        && !visited.insert((pc, cur.clone(), frames.clone()))
+                    {
                         return Outcome::Fail(None);
                     }
                     if viable.len() == 2 {
@@ -855,7 +1073,7 @@ impl Walk<'_> {
                                 .chain(ch.notify.iter().copied())
                                 .any(|l| {
                                     cur.get(l.0 as usize)
-                                        .and_then(|&p| self.word(l).get(p))
+                                        .and_then(|&p| self.at(l, p, range).1)
                                         .is_some_and(|e| (lo..hi).contains(&sem.pre(e.stmt())))
                                 })
                         };
@@ -867,10 +1085,11 @@ impl Walk<'_> {
                             consumed,
                             forced: Some(second),
                             last: last.clone(),
+                            frames: frames.clone(),
                         });
                         viable.retain(|(d, _)| *d == first);
                     }
-                    let Some((d, updates)) = viable.pop() else {
+                    let Some((d, (updates, gained))) = viable.pop() else {
                         return Outcome::Fail(None);
                     };
                     if is_loop
@@ -879,9 +1098,9 @@ impl Walk<'_> {
                     {
                         *x = consumed;
                     }
+                    consumed += gained;
                     for (l, p) in updates {
                         if let Some(c) = cur.get_mut(l) {
-                            consumed += p - *c;
                             *c = p;
                         }
                     }
@@ -893,17 +1112,20 @@ impl Walk<'_> {
 
     /// Checks that decision `d` of `ch` fits the words at `cur`: the control
     /// events (with `control`) and that no lifeline that must act in the chosen
-    /// block has its next event elsewhere. Returns the cursor updates.
+    /// block has its next event elsewhere. Returns the cursor updates and
+    /// how many events they take.
     fn try_choice(
         &self,
         ch: &Choice,
         d: bool,
         cur: &[usize],
         consumed: usize,
-    ) -> Result<Vec<(usize, usize)>, Failure> {
+        range: Range,
+    ) -> Result<Updates, Failure> {
         let sem = self.sem;
         let mut updates: Vec<(usize, usize)> = Vec::new();
         let mut progress = consumed;
+        let mut gained = 0usize;
         let dec = if d { "⊤" } else { "⊥" };
         if self.opts.control {
             let o = ch.owner.0 as usize;
@@ -913,20 +1135,24 @@ impl Walk<'_> {
             let mut pos = self.expect(
                 ch.owner,
                 start,
+                range,
                 progress,
                 |e| matches!(e, Event::Decide { stmt, tag, decision } if *stmt == ch.stmt && *tag == ch.tag && *decision == d),
                 || format!("expected {} to decide {dec} for s{}", sem.name(ch.owner), ch.stmt.0),
             )?;
+            gained += usize::from(pos != start);
             let msg = Message::Control {
                 stmt: ch.stmt,
                 tag: ch.tag,
                 decision: d,
             };
             for &r in &ch.notify {
-                progress = consumed + (pos - start);
+                progress = consumed + gained;
+                let before = pos;
                 pos = self.expect(
                     ch.owner,
                     pos,
+                    range,
                     progress,
                     |e| matches!(e, Event::Send { to, msg: m } if *to == r && *m == msg),
                     || {
@@ -938,8 +1164,9 @@ impl Walk<'_> {
                         )
                     },
                 )?;
+                gained += usize::from(pos != before);
             }
-            progress = consumed + (pos - start);
+            progress = consumed + gained;
             updates.push((o, pos));
             for &r in &ch.notify {
                 let Some(&p) = cur.get(r.0 as usize) else {
@@ -948,6 +1175,7 @@ impl Walk<'_> {
                 let np = self.expect(
                     r,
                     p,
+                    range,
                     progress,
                     |e| matches!(e, Event::Recv { from, msg: m } if *from == ch.owner && *m == msg),
                     || {
@@ -959,7 +1187,8 @@ impl Walk<'_> {
                         )
                     },
                 )?;
-                progress += np - p;
+                gained += usize::from(np != p);
+                progress = consumed + gained;
                 updates.push((r.0 as usize, np));
             }
         }
@@ -993,7 +1222,8 @@ impl Walk<'_> {
                     sem.name(x)
                 )
             };
-            match self.word(x).get(pos) {
+            let (pos, next) = self.at(x, pos, range);
+            match next {
                 None if self.opts.prefix => {}
                 None => {
                     return Err(Failure {
@@ -1028,7 +1258,8 @@ impl Walk<'_> {
                     .map(|u| u.1)
                     .or_else(|| cur.get(xi).copied())
                     .unwrap_or(0);
-                if let Some(e) = self.word(x).get(pos)
+                let (pos, next) = self.at(x, pos, range);
+                if let Some(e) = next
                     && (olo..ohi).contains(&sem.pre(e.stmt()))
                 {
                     return Err(Failure {
@@ -1044,7 +1275,7 @@ impl Walk<'_> {
                 }
             }
         }
-        Ok(updates)
+        Ok((updates, gained))
     }
 
     fn nowhere(&self, progress: usize) -> Failure {

@@ -102,6 +102,15 @@ pub enum SimError {
     Inputs(usize, usize),
 }
 
+/// A task of the simulator: one lifeline running one part of its program.
+struct SimTask {
+    lane: usize,
+    pc: usize,
+    parent: Option<usize>,
+    children: usize,
+    alive: bool,
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -141,8 +150,19 @@ pub fn simulate(
             *slot = Some(x.clone());
         }
     }
-    let mut pcs = vec![0usize; n];
-    let mut channels: HashMap<(usize, usize), VecDeque<Message>> = HashMap::new();
+    // One task per lifeline, and one more per further part of a `par` it
+    // runs: (lifeline, pc, parent task, parts still running, alive).
+    let mut tasks: Vec<SimTask> = (0..n)
+        .map(|l| SimTask {
+            lane: l,
+            pc: 0,
+            parent: None,
+            children: 0,
+            alive: true,
+        })
+        .collect();
+    let lanes = &projection.lanes;
+    let mut channels: HashMap<(usize, usize, u32), VecDeque<Message>> = HashMap::new();
     let mut exec = Execution::new(n);
     let mut schedule = Vec::new();
     let mut sched = Rng(opts.seed);
@@ -164,28 +184,37 @@ pub fn simulate(
 
     for _ in 0..opts.max_steps {
         // Jumps are not steps: settle every program counter on a real op.
-        for (l, prog) in flat.iter().enumerate() {
+        for task in tasks.iter_mut().filter(|t| t.alive) {
+            let prog = &flat[task.lane];
             let mut guard = 0;
-            while let Some(Op::Jump { target }) = prog.ops.get(pcs[l]) {
-                pcs[l] = *target as usize;
+            while let Some(Op::Jump { target }) = prog.ops.get(task.pc) {
+                task.pc = *target as usize;
                 guard += 1;
                 if guard > prog.ops.len() {
-                    return Err(protocol(l, StmtId(0), "jump cycle"));
+                    return Err(protocol(task.lane, StmtId(0), "jump cycle"));
                 }
             }
         }
-        let enabled: Vec<usize> = (0..n)
-            .filter(|&l| match flat[l].ops.get(pcs[l]) {
-                None => false,
-                Some(Op::Recv { from, .. } | Op::Await { from, .. }) => channels
-                    .get(&(from.0 as usize, l))
-                    .is_some_and(|q| !q.is_empty()),
-                Some(_) => true,
+        let enabled: Vec<usize> = (0..tasks.len())
+            .filter(|&t| {
+                let task = &tasks[t];
+                let l = task.lane;
+                task.alive
+                    && match flat[l].ops.get(task.pc) {
+                        None => false,
+                        Some(Op::Recv { from, stmt, .. } | Op::Await { from, stmt, .. }) => {
+                            channels
+                                .get(&(from.0 as usize, l, lanes.of(*stmt)))
+                                .is_some_and(|q| !q.is_empty())
+                        }
+                        Some(Op::EndPart { part: 0, .. }) => task.children == 0,
+                        Some(_) => true,
+                    }
             })
             .collect();
         if enabled.is_empty() {
             let stuck = (0..n)
-                .filter(|&l| pcs[l] < flat[l].ops.len())
+                .filter(|&l| tasks[l].pc < flat[l].ops.len())
                 .map(|l| LifelineId(l as u32))
                 .collect();
             #[allow(clippy::disallowed_methods)] // a sum: the order does not matter
@@ -197,14 +226,41 @@ pub fn simulate(
                 undelivered,
             });
         }
-        let l = enabled[sched.below(enabled.len())];
+        let t = enabled[sched.below(enabled.len())];
+        let l = tasks[t].lane;
         let me = LifelineId(l as u32);
         let before = exec.words[l].len();
-        let Some(op) = flat[l].ops.get(pcs[l]) else {
+        let Some(op) = flat[l].ops.get(tasks[t].pc) else {
             continue;
         };
         let read = |v: VarId| env.get(v.0 as usize).cloned().flatten();
         match op {
+            Op::Fork { parts, .. } => {
+                for &start in parts {
+                    tasks.push(SimTask {
+                        lane: l,
+                        pc: start as usize,
+                        parent: Some(t),
+                        children: 0,
+                        alive: true,
+                    });
+                }
+                tasks[t].children += parts.len();
+                tasks[t].pc += 1;
+            }
+            Op::EndPart { fork, part, .. } => {
+                if *part == 0 {
+                    let Some(Op::Fork { join, .. }) = flat[l].ops.get(*fork as usize) else {
+                        return Err(protocol(l, StmtId(0), "a part ends outside a `par`"));
+                    };
+                    tasks[t].pc = *join as usize;
+                } else {
+                    tasks[t].alive = false;
+                    if let Some(p) = tasks[t].parent {
+                        tasks[p].children -= 1;
+                    }
+                }
+            }
             Op::Send { stmt, to, items } => {
                 let values = items
                     .iter()
@@ -216,15 +272,15 @@ pub fn simulate(
                     values: Some(values),
                 };
                 channels
-                    .entry((l, to.0 as usize))
+                    .entry((l, to.0 as usize, lanes.of(*stmt)))
                     .or_default()
                     .push_back(msg.clone());
                 exec.words[l].push(Event::Send { to: *to, msg });
-                pcs[l] += 1;
+                tasks[t].pc += 1;
             }
             Op::Recv { stmt, from, binds } => {
                 let msg = channels
-                    .get_mut(&(from.0 as usize, l))
+                    .get_mut(&(from.0 as usize, l, lanes.of(*stmt)))
                     .and_then(VecDeque::pop_front);
                 let Some(Message::Data {
                     stmt: s,
@@ -257,7 +313,7 @@ pub fn simulate(
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }
-                pcs[l] += 1;
+                tasks[t].pc += 1;
             }
             Op::Act {
                 stmt,
@@ -277,7 +333,7 @@ pub fn simulate(
                     stmt: *stmt,
                     outputs: Some(values),
                 });
-                pcs[l] += 1;
+                tasks[t].pc += 1;
             }
             Op::Decide {
                 stmt,
@@ -319,7 +375,7 @@ pub fn simulate(
                 };
                 for r in notify {
                     channels
-                        .entry((l, r.0 as usize))
+                        .entry((l, r.0 as usize, lanes.of(*stmt)))
                         .or_default()
                         .push_back(msg.clone());
                     exec.words[l].push(Event::Send {
@@ -327,7 +383,11 @@ pub fn simulate(
                         msg: msg.clone(),
                     });
                 }
-                pcs[l] = if d { pcs[l] + 1 } else { *on_false as usize };
+                tasks[t].pc = if d {
+                    tasks[t].pc + 1
+                } else {
+                    *on_false as usize
+                };
             }
             Op::Await {
                 stmt,
@@ -336,24 +396,28 @@ pub fn simulate(
                 on_false,
             } => {
                 let msg = channels
-                    .get_mut(&(from.0 as usize, l))
+                    .get_mut(&(from.0 as usize, l, lanes.of(*stmt)))
                     .and_then(VecDeque::pop_front);
                 let Some(Message::Control {
-                    tag: t, decision, ..
+                    tag: got, decision, ..
                 }) = &msg
                 else {
                     return Err(protocol(l, *stmt, "expected a control message"));
                 };
-                if t != tag {
+                if got != tag {
                     return Err(protocol(l, *stmt, "control message of another construct"));
                 }
                 let d = *decision;
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }
-                pcs[l] = if d { pcs[l] + 1 } else { *on_false as usize };
+                tasks[t].pc = if d {
+                    tasks[t].pc + 1
+                } else {
+                    *on_false as usize
+                };
             }
-            Op::Jump { target } => pcs[l] = *target as usize,
+            Op::Jump { target } => tasks[t].pc = *target as usize,
         }
         schedule.push((me, exec.words[l].len() - before));
     }

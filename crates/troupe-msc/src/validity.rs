@@ -1,8 +1,10 @@
 //! Validity and completeness of executions.
 //!
-//! Receives are matched to sends per channel (ordered pair of lifelines) in
-//! FIFO order: the k-th receive at q from p is matched with the k-th send at p
-//! to q. An execution is valid when every receive has a match, matched
+//! Receives are matched to sends per channel in FIFO order: the k-th receive
+//! at q from p is matched with the k-th send at p to q. A channel is an
+//! ordered pair of lifelines and a lane: the branches of a `par` have
+//! channels of their own, and [`validate_lanes`] is told each message's
+//! lane (from its statement); [`validate`] puts every message in one lane. An execution is valid when every receive has a match, matched
 //! payloads agree, and the causal order (local order plus send → matching
 //! receive) has no cycle. It is complete when, moreover, every send is matched.
 
@@ -50,20 +52,23 @@ struct Matching {
     recv_match: Vec<Vec<usize>>,
     /// Per channel, the positions of its sends (in the sender's word) and how
     /// many of them were received.
-    channels: HashMap<(u32, u32), (Vec<usize>, usize)>,
+    channels: HashMap<(u32, u32, u32), (Vec<usize>, usize)>,
 }
 
-fn matching(exec: &Execution, lifelines: usize) -> Result<Matching, Invalid> {
+/// The lane of a message's statement.
+pub type LaneOf<'a> = &'a dyn Fn(troupe_check::ir::StmtId) -> u32;
+
+fn matching(exec: &Execution, lifelines: usize, lane: LaneOf<'_>) -> Result<Matching, Invalid> {
     if exec.words.len() != lifelines {
         return Err(Invalid::WrongArity {
             found: exec.words.len(),
             expected: lifelines,
         });
     }
-    let mut channels: HashMap<(u32, u32), (Vec<usize>, usize)> = HashMap::new();
+    let mut channels: HashMap<(u32, u32, u32), (Vec<usize>, usize)> = HashMap::new();
     for (p, word) in exec.words.iter().enumerate() {
         for (i, e) in word.iter().enumerate() {
-            if let Event::Send { to, .. } = e {
+            if let Event::Send { to, msg } = e {
                 if to.0 as usize >= lifelines || to.0 as usize == p {
                     return Err(Invalid::BadPeer {
                         lifeline: LifelineId(p as u32),
@@ -71,7 +76,11 @@ fn matching(exec: &Execution, lifelines: usize) -> Result<Matching, Invalid> {
                         peer: *to,
                     });
                 }
-                channels.entry((p as u32, to.0)).or_default().0.push(i);
+                channels
+                    .entry((p as u32, to.0, lane(msg.stmt())))
+                    .or_default()
+                    .0
+                    .push(i);
             }
         }
     }
@@ -93,7 +102,8 @@ fn matching(exec: &Execution, lifelines: usize) -> Result<Matching, Invalid> {
                     peer: *from,
                 });
             }
-            let Some((sends, used)) = channels.get_mut(&(from.0, q as u32)) else {
+            let Some((sends, used)) = channels.get_mut(&(from.0, q as u32, lane(msg.stmt())))
+            else {
                 return Err(Invalid::Unmatched {
                     lifeline: here,
                     index: i,
@@ -131,7 +141,12 @@ fn matching(exec: &Execution, lifelines: usize) -> Result<Matching, Invalid> {
 
 /// Checks that `exec` is a valid execution over `lifelines` lifelines.
 pub fn validate(exec: &Execution, lifelines: usize) -> Result<(), Invalid> {
-    let m = matching(exec, lifelines)?;
+    validate_lanes(exec, lifelines, &|_| 0)
+}
+
+/// [`validate`] with the channels of each lane apart.
+pub fn validate_lanes(exec: &Execution, lifelines: usize, lane: LaneOf<'_>) -> Result<(), Invalid> {
+    let m = matching(exec, lifelines, lane)?;
     // Acyclicity by simulation: run every lifeline as far as it can; a blocked
     // receive waits for its send and is woken when that send runs. Whatever
     // remains unexecuted lies on (or behind) a cycle.
@@ -170,10 +185,19 @@ pub fn validate(exec: &Execution, lifelines: usize) -> Result<(), Invalid> {
 
 /// Checks that `exec` is valid and complete: every send is received.
 pub fn validate_complete(exec: &Execution, lifelines: usize) -> Result<(), Invalid> {
-    validate(exec, lifelines)?;
-    let m = matching(exec, lifelines)?;
+    validate_complete_lanes(exec, lifelines, &|_| 0)
+}
+
+/// [`validate_complete`] with the channels of each lane apart.
+pub fn validate_complete_lanes(
+    exec: &Execution,
+    lifelines: usize,
+    lane: LaneOf<'_>,
+) -> Result<(), Invalid> {
+    validate_lanes(exec, lifelines, lane)?;
+    let m = matching(exec, lifelines, lane)?;
     let mut first: Option<(LifelineId, usize, LifelineId)> = None;
-    for (&(p, q), (sends, used)) in &m.channels {
+    for (&(p, q, _), (sends, used)) in &m.channels {
         if let Some(&i) = sends.get(*used) {
             let cand = (LifelineId(p), i, LifelineId(q));
             if first.is_none_or(|f| (cand.0, cand.1) < (f.0, f.1)) {

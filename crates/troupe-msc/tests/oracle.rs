@@ -250,6 +250,11 @@ fn mislabelled(w: &Workflow, exec: &Execution, rng: &mut Rng) -> Vec<Execution> 
                     walk(a, msgs, acts);
                     walk(c, msgs, acts);
                 }
+                StmtKind::Par { branches } => {
+                    for b in branches {
+                        walk(b, msgs, acts);
+                    }
+                }
             }
         }
     }

@@ -40,6 +40,9 @@ pub enum ExploreError {
         /// The words so far.
         execution: Execution,
     },
+    /// The workflow has a `par`: this explorer runs one program counter
+    /// per lifeline, so it does not explore concurrent parts.
+    Concurrent,
     /// A lifeline received something its program did not expect.
     Protocol {
         lifeline: LifelineId,
@@ -298,6 +301,7 @@ pub fn explore(
                         }
                     }
                 }
+                Op::Fork { .. } | Op::EndPart { .. } => return Err(ExploreError::Concurrent),
                 Op::Jump { .. } => unreachable!("settled"),
             }
         }

@@ -11,6 +11,15 @@
 //! `store` (effect, `x + 3`), `ask` (human, `x + 5`), `fetch` (tool, `x + 7`).
 //! A test that runs a generated workflow registers performers computing
 //! exactly these.
+//!
+//! With [`Shape::par`], blocks also hold `par` regions and coregions. The
+//! branches never share a variable that one of them writes: at a `par`
+//! each lifeline that may write its `n` either keeps that right in one
+//! branch (and is *silent* in the others: it sends literals, drops what it
+//! receives, decides on its own fresh counters only) or only reads `n` in
+//! all of them; a silent lifeline stays silent. A coregion sends to one
+//! receiver from two or three distinct senders, at most one of the
+//! messages binding the receiver's `n`.
 
 use crate::seeds::Rng;
 use std::sync::Arc;
@@ -38,6 +47,8 @@ pub struct Shape {
     pub asynchronous: bool,
     /// Largest loop bound (`k < bound`, bound drawn in `0..=max_bound`).
     pub max_bound: usize,
+    /// Generate `par` regions and coregions too.
+    pub par: bool,
 }
 
 impl Shape {
@@ -51,6 +62,7 @@ impl Shape {
             stmts: rng.range(2, 14),
             asynchronous: false,
             max_bound: 2,
+            par: false,
         }
     }
 
@@ -64,6 +76,16 @@ impl Shape {
             stmts: rng.range(max_stmts / 4, max_stmts),
             asynchronous: true,
             max_bound: 3,
+            par: false,
+        }
+    }
+
+    /// [`Shape::large`] with `par` regions and coregions.
+    pub fn concurrent(rng: &mut Rng, max_stmts: usize) -> Shape {
+        Shape {
+            par: true,
+            lifelines: rng.range(3, 8),
+            ..Shape::large(rng, max_stmts)
         }
     }
 }
@@ -108,12 +130,23 @@ pub fn inputs(workflow: &Workflow, seed: u64) -> Vec<Value> {
         .collect()
 }
 
+/// What a lifeline may do with its `n` where the generator is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Write,
+    Read,
+    Silent,
+}
+
 struct Gen {
     rng: Rng,
     shape: Shape,
     next_id: u32,
     left: usize,
     vars: Vec<Var>,
+    /// Per lifeline, what it may do here (changed inside `par` branches).
+    modes: Vec<Mode>,
+    coregions: Vec<troupe_check::ir::Coregion>,
 }
 
 fn expr(kind: ExprKind, ty: Type) -> Expr {
@@ -172,6 +205,8 @@ impl Gen {
             next_id: 0,
             left: shape.stmts.max(1),
             vars,
+            modes: vec![Mode::Write; n],
+            coregions: Vec::new(),
         }
     }
 
@@ -213,11 +248,101 @@ impl Gen {
 
     fn stmt(&mut self, depth: usize, out: &mut Vec<Stmt>) {
         let nested = depth < self.shape.max_depth && self.left > 1;
-        match self.rng.below(if nested { 12 } else { 6 }) {
+        let choices = match (nested, self.shape.par) {
+            (false, _) => 6,
+            (true, false) => 12,
+            (true, true) => 15,
+        };
+        match self.rng.below(choices) {
             0..=3 => self.msg(out),
             4..=5 => self.act(out),
             6..=8 => self.if_(depth, out),
-            _ => self.while_(depth, out),
+            9..=11 => self.while_(depth, out),
+            12 | 13 => self.par(depth, out),
+            _ => self.coregion(out),
+        }
+    }
+
+    /// `par` with two or three branches; see the module docs for who may
+    /// touch which variable where.
+    fn par(&mut self, depth: usize, out: &mut Vec<Stmt>) {
+        let id = self.fresh();
+        let k = self.rng.range(2, 3);
+        let outer = self.modes.clone();
+        // Per lifeline that may write: the branch that keeps the right
+        // (`None`: it only reads, everywhere).
+        let writer: Vec<Option<usize>> = outer
+            .iter()
+            .map(|m| (*m == Mode::Write && self.rng.chance(2, 3)).then(|| self.rng.below(k)))
+            .collect();
+        let mut branches = Vec::with_capacity(k);
+        for b in 0..k {
+            self.modes = outer
+                .iter()
+                .zip(&writer)
+                .map(|(m, w)| match (m, w) {
+                    (Mode::Write, Some(x)) if *x == b => Mode::Write,
+                    (Mode::Write, Some(_)) | (Mode::Silent, _) => Mode::Silent,
+                    (Mode::Write | Mode::Read, None) | (Mode::Read, Some(_)) => Mode::Read,
+                })
+                .collect();
+            branches.push(Block {
+                stmts: self.block(depth + 1, false),
+            });
+        }
+        self.modes = outer;
+        out.push(Self::stmt_of(id, StmtKind::Par { branches }));
+    }
+
+    /// `coregion { msg S1(…) -> R(…) … }`: distinct senders, one receiver,
+    /// at most one message binding the receiver's `n`.
+    fn coregion(&mut self, out: &mut Vec<Stmt>) {
+        let n = self.shape.lifelines;
+        let id = self.fresh();
+        let to = self.lifeline();
+        let senders = self.rng.range(2, 3).min(n - 1);
+        let first = self.rng.below(n);
+        let mut from: Vec<usize> = (0..n)
+            .map(|i| (first + i) % n)
+            .filter(|&x| x != to)
+            .take(senders)
+            .collect();
+        from.sort_unstable();
+        let binder = (self.modes[to] == Mode::Write).then(|| self.rng.below(from.len()));
+        let mut branches = Vec::with_capacity(from.len());
+        for (i, &f) in from.iter().enumerate() {
+            let msg_id = self.fresh();
+            let send = self.send_value(f);
+            let recv = if binder == Some(i) {
+                Recv::Bind(Self::n(to))
+            } else {
+                Recv::Discard
+            };
+            branches.push(Block {
+                stmts: vec![Self::stmt_of(
+                    msg_id,
+                    StmtKind::Msg {
+                        from: LifelineId(f as u32),
+                        to: LifelineId(to as u32),
+                        items: vec![MsgItem { send, recv }],
+                    },
+                )],
+            });
+        }
+        self.coregions.push(troupe_check::ir::Coregion {
+            stmt: id,
+            receiver: LifelineId(to as u32),
+            span: Span::default(),
+        });
+        out.push(Self::stmt_of(id, StmtKind::Par { branches }));
+    }
+
+    /// A value `l` sends: over its `n` where it may read it, else a literal.
+    fn send_value(&mut self, l: usize) -> Expr {
+        if self.modes[l] == Mode::Silent {
+            int(self.rng.below(5) as i64)
+        } else {
+            self.value(l)
         }
     }
 
@@ -237,10 +362,12 @@ impl Gen {
         let from = self.lifeline();
         let to = (from + 1 + self.rng.below(self.shape.lifelines - 1)) % self.shape.lifelines;
         let arity = self.rng.range(1, 3);
+        let may_bind = self.modes[to] == Mode::Write;
+        let may_read = self.modes[from] != Mode::Silent;
         let items = (0..arity)
             .map(|_| {
-                if self.rng.chance(2, 3) {
-                    let recv = if self.rng.chance(3, 4) {
+                if may_read && self.rng.chance(2, 3) {
+                    let recv = if may_bind && self.rng.chance(3, 4) {
                         Recv::Bind(Self::n(to))
                     } else {
                         Recv::Discard
@@ -253,6 +380,7 @@ impl Gen {
                     let c = self.rng.below(5) as i64;
                     let recv = match self.rng.below(3) {
                         0 => Recv::Literal(Value::Int(c)),
+                        _ if !may_bind => Recv::Discard,
                         1 => Recv::Discard,
                         _ => Recv::Bind(Self::n(to)),
                     };
@@ -279,7 +407,22 @@ impl Gen {
         } else {
             BUMP
         };
+        let mode = self.modes[at];
         let (outputs, call) = match self.rng.below(4) {
+            _ if mode == Mode::Silent => (
+                vec![None],
+                Call::Action {
+                    action,
+                    args: vec![int(self.rng.below(5) as i64)],
+                },
+            ),
+            0 | 2 | 3 if mode == Mode::Read => (
+                vec![None],
+                Call::Action {
+                    action,
+                    args: vec![self.value(at)],
+                },
+            ),
             0 => (
                 vec![Some(n)],
                 Call::Expr(bin(
@@ -325,6 +468,11 @@ impl Gen {
     }
 
     fn guard(&mut self, owner: usize) -> Expr {
+        if self.modes[owner] == Mode::Silent {
+            // A decision that reads no variable of the owner.
+            let (a, b) = (self.rng.below(3) as i64, self.rng.below(3) as i64);
+            return bin(BinaryOp::Lt, int(a), int(b));
+        }
         let a = self.atom(owner);
         match self.rng.below(6) {
             0 => expr(ExprKind::Unary(UnaryOp::Not, Box::new(a)), Type::Bool),
@@ -378,7 +526,7 @@ impl Gen {
         let id = self.fresh();
         let bound = self.rng.range(0, self.shape.max_bound) as i64;
         let mut guard = bin(BinaryOp::Lt, var(k), int(bound));
-        if self.rng.chance(1, 2) {
+        if self.rng.chance(1, 2) && self.modes[owner] != Mode::Silent {
             let extra = self.guard(owner);
             guard = bin(BinaryOp::And, guard, extra);
         }
@@ -404,7 +552,8 @@ impl Gen {
         ));
     }
 
-    fn finish(self, stmts: Vec<Stmt>) -> Program {
+    fn finish(mut self, stmts: Vec<Stmt>) -> Program {
+        self.coregions.sort_by_key(|c| c.stmt);
         let n = self.shape.lifelines;
         let lifelines = (0..n)
             .map(|i| Lifeline {
@@ -424,6 +573,7 @@ impl Gen {
             imported: false,
             for_each: Vec::new(),
             calls: Vec::new(),
+            coregions: self.coregions,
         };
         Program {
             types: TypeTable::default(),
@@ -518,6 +668,7 @@ pub fn count_stmts(block: &Block) -> usize {
                 | StmtKind::While {
                     body: a, exit: b, ..
                 } => count_stmts(a) + count_stmts(b),
+                StmtKind::Par { branches } => branches.iter().map(count_stmts).sum(),
             }
         })
         .sum()
@@ -538,6 +689,7 @@ pub fn depth(block: &Block) -> usize {
             | StmtKind::While {
                 body: a, exit: b, ..
             } => 1 + depth(a).max(depth(b)),
+            StmtKind::Par { branches } => 1 + branches.iter().map(depth).max().unwrap_or(0),
         })
         .max()
         .unwrap_or(0)

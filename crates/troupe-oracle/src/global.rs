@@ -15,6 +15,15 @@
 //!
 //! Expressions are evaluated by a small evaluator of this module (integers
 //! with checked arithmetic, Booleans), not by `troupe_check::eval`.
+//!
+//! A `par` runs its branches one after the other (they share no variable
+//! one of them writes, so the values do not depend on the order), and
+//! [`run`] notes where each lifeline's events of each region are. A real
+//! run may interleave a lifeline's events of different branches in any
+//! order; [`conforms`] accepts exactly those reorderings, with the branch
+//! of each event taken from the workflow's syntax, and [`fifo`] checks a
+//! run's events in the order they happened against channels that are
+//! FIFO per sender, receiver and branch.
 
 use crate::generate::action_result;
 use crate::reference::recipients;
@@ -36,6 +45,17 @@ pub struct GlobalRun {
     pub execution: Execution,
     /// The values of `workflow.results`, in order.
     pub results: Vec<Value>,
+    /// Where each lifeline's events of each `par` it took part in are.
+    pub regions: Vec<Region>,
+}
+
+/// A lifeline's events of one run of a `par`: `start..end` of its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub lifeline: LifelineId,
+    pub par: StmtId,
+    pub start: usize,
+    pub end: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +74,7 @@ fn to_value(v: V) -> Value {
 struct Interp<'a> {
     env: Vec<Option<V>>,
     exec: Execution,
+    regions: Vec<Region>,
     control: bool,
     tags: Tags<'a>,
     steps: usize,
@@ -241,6 +262,23 @@ impl Interp<'_> {
                     }
                     self.block(if d { then } else { otherwise })?;
                 }
+                StmtKind::Par { branches } => {
+                    let before: Vec<usize> = self.exec.words.iter().map(Vec::len).collect();
+                    for b in branches {
+                        self.block(b)?;
+                    }
+                    for (l, start) in before.into_iter().enumerate() {
+                        let end = self.exec.words[l].len();
+                        if end > start {
+                            self.regions.push(Region {
+                                lifeline: LifelineId(l as u32),
+                                par: s.id,
+                                start,
+                                end,
+                            });
+                        }
+                    }
+                }
                 StmtKind::While {
                     owner,
                     guard,
@@ -297,6 +335,7 @@ pub fn run(
     let mut it = Interp {
         env,
         exec: Execution::new(workflow.lifelines.len()),
+        regions: Vec::new(),
         control,
         tags,
         steps: 0,
@@ -314,7 +353,127 @@ pub fn run(
     Ok(GlobalRun {
         execution: it.exec,
         results,
+        regions: it.regions,
     })
+}
+
+/// Per statement, the `par` branches around it, outermost first: (the
+/// `par`'s statement, the branch's index).
+pub fn branches_of(workflow: &Workflow) -> Vec<Vec<(StmtId, usize)>> {
+    fn walk(block: &Block, path: &mut Vec<(StmtId, usize)>, out: &mut Vec<Vec<(StmtId, usize)>>) {
+        for s in &block.stmts {
+            if let Some(slot) = out.get_mut(s.id.0 as usize) {
+                slot.clone_from(path);
+            }
+            match &s.kind {
+                StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+                StmtKind::If {
+                    then: a,
+                    otherwise: b,
+                    ..
+                }
+                | StmtKind::While {
+                    body: a, exit: b, ..
+                } => {
+                    walk(a, path, out);
+                    walk(b, path, out);
+                }
+                StmtKind::Par { branches } => {
+                    for (i, b) in branches.iter().enumerate() {
+                        path.push((s.id, i));
+                        walk(b, path, out);
+                        path.pop();
+                    }
+                }
+            }
+        }
+    }
+    let mut out = vec![Vec::new(); workflow.stmt_count as usize];
+    walk(&workflow.body, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Whether `got` is the run `expected` up to the order of each lifeline's
+/// events of different branches of one run of a `par`: within each region
+/// of `expected`, `got`'s events are put in branch order (keeping each
+/// branch's own order), outer regions first, and must then be `expected`'s.
+pub fn conforms(workflow: &Workflow, expected: &GlobalRun, got: &Execution) -> Result<(), String> {
+    let branches = branches_of(workflow);
+    let branch_in = |e: &Event, par: StmtId| {
+        branches
+            .get(e.stmt().0 as usize)
+            .and_then(|p| p.iter().find(|(s, _)| *s == par))
+            .map_or(usize::MAX, |(_, b)| *b)
+    };
+    let mut words = got.words.clone();
+    let mut regions = expected.regions.clone();
+    regions.sort_by_key(|r| (r.lifeline, r.start, std::cmp::Reverse(r.end)));
+    for r in &regions {
+        let Some(w) = words.get_mut(r.lifeline.0 as usize) else {
+            return Err(format!("no lifeline #{}", r.lifeline.0));
+        };
+        if r.end > w.len() {
+            return Err(format!(
+                "lifeline #{} has {} events; its part of the `par` s{} ends at {}",
+                r.lifeline.0,
+                w.len(),
+                r.par.0,
+                r.end
+            ));
+        }
+        w[r.start..r.end].sort_by_key(|e| branch_in(e, r.par));
+    }
+    for (l, (want, have)) in expected.execution.words.iter().zip(&words).enumerate() {
+        if want != have {
+            let i = want.iter().zip(have).take_while(|(a, b)| a == b).count();
+            return Err(format!(
+                "lifeline {} differs at event {i} (in branch order): expected {:?}, ran {:?}",
+                workflow.lifelines[l].name,
+                want.get(i),
+                have.get(i)
+            ));
+        }
+    }
+    if expected.execution.words.len() != words.len() {
+        return Err("another number of lifelines".into());
+    }
+    Ok(())
+}
+
+/// Whether `events`, in the order they happened, are a run over channels
+/// that are FIFO per (sender, receiver, innermost `par` branch of the
+/// message's statement): every receive takes the oldest message in flight
+/// on its channel, which must be the one it names.
+pub fn fifo<'e>(
+    workflow: &Workflow,
+    events: impl IntoIterator<Item = (LifelineId, &'e Event)>,
+) -> Result<(), String> {
+    let branches = branches_of(workflow);
+    let lane = |s: StmtId| branches.get(s.0 as usize).and_then(|p| p.last().copied());
+    type Chan = (LifelineId, LifelineId, Option<(StmtId, usize)>);
+    let mut chans: std::collections::HashMap<Chan, std::collections::VecDeque<Message>> =
+        std::collections::HashMap::new();
+    for (i, (l, e)) in events.into_iter().enumerate() {
+        match e {
+            Event::Send { to, msg } => chans
+                .entry((l, *to, lane(msg.stmt())))
+                .or_default()
+                .push_back(msg.clone()),
+            Event::Recv { from, msg } => {
+                let front = chans
+                    .get_mut(&(*from, l, lane(msg.stmt())))
+                    .and_then(|q| q.pop_front());
+                if front.as_ref() != Some(msg) {
+                    return Err(format!(
+                        "event {i}: lifeline #{} receives {msg:?}, but the channel holds {front:?}",
+                        l.0
+                    ));
+                }
+            }
+            Event::Act { .. } | Event::Decide { .. } => {}
+        }
+    }
+    Ok(())
 }
 
 /// Bounded ⟦P⟧ by brute force: the distinct executions (values abstracted)
@@ -409,6 +568,15 @@ fn paths(
                     out.extend(done);
                 }
                 states = out;
+            }
+            // One order of the branches stands for all (see `conforms`).
+            StmtKind::Par { branches } => {
+                for b in branches {
+                    let Some(next) = paths(b, states, control, unroll, limit, tags)? else {
+                        return Ok(None);
+                    };
+                    states = next;
+                }
             }
             StmtKind::While {
                 owner, body, exit, ..

@@ -41,6 +41,11 @@ pub fn lifelines(block: &Block) -> BTreeSet<LifelineId> {
                 out.extend(lifelines(a));
                 out.extend(lifelines(b));
             }
+            StmtKind::Par { branches } => {
+                for b in branches {
+                    out.extend(lifelines(b));
+                }
+            }
         }
     }
     out
@@ -81,6 +86,7 @@ pub fn constructs(
                     walk(a, out);
                     walk(b, out);
                 }
+                StmtKind::Par { branches } => branches.iter().for_each(|b| walk(b, out)),
                 _ => {}
             }
         }
@@ -127,6 +133,12 @@ pub enum RefInstr {
         from: LifelineId,
         yes: Vec<RefInstr>,
         no: Vec<RefInstr>,
+    },
+    /// A lifeline's parts of a `par`: (branch, its part) for each branch
+    /// it has something to do in.
+    Par {
+        stmt: StmtId,
+        parts: Vec<(u32, Vec<RefInstr>)>,
     },
 }
 
@@ -204,6 +216,17 @@ fn project_block(block: &Block, l: LifelineId) -> Vec<RefInstr> {
                     });
                 }
             }
+            StmtKind::Par { branches } => {
+                let parts: Vec<(u32, Vec<RefInstr>)> = branches
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| lifelines(b).contains(&l))
+                    .map(|(i, b)| (i as u32, project_block(b, l)))
+                    .collect();
+                if !parts.is_empty() {
+                    out.push(RefInstr::Par { stmt: s.id, parts });
+                }
+            }
         }
     }
     out
@@ -266,6 +289,14 @@ fn convert(body: &[Instr]) -> Vec<RefInstr> {
                 yes: convert(&b.body),
                 no: convert(&b.exit),
             },
+            Instr::Par(p) => RefInstr::Par {
+                stmt: p.stmt,
+                parts: p
+                    .parts
+                    .iter()
+                    .map(|q| (q.branch, convert(&q.body)))
+                    .collect(),
+            },
         })
         .collect()
 }
@@ -280,6 +311,12 @@ pub fn tags_in(p: &Projection) -> Vec<(StmtId, LifelineId, u64)> {
                 Instr::DecideWhile(d) => (d.stmt, d.tag, &d.body, &d.exit),
                 Instr::Branch(x) => (x.stmt, x.tag, &x.then, &x.otherwise),
                 Instr::Loop(x) => (x.stmt, x.tag, &x.body, &x.exit),
+                Instr::Par(p) => {
+                    for q in &p.parts {
+                        walk(&q.body, l, out);
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             out.push((stmt, l, tag.0));
@@ -318,6 +355,14 @@ pub fn expected_size(workflow: &Workflow) -> usize {
                     exit: b,
                     ..
                 } => 1 + 2 * recipients(*owner, a, b).len() + walk(a) + walk(b),
+                // One `par` instruction per lifeline with a part in it.
+                StmtKind::Par { branches } => {
+                    let mut ls = BTreeSet::new();
+                    for b in branches {
+                        ls.extend(lifelines(b));
+                    }
+                    ls.len() + branches.iter().map(walk).sum::<usize>()
+                }
             })
             .sum()
     }

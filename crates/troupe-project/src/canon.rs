@@ -357,6 +357,13 @@ impl<'a> Names<'a> {
                     );
                 }
             },
+            StmtKind::Par { .. } => {
+                out.push_str(if self.workflow.coregion(stmt.id).is_some() {
+                    "coregion"
+                } else {
+                    "par"
+                });
+            }
         }
     }
 
@@ -408,6 +415,23 @@ impl<'a> Names<'a> {
                 self.write_block(out, exit, indent + 1);
                 push_indent(out, indent);
                 out.push_str("}\n");
+            }
+            StmtKind::Par { branches } if self.workflow.coregion(stmt.id).is_some() => {
+                out.push_str(" {\n");
+                for b in branches {
+                    self.write_block(out, b, indent + 1);
+                }
+                push_indent(out, indent);
+                out.push_str("}\n");
+            }
+            StmtKind::Par { branches } => {
+                for (i, b) in branches.iter().enumerate() {
+                    out.push_str(if i == 0 { " {\n" } else { " and {\n" });
+                    self.write_block(out, b, indent + 1);
+                    push_indent(out, indent);
+                    out.push('}');
+                }
+                out.push('\n');
             }
         }
     }

@@ -47,6 +47,23 @@ pub enum Op {
     Jump {
         target: u32,
     },
+    /// The start of a lifeline's parts of a `par`: part 0 follows at the
+    /// next op, part i (i ≥ 1) starts at `parts[i - 1]`; each ends with an
+    /// [`Op::EndPart`]. The parts run concurrently (the part-0 task spawns
+    /// the others); the lifeline continues at `join` once all have ended.
+    Fork {
+        stmt: StmtId,
+        parts: Vec<u32>,
+        join: u32,
+    },
+    /// The end of part `part` of the `Fork` at `fork`. Read sequentially
+    /// (one part after another, as [`flat_steps`] does), the next part
+    /// starts at `next` (the join after the last part).
+    EndPart {
+        fork: u32,
+        part: u32,
+        next: u32,
+    },
 }
 
 /// The flat form of one lifeline's local program.
@@ -141,6 +158,63 @@ fn lower_owned(block: Vec<Instr>, ops: &mut Vec<Op>) {
                 });
                 lower_while_owned(ops, head, l.body, l.exit);
             }
+            Instr::Par(p) => {
+                let p = *p;
+                let head = ops.len();
+                ops.push(Op::Fork {
+                    stmt: p.stmt,
+                    parts: Vec::new(),
+                    join: 0,
+                });
+                for (i, part) in p.parts.into_iter().enumerate() {
+                    start_part(ops, head, i);
+                    lower_owned(part.body, ops);
+                    end_part(ops, head, i);
+                }
+                finish_fork(ops, head);
+            }
+        }
+    }
+}
+
+/// Records that part `i` of the fork at `head` starts at the next op.
+fn start_part(ops: &mut [Op], head: usize, i: usize) {
+    let at = pos(ops);
+    if i > 0
+        && let Some(Op::Fork { parts, .. }) = ops.get_mut(head)
+    {
+        parts.push(at);
+    }
+}
+
+fn end_part(ops: &mut Vec<Op>, head: usize, i: usize) {
+    ops.push(Op::EndPart {
+        fork: u32::try_from(head).unwrap_or(u32::MAX),
+        part: i as u32,
+        next: 0,
+    });
+}
+
+/// Patches the join of the fork at `head` and the `next` of its parts' ends.
+fn finish_fork(ops: &mut [Op], head: usize) {
+    let join = pos(ops);
+    let starts = match ops.get_mut(head) {
+        Some(Op::Fork { parts, join: j, .. }) => {
+            *j = join;
+            parts.clone()
+        }
+        _ => return,
+    };
+    let fork = u32::try_from(head).unwrap_or(u32::MAX);
+    for op in ops.iter_mut().skip(head) {
+        if let Op::EndPart {
+            fork: f,
+            part,
+            next,
+        } = op
+            && *f == fork
+        {
+            *next = starts.get(*part as usize).copied().unwrap_or(join);
         }
     }
 }
@@ -249,6 +323,20 @@ fn lower(block: &[Instr], ops: &mut Vec<Op>) {
                 });
                 lower_while(ops, head, &l.body, &l.exit);
             }
+            Instr::Par(p) => {
+                let head = ops.len();
+                ops.push(Op::Fork {
+                    stmt: p.stmt,
+                    parts: Vec::new(),
+                    join: 0,
+                });
+                for (i, part) in p.parts.iter().enumerate() {
+                    start_part(ops, head, i);
+                    lower(&part.body, ops);
+                    end_part(ops, head, i);
+                }
+                finish_fork(ops, head);
+            }
         }
     }
 }
@@ -288,6 +376,8 @@ pub enum Step {
     /// A decision taken (at the owner) or received, with the decision.
     Decide(StmtId, bool),
     Await(StmtId, bool),
+    /// The start of a lifeline's parts of a `par`.
+    Fork(StmtId),
 }
 
 /// The steps a tree-form program takes when every decision is answered by
@@ -319,6 +409,15 @@ fn tree_walk(
         };
         if *fuel == 0 {
             return;
+        }
+        if let Instr::Par(p) = instr {
+            // The parts one after another, as `flat_steps` reads them.
+            *fuel -= 1;
+            out.push(Step::Fork(p.stmt));
+            for part in &p.parts {
+                tree_walk(&part.body, decide, fuel, out);
+            }
+            continue;
         }
         match construct {
             Some((stmt, owner, is_loop, yes, no)) => loop {
@@ -365,7 +464,7 @@ pub fn flat_steps(
     let mut pc = 0usize;
     while let Some(op) = program.ops.get(pc) {
         match op {
-            Op::Jump { target } => {
+            Op::Jump { target } | Op::EndPart { next: target, .. } => {
                 pc = *target as usize;
                 continue;
             }
@@ -395,7 +494,11 @@ pub fn flat_steps(
                 });
                 if d { pc + 1 } else { *on_false as usize }
             }
-            Op::Jump { target } => *target as usize,
+            Op::Fork { stmt, .. } => {
+                out.push(Step::Fork(*stmt));
+                pc + 1
+            }
+            Op::Jump { target } | Op::EndPart { next: target, .. } => *target as usize,
         };
     }
     out

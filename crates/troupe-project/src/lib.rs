@@ -10,6 +10,7 @@
 
 pub mod canon;
 pub mod flat;
+pub mod lanes;
 pub mod local;
 pub mod project;
 pub mod render;
@@ -19,8 +20,10 @@ pub mod testing;
 
 pub use canon::Names;
 pub use flat::{FlatProgram, Op};
+pub use lanes::Lanes;
 pub use local::{
-    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalProgram, Loop,
+    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalPar, LocalProgram, Loop,
+    Part,
 };
 pub use project::{MAX_NESTING, ProjectError, Projection, project};
 pub use render::{render_flat_text, render_text, render_text_with, to_json};

@@ -38,6 +38,27 @@ pub enum Instr {
     Branch(Box<Branch>),
     /// At a lifeline told about a `while`.
     Loop(Box<Loop>),
+    /// At a lifeline with a part in one or more branches of a `par`.
+    Par(Box<LocalPar>),
+}
+
+/// A lifeline's parts of a `par`: one per branch it has something to do in,
+/// in branch order. They run concurrently; the lifeline goes on after the
+/// `par` when all of them have ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalPar {
+    pub stmt: StmtId,
+    pub parts: Vec<Part>,
+}
+
+/// One part of a [`LocalPar`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The branch of the `par` (0-based).
+    pub branch: u32,
+    /// The branch's lane (see [`crate::lanes`]).
+    pub lane: u32,
+    pub body: Vec<Instr>,
 }
 
 /// The owner of an `if` evaluates `guard`, sends `(decision, tag)` to each
@@ -94,6 +115,7 @@ impl Instr {
             Instr::DecideWhile(d) => d.stmt,
             Instr::Branch(b) => b.stmt,
             Instr::Loop(l) => l.stmt,
+            Instr::Par(p) => p.stmt,
         }
     }
 }
@@ -124,6 +146,7 @@ pub(crate) fn block_size(block: &[Instr]) -> usize {
             Instr::DecideWhile(d) => 1 + d.notify.len() + block_size(&d.body) + block_size(&d.exit),
             Instr::Branch(b) => 1 + block_size(&b.then) + block_size(&b.otherwise),
             Instr::Loop(l) => 1 + block_size(&l.body) + block_size(&l.exit),
+            Instr::Par(p) => 1 + p.parts.iter().map(|q| block_size(&q.body)).sum::<usize>(),
         })
         .sum()
 }

@@ -9,8 +9,10 @@
 //! is O(|L| log |L| · |P|) in the worst case and O(|P|) for typical workflows.
 
 use crate::canon::Names;
+use crate::lanes::Lanes;
 use crate::local::{
-    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalProgram, Loop,
+    Branch, ConstructKind, ControlInfo, DecideIf, DecideWhile, Instr, LocalPar, LocalProgram, Loop,
+    Part,
 };
 use crate::tag::{ControlTag, Fnv64};
 use std::collections::HashSet;
@@ -49,6 +51,8 @@ pub struct Projection {
     pub programs: Vec<LocalProgram>,
     /// Every owned construct, sorted by `StmtId`.
     pub constructs: Vec<ControlInfo>,
+    /// The branches of the `par` regions, and each statement's.
+    pub lanes: Lanes,
 }
 
 impl Projection {
@@ -73,7 +77,9 @@ impl Projection {
 /// Projects `workflow` (a workflow of `program`) to one local program per lifeline.
 pub fn project(program: &Program, workflow: &Workflow) -> Result<Projection, ProjectError> {
     let n = workflow.lifelines.len();
+    let lanes = Lanes::new(workflow);
     let mut p = Projector {
+        lanes: &lanes,
         names: Names::new(program, workflow),
         workflow_hash: Fnv64::new().str(&workflow.name).finish(),
         lifelines: n,
@@ -105,10 +111,12 @@ pub fn project(program: &Program, workflow: &Workflow) -> Result<Projection, Pro
         workflow: workflow.name.clone(),
         programs,
         constructs,
+        lanes,
     })
 }
 
 struct Projector<'a> {
+    lanes: &'a Lanes,
     names: Names<'a>,
     workflow_hash: u64,
     lifelines: usize,
@@ -249,6 +257,7 @@ impl Projector<'_> {
                 );
                 Ok(head)
             }
+            StmtKind::Par { branches } => self.par(stmt, branches, head, path, depth),
             StmtKind::If {
                 owner,
                 guard,
@@ -353,6 +362,57 @@ impl Projector<'_> {
                 Ok(content)
             }
         }
+    }
+
+    /// `par { P } and { Q } …`: each branch is projected in a frame of its
+    /// own; every lifeline of some branch gets one `Par` with its parts.
+    fn par(
+        &mut self,
+        stmt: &Stmt,
+        branches: &[Block],
+        head: u64,
+        path: u64,
+        depth: usize,
+    ) -> Result<u64, ProjectError> {
+        if depth >= MAX_NESTING {
+            return Err(ProjectError::TooDeep);
+        }
+        let mut content = Fnv64::new();
+        content.u64(head);
+        let mut parts: Vec<Vec<Part>> = (0..self.lifelines).map(|_| Vec::new()).collect();
+        let mut touched: Vec<LifelineId> = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let inner_path = Fnv64::new()
+                .u64(path)
+                .u64(u64::from(stmt.id.0))
+                .u64(i as u64)
+                .finish();
+            self.open_frame();
+            let h = self.block(b, inner_path, depth + 1)?;
+            content.u64(h);
+            let branch_lane = self.lanes.branch(stmt.id, i as u32);
+            for (l, body) in self.close_frame() {
+                touched.push(l);
+                parts[l.0 as usize].push(Part {
+                    branch: i as u32,
+                    lane: branch_lane,
+                    body,
+                });
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for l in touched {
+            let parts = std::mem::take(&mut parts[l.0 as usize]);
+            self.emit(
+                l,
+                Instr::Par(Box::new(LocalPar {
+                    stmt: stmt.id,
+                    parts,
+                })),
+            );
+        }
+        Ok(content.finish())
     }
 
     /// A tag for the construct at `path` with canonical content hash `content`,

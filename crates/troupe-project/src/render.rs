@@ -239,6 +239,23 @@ impl TextRenderer<'_, '_> {
                 }
                 self.line(indent, "}", None);
             }
+            Instr::Par(p) => {
+                let form = if n.workflow.coregion(p.stmt).is_some() {
+                    "coregion"
+                } else {
+                    "par"
+                };
+                for (i, part) in p.parts.iter().enumerate() {
+                    let code = if i == 0 {
+                        format!("{form} branch {} {{", part.branch + 1)
+                    } else {
+                        format!("}} and branch {} {{", part.branch + 1)
+                    };
+                    self.line(indent, &code, (i == 0).then_some(p.stmt));
+                    self.block(&part.body, indent + 1);
+                }
+                self.line(indent, "}", None);
+            }
         }
     }
 
@@ -300,6 +317,14 @@ pub fn render_flat_text(flat: &FlatProgram, program: &Program, workflow: &Workfl
                 ..
             } => format!("await {tag} <- {} else @{on_false}", n.lifeline(*from)),
             Op::Jump { target } => format!("jump @{target}"),
+            Op::Fork { parts, join, .. } => {
+                let starts: Vec<String> = std::iter::once(i as u32 + 1)
+                    .chain(parts.iter().copied())
+                    .map(|p| format!("@{p}"))
+                    .collect();
+                format!("fork {} join @{join}", starts.join(" "))
+            }
+            Op::EndPart { fork, part, .. } => format!("end part {part} of @{fork}"),
         };
         let _ = writeln!(out, "  {i:>4}  {code}");
     }
@@ -428,5 +453,12 @@ fn instr_json(n: &Names<'_>, instr: &Instr) -> Json {
                 "body": block_json(n, body), "exit": block_json(n, exit),
             })
         }
+        Instr::Par(p) => json!({
+            "op": if n.workflow.coregion(p.stmt).is_some() { "coregion" } else { "par" },
+            "stmt": p.stmt.0,
+            "parts": p.parts.iter().map(|q| json!({
+                "branch": q.branch, "lane": q.lane, "body": block_json(n, &q.body),
+            })).collect::<Vec<_>>(),
+        }),
     }
 }

@@ -431,6 +431,7 @@ impl Gen {
             imported: false,
             for_each: Vec::new(),
             calls: Vec::new(),
+            coregions: Vec::new(),
         };
         Program {
             types: TypeTable::default(),
@@ -456,6 +457,7 @@ pub fn count_stmts(block: &Block) -> usize {
                 | StmtKind::While {
                     body: a, exit: b, ..
                 } => count_stmts(a) + count_stmts(b),
+                StmtKind::Par { branches } => branches.iter().map(count_stmts).sum(),
             }
         })
         .sum()
@@ -715,6 +717,7 @@ impl Builder {
             imported: false,
             for_each: Vec::new(),
             calls: Vec::new(),
+            coregions: Vec::new(),
         };
         Program {
             types: self.types,

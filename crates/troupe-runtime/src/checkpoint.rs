@@ -41,7 +41,8 @@ pub struct Checkpoint {
 /// One lifeline's state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaneState {
-    /// Its position in its flat local program.
+    /// Its position in its flat local program (of its first task; inside a
+    /// `par`, the task that runs the lifeline's first part).
     pub pc: u32,
     /// Whether it has ended.
     pub done: bool,
@@ -49,9 +50,28 @@ pub struct LaneState {
     pub values: Vec<Option<Value>>,
     /// How many times it called each action it called: (action, count).
     pub occurrences: Vec<(u32, u64)>,
+    /// Its other tasks: the parts of `par` regions it runs concurrently
+    /// with the first, in the order they were started.
+    pub parts: Vec<PartState>,
+    /// Action counts kept per lane, where the lifeline runs several parts
+    /// at once (see `troupe_project::Lanes::key_lane`): (lane, action, count).
+    pub keyed: Vec<(u32, u32, u64)>,
 }
 
-/// What is in flight from one lifeline to another, oldest first.
+/// A task of a lifeline that runs one part of a `par`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartState {
+    /// Its position in the lifeline's flat program.
+    pub pc: u32,
+    /// The task that started it: 0 is the lifeline's first task, k its
+    /// k-th part (in `LaneState::parts`, which lists parents first).
+    pub parent: u32,
+}
+
+/// What is in flight from one lifeline to another, oldest first. The
+/// branches of a `par` have channels of their own: one pair may have
+/// several, each holding the messages of one lane (which the messages'
+/// statements and tags tell).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Channel {
     pub from: LifelineId,

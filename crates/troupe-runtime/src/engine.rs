@@ -18,13 +18,13 @@
 use crate::actions::{
     EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn, ToolCall, ToolHost,
 };
-use crate::checkpoint::{Channel, Checkpoint, LaneState, Queued};
+use crate::checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 use crate::error::{Location, RunError};
 use crate::journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -36,7 +36,7 @@ use troupe_check::ir::{
 use troupe_check::{Type, TypeTable, Value};
 use troupe_llm::{CallKey, LlmBackend, LlmRequest, OutputSlot};
 use troupe_msc::{Event, MemberOptions, Message, Semantics};
-use troupe_project::{FlatProgram, Op};
+use troupe_project::{ControlTag, FlatProgram, Lanes, Op};
 use troupe_syntax::{LineIndex, Span};
 
 /// How a declared action is performed.
@@ -76,6 +76,17 @@ struct Inner {
     monitor: troupe_msc::Monitor,
     /// The program's types, shared with every LLM request.
     types: Arc<TypeTable>,
+    /// The branches of the `par` regions (each message's channel is its
+    /// statement's lane).
+    lanes: Lanes,
+    /// Per control tag, the lane of its construct (to put the messages of a
+    /// checkpoint back on their channels).
+    tag_lane: HashMap<ControlTag, u32>,
+    /// Per lifeline, per op, the lane its action counts are kept in (empty
+    /// when the workflow has no `par`).
+    key_lane: Vec<Vec<u32>>,
+    /// Per lifeline, whether it runs parts of a `par` concurrently.
+    forks: Vec<bool>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -273,6 +284,35 @@ impl EngineBuilder {
         // projection; each run gets a fresh cursor over them.
         let monitor = troupe_msc::Monitor::with_projection(wf, &projection);
         let flat = projection.flatten();
+        let lanes = projection.lanes.clone();
+        let tag_lane = projection
+            .constructs
+            .iter()
+            .map(|c| (c.tag, lanes.of(c.stmt)))
+            .collect();
+        let key_lane = if lanes.is_empty() {
+            Vec::new()
+        } else {
+            flat.iter()
+                .map(|f| {
+                    f.ops
+                        .iter()
+                        .map(|op| match op {
+                            Op::Act { stmt, .. } => lanes.key_lane(f.lifeline, *stmt),
+                            _ => 0,
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let forks = flat
+            .iter()
+            .map(|f| {
+                f.ops
+                    .iter()
+                    .any(|op| matches!(op, Op::Fork { parts, .. } if !parts.is_empty()))
+            })
+            .collect();
         // An `llm` with `tools:` needs tool calling, which this runtime does
         // not have: refuse the run instead of calling the model without them.
         for op in flat.iter().flat_map(|f| f.ops.iter()) {
@@ -331,6 +371,10 @@ impl EngineBuilder {
                 stmt_spans,
                 semantics: std::sync::OnceLock::new(),
                 monitor,
+                lanes,
+                tag_lane,
+                key_lane,
+                forks,
             }),
         })
     }
@@ -362,6 +406,7 @@ fn collect_spans(block: &Block, out: &mut [Span]) {
                 collect_spans(body, out);
                 collect_spans(exit, out);
             }
+            StmtKind::Par { branches } => branches.iter().for_each(|b| collect_spans(b, out)),
             StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
         }
     }
@@ -504,6 +549,18 @@ impl Engine {
                 }),
             None => run.bind_inputs(inputs),
         };
+        // A lifeline that runs parts concurrently replays its recorded
+        // events in their recorded order (see `RunJournal::recorded_order`).
+        if resumed.is_ok()
+            && self.inner.forks.iter().any(|f| *f)
+            && let Some(order) = journal.as_ref().and_then(|j| j.recorded_order())
+        {
+            for (l, stmts) in order.into_iter().enumerate() {
+                if self.inner.forks.get(l).copied().unwrap_or(false) {
+                    run.lanes[l].replay = stmts.iter().map(|s| self.inner.lanes.of(*s)).collect();
+                }
+            }
+        }
         if let Some(every) = journal.as_ref().and_then(|j| j.checkpoint_every()) {
             run.next_checkpoint = run.events.saturating_add(every.max(1));
         }
@@ -590,10 +647,21 @@ type Msg = Queued;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wait {
     Ready,
-    Recv(u32),
+    /// For a message from a lifeline on a lane's channel.
+    Recv(u32, u32),
     Action,
+    /// The task that ran a lifeline's first part of a `par`, for the others.
+    Join,
+    /// A resumed run replays another part's recorded event first.
+    Turn,
     Done,
 }
+
+/// A channel into a lifeline: (sender, lane).
+type ChannelKey = (u32, u32);
+
+/// The parent of a lifeline's first task.
+const NO_PARENT: u32 = u32::MAX;
 
 /// A lane's variables: only its own lifeline's, each at its slot.
 struct LaneEnv {
@@ -625,13 +693,35 @@ impl troupe_check::eval::Env for LaneEnv {
     }
 }
 
-/// One lifeline of a run.
+/// One lifeline of a run: its variables and counts. Its tasks execute its
+/// program: one, and one more for each further part of a `par` it runs.
 struct Lane {
-    pc: u32,
     env: LaneEnv,
-    wait: Wait,
-    /// Per action: how many times this lifeline called it so far.
+    /// Per action: how many times this lifeline called it so far (in lane 0).
     occurrences: Vec<u64>,
+    /// The counts kept per lane where it runs parts concurrently.
+    keyed: BTreeMap<(u32, u32), u64>,
+    /// Its live tasks, parents before their children; its first task (whose
+    /// id is the lifeline's) comes first.
+    tasks: Vec<u32>,
+    /// While a resumed run replays: the lanes of the events it recorded
+    /// before, in order (only for a lifeline with concurrent parts).
+    replay: VecDeque<u32>,
+}
+
+/// A task of the run's scheduler: one lifeline executing one part of its
+/// program.
+struct Task {
+    lane: u32,
+    pc: u32,
+    wait: Wait,
+    /// The task that started it (`NO_PARENT` for a lifeline's first task).
+    parent: u32,
+    /// Its parts still running.
+    children: u32,
+    /// An action's result that came while another part's recorded event
+    /// had to be replayed first.
+    deferred: Option<Result<Vec<Value>, Failure>>,
 }
 
 /// Why an asynchronous action did not produce values.
@@ -646,11 +736,15 @@ struct RunState {
     engine: Arc<Inner>,
     options: RunOptions,
     lanes: Vec<Lane>,
-    /// Per receiving lane, the FIFO queue of each lane that has sent to it:
-    /// channels are made on first use, so memory follows the channels a
-    /// workflow uses, not the square of its lifelines. A lane receives from
-    /// few others, so a linear search finds the queue.
-    queues: Vec<Vec<(u32, VecDeque<Msg>)>>,
+    /// The tasks; task `i < lanes.len()` is lifeline `i`'s first task.
+    tasks: Vec<Task>,
+    /// Ended tasks' slots, for reuse.
+    free: Vec<u32>,
+    /// Per receiving lifeline, the FIFO queue of each (sender, lane) that
+    /// has sent to it: channels are made on first use, so memory follows
+    /// the channels a workflow uses, not the square of its lifelines. A
+    /// lifeline receives from few others, so a linear search finds the queue.
+    queues: Vec<Vec<(ChannelKey, VecDeque<Msg>)>>,
     ready: VecDeque<u32>,
     /// Asynchronous actions in flight. Polled by the run's own task, so an
     /// action's completion wakes the run without crossing threads.
@@ -686,13 +780,24 @@ impl RunState {
             .collect();
         let lanes = (0..n)
             .map(|lane| Lane {
-                pc: 0,
                 env: LaneEnv {
                     slot_of: slot_of.clone(),
                     values: vec![None; counts[lane]],
                 },
-                wait: Wait::Ready,
                 occurrences: vec![0; engine.program.actions.len()],
+                keyed: BTreeMap::new(),
+                tasks: vec![lane as u32],
+                replay: VecDeque::new(),
+            })
+            .collect();
+        let tasks = (0..n)
+            .map(|lane| Task {
+                lane: lane as u32,
+                pc: 0,
+                wait: Wait::Ready,
+                parent: NO_PARENT,
+                children: 0,
+                deferred: None,
             })
             .collect();
         let rng = match options.schedule {
@@ -709,6 +814,8 @@ impl RunState {
             trace: options.trace.then(Vec::new),
             options,
             lanes,
+            tasks,
+            free: Vec::new(),
             queues: (0..n).map(|_| Vec::new()).collect(),
             ready: (0..n as u32).collect(),
             pending: FuturesUnordered::new(),
@@ -742,31 +849,62 @@ impl RunState {
             .enumerate()
             .map(|(i, lane)| {
                 let mut occurrences = lane.occurrences.clone();
-                // A lifeline waiting for an action is recorded before it:
-                // the resumed run starts it again under the same key.
-                if lane.wait == Wait::Action
-                    && let Some(Op::Act {
-                        call: Call::Action { action, .. },
-                        ..
-                    }) = engine.flat[i].ops.get(lane.pc as usize)
-                {
-                    let n = &mut occurrences[action.0 as usize];
-                    *n = n.saturating_sub(1);
-                    pending.push(StepKey {
-                        lifeline: wf.lifelines[i].name.clone(),
-                        action: engine.program.action(*action).name.clone(),
-                        occurrence: *n,
-                    });
+                let mut keyed = lane.keyed.clone();
+                // A task waiting for an action is recorded before it: the
+                // resumed run starts it again under the same key.
+                for &t in &lane.tasks {
+                    let task = &self.tasks[t as usize];
+                    let waiting = task.wait == Wait::Action || task.deferred.is_some();
+                    if waiting
+                        && let Some(Op::Act {
+                            call: Call::Action { action, .. },
+                            ..
+                        }) = engine.flat[i].ops.get(task.pc as usize)
+                    {
+                        let key = engine.key_lane_at(i, task.pc);
+                        let n = if key == 0 {
+                            &mut occurrences[action.0 as usize]
+                        } else {
+                            keyed.entry((key, action.0)).or_default()
+                        };
+                        *n = n.saturating_sub(1);
+                        pending.push(StepKey {
+                            lifeline: wf.lifelines[i].name.clone(),
+                            action: engine.program.action(*action).name.clone(),
+                            occurrence: occurrence_key(key, *n),
+                        });
+                    }
                 }
+                let root = &self.tasks[i];
+                let parts = lane.tasks[1..]
+                    .iter()
+                    .map(|&t| {
+                        let task = &self.tasks[t as usize];
+                        PartState {
+                            pc: task.pc,
+                            parent: lane
+                                .tasks
+                                .iter()
+                                .position(|&p| p == task.parent)
+                                .unwrap_or(0) as u32,
+                        }
+                    })
+                    .collect();
                 LaneState {
-                    pc: lane.pc,
-                    done: lane.wait == Wait::Done,
+                    pc: root.pc,
+                    done: root.wait == Wait::Done,
                     values: lane.env.values.clone(),
                     occurrences: occurrences
                         .iter()
                         .enumerate()
                         .filter(|(_, n)| **n > 0)
                         .map(|(a, n)| (a as u32, *n))
+                        .collect(),
+                    parts,
+                    keyed: keyed
+                        .into_iter()
+                        .filter(|(_, n)| *n > 0)
+                        .map(|((l, a), n)| (l, a, n))
                         .collect(),
                 }
             })
@@ -779,7 +917,7 @@ impl RunState {
                 inbox
                     .iter()
                     .filter(|(_, q)| !q.is_empty())
-                    .map(move |(from, q)| Channel {
+                    .map(move |((from, _), q)| Channel {
                         from: LifelineId(*from),
                         to: LifelineId(to as u32),
                         messages: q.iter().cloned().collect(),
@@ -822,9 +960,12 @@ impl RunState {
         let actions = engine.program.actions.len();
         self.ready.clear();
         self.done = 0;
+        self.tasks.truncate(n);
+        self.free.clear();
         for (i, state) in checkpoint.lanes.into_iter().enumerate() {
             let name = &wf.lifelines[i].name;
-            if state.pc as usize > engine.flat[i].ops.len() {
+            let len = engine.flat[i].ops.len();
+            if state.pc as usize > len {
                 return Err(format!("{name} is past the end of its program"));
             }
             if state.values.len() != vars_of[i].len() {
@@ -845,14 +986,48 @@ impl RunState {
                     .get_mut(action as usize)
                     .ok_or_else(|| format!("{name} called an action that does not exist"))? = count;
             }
-            lane.pc = state.pc;
+            lane.keyed.clear();
+            for (l, action, count) in state.keyed {
+                if action as usize >= actions || l as usize >= engine.lanes.len() {
+                    return Err(format!("{name} called an action that does not exist"));
+                }
+                lane.keyed.insert((l, action), count);
+            }
             lane.env.values = state.values;
+            lane.tasks = vec![i as u32];
+            // Parts run inside a `par`: neither the first task of a
+            // lifeline that ended, nor a part past the program's end.
+            if state.done && !state.parts.is_empty() {
+                return Err(format!("{name} ended with parts still running"));
+            }
+            let root = &mut self.tasks[i];
+            root.pc = state.pc;
+            root.children = 0;
+            root.deferred = None;
             if state.done {
-                lane.wait = Wait::Done;
+                root.wait = Wait::Done;
                 self.done += 1;
             } else {
-                lane.wait = Wait::Ready;
+                root.wait = Wait::Ready;
                 self.ready.push_back(i as u32);
+            }
+            for (k, part) in state.parts.iter().enumerate() {
+                if part.pc as usize >= len || part.parent as usize > k {
+                    return Err(format!("{name} has a part that no run reaches"));
+                }
+                let parent = self.lanes[i].tasks[part.parent as usize];
+                let t = self.tasks.len() as u32;
+                self.tasks.push(Task {
+                    lane: i as u32,
+                    pc: part.pc,
+                    wait: Wait::Ready,
+                    parent,
+                    children: 0,
+                    deferred: None,
+                });
+                self.tasks[parent as usize].children += 1;
+                self.lanes[i].tasks.push(t);
+                self.ready.push_back(t);
             }
         }
         for q in &mut self.queues {
@@ -863,7 +1038,18 @@ impl RunState {
             if from as usize >= n || to as usize >= n {
                 return Err("a channel between lifelines that do not exist".into());
             }
-            self.queues[to as usize].push((from, channel.messages.into()));
+            let lane_of = |m: &Msg| match m {
+                Msg::Data { stmt, .. } => engine.lanes.of(*stmt),
+                Msg::Control { tag, .. } => engine.tag_lane.get(tag).copied().unwrap_or(0),
+            };
+            let Some(first) = channel.messages.first() else {
+                continue;
+            };
+            let lane = lane_of(first);
+            if channel.messages.iter().any(|m| lane_of(m) != lane) {
+                return Err("a channel holds the messages of two branches".into());
+            }
+            self.queues[to as usize].push(((from, lane), channel.messages.into()));
         }
         self.steps = checkpoint.steps;
         self.events = checkpoint.events;
@@ -960,13 +1146,12 @@ impl RunState {
     fn deadlock(&self) -> RunError {
         let wf = self.workflow();
         let waiting: Vec<String> = self
-            .lanes
+            .tasks
             .iter()
-            .enumerate()
-            .filter_map(|(i, l)| match l.wait {
-                Wait::Recv(from) => Some(format!(
+            .filter_map(|t| match t.wait {
+                Wait::Recv(from, _) => Some(format!(
                     "{} waits for {}",
-                    wf.lifelines[i].name, wf.lifelines[from as usize].name
+                    wf.lifelines[t.lane as usize].name, wf.lifelines[from as usize].name
                 )),
                 _ => None,
             })
@@ -1007,6 +1192,17 @@ impl RunState {
 
     fn record(&mut self, lane: u32, event: Event) {
         self.events += 1;
+        let l = &mut self.lanes[lane as usize];
+        if l.replay.pop_front().is_some() {
+            // Another part may hold the next recorded event.
+            for &t in &l.tasks {
+                let task = &mut self.tasks[t as usize];
+                if task.wait == Wait::Turn {
+                    task.wait = Wait::Ready;
+                    self.ready.push_back(t);
+                }
+            }
+        }
         if let Some(journal) = &self.options.journal {
             journal.event(LifelineId(lane), &event);
         }
@@ -1020,44 +1216,134 @@ impl RunState {
         }
     }
 
-    fn push(&mut self, from: u32, to: u32, msg: Msg) {
+    /// Puts `msg` on the channel of lane `chan` from `from` to `to`, and
+    /// wakes the task of `to` that waits for it.
+    fn push(&mut self, from: u32, to: u32, chan: u32, msg: Msg) {
         let inbox = &mut self.queues[to as usize];
-        match inbox.iter_mut().find(|(f, _)| *f == from) {
+        match inbox.iter_mut().find(|(k, _)| *k == (from, chan)) {
             Some((_, q)) => q.push_back(msg),
-            None => inbox.push((from, VecDeque::from([msg]))),
+            None => inbox.push(((from, chan), VecDeque::from([msg]))),
         }
-        let target = &mut self.lanes[to as usize];
-        if target.wait == Wait::Recv(from) {
-            target.wait = Wait::Ready;
-            self.ready.push_back(to);
+        for &t in &self.lanes[to as usize].tasks {
+            let task = &mut self.tasks[t as usize];
+            if task.wait == Wait::Recv(from, chan) {
+                task.wait = Wait::Ready;
+                self.ready.push_back(t);
+                break;
+            }
         }
     }
 
-    fn pop(&mut self, from: u32, to: u32) -> Option<Msg> {
+    fn pop(&mut self, from: u32, to: u32, chan: u32) -> Option<Msg> {
         self.queues[to as usize]
             .iter_mut()
-            .find(|(f, _)| *f == from)
+            .find(|(k, _)| *k == (from, chan))
             .and_then(|(_, q)| q.pop_front())
     }
 
-    /// Runs `lane` until it waits, ends, or (random schedule) for one op.
-    fn step(&mut self, lane: u32) -> Result<(), RunError> {
+    /// Whether `lane` may record an event of statement `stmt` now: not
+    /// while a resumed run replays another part's recorded event first.
+    fn my_turn(&self, lane: u32, stmt: StmtId) -> bool {
+        self.lanes[lane as usize]
+            .replay
+            .front()
+            .is_none_or(|&l| l == self.engine.lanes.of(stmt))
+    }
+
+    /// Starts a task at `pc` of `lane`'s program, a part of `parent`'s `par`.
+    fn spawn(&mut self, lane: u32, pc: u32, parent: u32) {
+        let task = Task {
+            lane,
+            pc,
+            wait: Wait::Ready,
+            parent,
+            children: 0,
+            deferred: None,
+        };
+        let t = match self.free.pop() {
+            Some(t) => {
+                self.tasks[t as usize] = task;
+                t
+            }
+            None => {
+                self.tasks.push(task);
+                (self.tasks.len() - 1) as u32
+            }
+        };
+        self.tasks[parent as usize].children += 1;
+        self.lanes[lane as usize].tasks.push(t);
+        self.ready.push_back(t);
+    }
+
+    /// A part other than the first ended: its task goes, and its parent
+    /// goes on when it was the last.
+    fn end_part(&mut self, task: u32) {
+        let t = &mut self.tasks[task as usize];
+        t.wait = Wait::Done;
+        let (lane, parent) = (t.lane, t.parent);
+        self.lanes[lane as usize].tasks.retain(|&x| x != task);
+        self.free.push(task);
+        if let Some(p) = self.tasks.get_mut(parent as usize) {
+            p.children = p.children.saturating_sub(1);
+            if p.children == 0 && p.wait == Wait::Join {
+                p.wait = Wait::Ready;
+                self.ready.push_back(parent);
+            }
+        }
+    }
+
+    /// Runs `task` until it waits, ends, or (random schedule) for one op.
+    fn step(&mut self, task: u32) -> Result<(), RunError> {
+        if let Some(result) = self.tasks[task as usize].deferred.take() {
+            return self.complete(task, result);
+        }
         let engine = self.engine.clone();
+        let lane = self.tasks[task as usize].lane;
         let ops = &engine.flat[lane as usize].ops;
         let types = &engine.program.types;
         let one_op = matches!(self.options.schedule, Schedule::Random(_));
+        let gated = !self.lanes[lane as usize].replay.is_empty();
         loop {
             // Between two operations the state is consistent: a checkpoint
             // taken here is one a resumed run can continue from.
             if self.events >= self.next_checkpoint {
                 self.checkpoint();
             }
-            let pc = self.lanes[lane as usize].pc;
+            let pc = self.tasks[task as usize].pc;
             let Some(op) = ops.get(pc as usize) else {
-                self.lanes[lane as usize].wait = Wait::Done;
+                self.tasks[task as usize].wait = Wait::Done;
                 self.done += 1;
                 return Ok(());
             };
+            if gated {
+                let stmt = match op {
+                    Op::Send { stmt, .. }
+                    | Op::Recv { stmt, .. }
+                    | Op::Decide { stmt, .. }
+                    | Op::Await { stmt, .. } => Some(*stmt),
+                    Op::Act {
+                        stmt,
+                        call: Call::Expr(_),
+                        ..
+                    } => Some(*stmt),
+                    Op::Act {
+                        stmt,
+                        call: Call::Action { action, .. },
+                        ..
+                    } => matches!(
+                        engine.performers[action.0 as usize],
+                        Performer::PureExpr | Performer::PureHost(_)
+                    )
+                    .then_some(*stmt),
+                    _ => None,
+                };
+                if let Some(stmt) = stmt
+                    && !self.my_turn(lane, stmt)
+                {
+                    self.tasks[task as usize].wait = Wait::Turn;
+                    return Ok(());
+                }
+            }
             self.steps += 1;
             match op {
                 Op::Send { stmt, to, items } => {
@@ -1078,43 +1364,47 @@ impl RunState {
                     self.push(
                         lane,
                         to.0,
+                        engine.lanes.of(*stmt),
                         Msg::Data {
                             stmt: *stmt,
                             values,
                         },
                     );
-                    self.lanes[lane as usize].pc += 1;
+                    self.tasks[task as usize].pc += 1;
                 }
-                Op::Recv { stmt, from, binds } => match self.pop(from.0, lane) {
-                    None => {
-                        self.lanes[lane as usize].wait = Wait::Recv(from.0);
-                        return Ok(());
-                    }
-                    Some(Msg::Data { stmt: got, values })
-                        if got == *stmt && values.len() == binds.len() =>
-                    {
-                        if self.recording() {
-                            let msg = Message::Data {
-                                stmt: *stmt,
-                                values: Some(values.clone()),
-                            };
-                            self.record(lane, Event::Recv { from: *from, msg });
+                Op::Recv { stmt, from, binds } => {
+                    match self.pop(from.0, lane, engine.lanes.of(*stmt)) {
+                        None => {
+                            self.tasks[task as usize].wait =
+                                Wait::Recv(from.0, engine.lanes.of(*stmt));
+                            return Ok(());
                         }
-                        let env = &mut self.lanes[lane as usize].env;
-                        for (bind, value) in binds.iter().zip(values) {
-                            if let Recv::Bind(var) = bind {
-                                env.set(*var, value);
+                        Some(Msg::Data { stmt: got, values })
+                            if got == *stmt && values.len() == binds.len() =>
+                        {
+                            if self.recording() {
+                                let msg = Message::Data {
+                                    stmt: *stmt,
+                                    values: Some(values.clone()),
+                                };
+                                self.record(lane, Event::Recv { from: *from, msg });
                             }
+                            let env = &mut self.lanes[lane as usize].env;
+                            for (bind, value) in binds.iter().zip(values) {
+                                if let Recv::Bind(var) = bind {
+                                    env.set(*var, value);
+                                }
+                            }
+                            self.tasks[task as usize].pc += 1;
                         }
-                        self.lanes[lane as usize].pc += 1;
+                        Some(other) => {
+                            return Err(self.protocol(
+                                lane,
+                                format!("expected the message of s{}, got {other:?}", stmt.0),
+                            ));
+                        }
                     }
-                    Some(other) => {
-                        return Err(self.protocol(
-                            lane,
-                            format!("expected the message of s{}, got {other:?}", stmt.0),
-                        ));
-                    }
-                },
+                }
                 Op::Act {
                     stmt,
                     outputs,
@@ -1123,7 +1413,7 @@ impl RunState {
                     Call::Expr(e) => {
                         let value = eval(e, &self.lanes[lane as usize].env, types)
                             .map_err(|e| self.eval_error(lane, *stmt, e))?;
-                        self.finish_act(lane, *stmt, outputs, vec![value]);
+                        self.finish_act(task, *stmt, outputs, vec![value]);
                     }
                     Call::Action { action, args } => {
                         let env = &self.lanes[lane as usize].env;
@@ -1144,18 +1434,18 @@ impl RunState {
                                 };
                                 let value = eval(body, argv.as_slice(), types)
                                     .map_err(|e| self.eval_error(lane, *stmt, e))?;
-                                self.finish_act(lane, *stmt, outputs, vec![value]);
+                                self.finish_act(task, *stmt, outputs, vec![value]);
                             }
                             Performer::PureHost(f) => {
                                 let values = f(&argv)
                                     .map_err(|m| self.action_error(lane, *stmt, *action, m))?;
                                 let values = self.check_outputs(lane, *stmt, *action, values)?;
-                                self.finish_act(lane, *stmt, outputs, values);
+                                self.finish_act(task, *stmt, outputs, values);
                             }
                             performer => {
                                 let performer = performer.clone();
-                                self.start(lane, *action, argv, performer)?;
-                                self.lanes[lane as usize].wait = Wait::Action;
+                                self.start(task, *action, argv, performer)?;
+                                self.tasks[task as usize].wait = Wait::Action;
                                 return Ok(());
                             }
                         }
@@ -1197,22 +1487,23 @@ impl RunState {
                         self.push(
                             lane,
                             r.0,
+                            engine.lanes.of(*stmt),
                             Msg::Control {
                                 tag: *tag,
                                 decision,
                             },
                         );
                     }
-                    self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
+                    self.tasks[task as usize].pc = if decision { pc + 1 } else { *on_false };
                 }
                 Op::Await {
                     stmt,
                     from,
                     tag,
                     on_false,
-                } => match self.pop(from.0, lane) {
+                } => match self.pop(from.0, lane, engine.lanes.of(*stmt)) {
                     None => {
-                        self.lanes[lane as usize].wait = Wait::Recv(from.0);
+                        self.tasks[task as usize].wait = Wait::Recv(from.0, engine.lanes.of(*stmt));
                         return Ok(());
                     }
                     Some(Msg::Control { tag: got, decision }) if got == *tag => {
@@ -1224,7 +1515,7 @@ impl RunState {
                             };
                             self.record(lane, Event::Recv { from: *from, msg });
                         }
-                        self.lanes[lane as usize].pc = if decision { pc + 1 } else { *on_false };
+                        self.tasks[task as usize].pc = if decision { pc + 1 } else { *on_false };
                     }
                     Some(other) => {
                         return Err(self.protocol(
@@ -1233,10 +1524,30 @@ impl RunState {
                         ));
                     }
                 },
-                Op::Jump { target } => self.lanes[lane as usize].pc = *target,
+                Op::Jump { target } => self.tasks[task as usize].pc = *target,
+                Op::Fork { parts, .. } => {
+                    for &start in parts {
+                        self.spawn(lane, start, task);
+                    }
+                    self.tasks[task as usize].pc += 1;
+                }
+                Op::EndPart { fork, part, .. } => {
+                    if *part != 0 {
+                        self.end_part(task);
+                        return Ok(());
+                    }
+                    if self.tasks[task as usize].children > 0 {
+                        self.tasks[task as usize].wait = Wait::Join;
+                        return Ok(());
+                    }
+                    let Some(Op::Fork { join, .. }) = ops.get(*fork as usize) else {
+                        return Err(self.protocol(lane, "a part ends outside a `par`".into()));
+                    };
+                    self.tasks[task as usize].pc = *join;
+                }
             }
             if one_op {
-                self.ready.push_back(lane);
+                self.ready.push_back(task);
                 return Ok(());
             }
         }
@@ -1292,11 +1603,12 @@ impl RunState {
 
     fn finish_act(
         &mut self,
-        lane: u32,
+        task: u32,
         stmt: StmtId,
         outputs: &[Option<VarId>],
         values: Vec<Value>,
     ) {
+        let lane = self.tasks[task as usize].lane;
         if self.recording() {
             self.record(
                 lane,
@@ -1312,25 +1624,35 @@ impl RunState {
                 l.env.set(*var, value);
             }
         }
-        l.pc += 1;
+        self.tasks[task as usize].pc += 1;
     }
 
     /// Starts an asynchronous action on the run's task set, or takes its
     /// result from the journal when a resumed run already has it.
     fn start(
         &mut self,
-        lane: u32,
+        task: u32,
         action: ActionId,
         args: Vec<Value>,
         performer: Performer,
     ) -> Result<(), RunError> {
         let engine = self.engine.clone();
         let decl = engine.program.action(action);
+        let (lane, pc) = {
+            let t = &self.tasks[task as usize];
+            (t.lane, t.pc)
+        };
         let occurrence = {
-            let occ = &mut self.lanes[lane as usize].occurrences[action.0 as usize];
+            let key = engine.key_lane_at(lane as usize, pc);
+            let l = &mut self.lanes[lane as usize];
+            let occ = if key == 0 {
+                &mut l.occurrences[action.0 as usize]
+            } else {
+                l.keyed.entry((key, action.0)).or_default()
+            };
             let k = *occ;
             *occ += 1;
-            k
+            occurrence_key(key, k)
         };
         let lifeline = self.workflow().lifelines[lane as usize].name.clone();
         let step = StepKey {
@@ -1351,7 +1673,7 @@ impl RunState {
             match journal.recorded(&step) {
                 Some(Recorded::Done(values)) => {
                     self.pending
-                        .push(Box::pin(async move { (lane, Ok(values)) }));
+                        .push(Box::pin(async move { (task, Ok(values)) }));
                     return Ok(());
                 }
                 // A crash between "started" and "finished": repeat only what
@@ -1429,7 +1751,7 @@ impl RunState {
             Ok(values)
         };
         self.pending
-            .push(Box::pin(async move { (lane, fut.instrument(span).await) }));
+            .push(Box::pin(async move { (task, fut.instrument(span).await) }));
         Ok(())
     }
 
@@ -1628,10 +1950,13 @@ impl RunState {
         }
     }
 
-    /// An asynchronous action of `lane` finished.
-    fn complete(&mut self, lane: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
+    /// An asynchronous action of `task` finished.
+    fn complete(&mut self, task: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
         let engine = self.engine.clone();
-        let pc = self.lanes[lane as usize].pc;
+        let (lane, pc) = {
+            let t = &self.tasks[task as usize];
+            (t.lane, t.pc)
+        };
         let Some(Op::Act {
             stmt,
             outputs,
@@ -1643,6 +1968,14 @@ impl RunState {
                 "an action finished, but the lifeline is not at an action".into(),
             ));
         };
+        // While a resumed run replays, another part's recorded event may
+        // have to come first: the result waits for its turn.
+        if !self.my_turn(lane, *stmt) {
+            let t = &mut self.tasks[task as usize];
+            t.deferred = Some(result);
+            t.wait = Wait::Turn;
+            return Ok(());
+        }
         let values = result.map_err(|f| match f {
             Failure::Action(m) => self.action_error(lane, *stmt, *action, m),
             Failure::Journal(message) => RunError::Journal {
@@ -1651,11 +1984,32 @@ impl RunState {
             },
         })?;
         let values = self.check_outputs(lane, *stmt, *action, values)?;
-        self.finish_act(lane, *stmt, outputs, values);
-        let l = &mut self.lanes[lane as usize];
-        l.wait = Wait::Ready;
-        self.ready.push_back(lane);
+        self.finish_act(task, *stmt, outputs, values);
+        self.tasks[task as usize].wait = Wait::Ready;
+        self.ready.push_back(task);
         Ok(())
+    }
+}
+
+/// The occurrence of a [`StepKey`]: the count itself in lane 0 (every
+/// workflow without concurrent parts), else the lane in the high bits, so
+/// that keys of different lanes never meet and stay stable across runs.
+fn occurrence_key(lane: u32, count: u64) -> u64 {
+    if lane == 0 {
+        count
+    } else {
+        (u64::from(lane) << 40) | count
+    }
+}
+
+impl Inner {
+    /// The lane in which lifeline `lane` counts the action at `pc`.
+    fn key_lane_at(&self, lane: usize, pc: u32) -> u32 {
+        self.key_lane
+            .get(lane)
+            .and_then(|k| k.get(pc as usize))
+            .copied()
+            .unwrap_or(0)
     }
 }
 

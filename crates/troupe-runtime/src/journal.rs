@@ -14,7 +14,7 @@ use crate::checkpoint::Checkpoint;
 use crate::error::RunError;
 use std::fmt;
 use troupe_check::Value;
-use troupe_check::ir::LifelineId;
+use troupe_check::ir::{LifelineId, StmtId};
 use troupe_llm::BoxFuture;
 use troupe_msc::Event;
 
@@ -169,6 +169,17 @@ pub trait RunJournal: Send + Sync {
     /// the events before it, and answers for the steps it names as
     /// pending.
     fn resume_from(&self) -> Option<Checkpoint> {
+        None
+    }
+
+    /// The statements of the events each lifeline recorded before the run
+    /// resumed (after the checkpoint it resumes from, or all of them), in
+    /// each lifeline's order, indexed by lifeline. A lifeline that runs the
+    /// parts of a `par` concurrently could interleave them otherwise than
+    /// before; the resumed run follows this order while it replays, so the
+    /// journal's per-lifeline count of events already recorded stays true.
+    /// The default, `None`: the journal records nothing before a resume.
+    fn recorded_order(&self) -> Option<Vec<Vec<StmtId>>> {
         None
     }
 

@@ -38,7 +38,7 @@ pub mod watch;
 pub use actions::{
     EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
 };
-pub use checkpoint::{Channel, Checkpoint, LaneState, Queued};
+pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_inputs};
 pub use error::{Location, RunError};
 pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};

@@ -180,6 +180,7 @@ fn index_stmts<'a>(block: &'a Block, out: &mut [Option<&'a Stmt>]) {
                 index_stmts(body, out);
                 index_stmts(exit, out);
             }
+            StmtKind::Par { branches } => branches.iter().for_each(|b| index_stmts(b, out)),
             StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
         }
     }

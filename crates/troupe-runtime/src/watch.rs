@@ -95,6 +95,10 @@ impl RunJournal for Watched {
         }
     }
 
+    fn recorded_order(&self) -> Option<Vec<Vec<troupe_check::ir::StmtId>>> {
+        self.inner.as_ref().and_then(|j| j.recorded_order())
+    }
+
     fn checkpoint_every(&self) -> Option<u64> {
         self.inner.as_ref().and_then(|j| j.checkpoint_every())
     }

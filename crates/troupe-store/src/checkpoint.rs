@@ -10,9 +10,16 @@ use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put
 use troupe_check::ir::{LifelineId, StmtId};
 use troupe_msc::{CursorState, MonitorState};
 use troupe_project::ControlTag;
-use troupe_runtime::{Channel, Checkpoint, LaneState, Queued, StepKey};
+use troupe_runtime::{Channel, Checkpoint, LaneState, PartState, Queued, StepKey};
 
-const VERSION: u8 = 1;
+/// Version 2 added the parts of `par` regions (a lifeline's further tasks,
+/// its per-lane action counts, the monitor's part cursors); version 1
+/// checkpoints (which have none) still decode.
+const VERSION: u8 = 2;
+
+/// How deep the monitor's part cursors may nest in a decoded checkpoint
+/// (as deep as constructs nest).
+const MAX_PART_DEPTH: usize = 256;
 
 /// A checkpoint with the journal's cursor.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +51,17 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
         }
         put_varint(&mut out, lane.occurrences.len() as u64);
         for (action, n) in &lane.occurrences {
+            put_varint(&mut out, u64::from(*action));
+            put_varint(&mut out, *n);
+        }
+        put_varint(&mut out, lane.parts.len() as u64);
+        for part in &lane.parts {
+            put_varint(&mut out, u64::from(part.pc));
+            put_varint(&mut out, u64::from(part.parent));
+        }
+        put_varint(&mut out, lane.keyed.len() as u64);
+        for (l, action, n) in &lane.keyed {
+            put_varint(&mut out, u64::from(*l));
             put_varint(&mut out, u64::from(*action));
             put_varint(&mut out, *n);
         }
@@ -82,20 +100,7 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
             out.push(1);
             put_varint(&mut out, m.cursors.len() as u64);
             for c in &m.cursors {
-                put_varint(&mut out, c.frames.len() as u64);
-                for (plan, pos, arm) in &c.frames {
-                    put_varint(&mut out, u64::from(*plan));
-                    put_varint(&mut out, u64::from(*pos));
-                    out.push(*arm);
-                }
-                match c.telling {
-                    None => out.push(0),
-                    Some((d, told)) => {
-                        out.push(1 + u8::from(d));
-                        put_varint(&mut out, u64::from(told));
-                    }
-                }
-                put_varint(&mut out, c.seen);
+                encode_cursor(&mut out, c);
             }
             put_varint(&mut out, m.channels.len() as u64);
             for (from, to, q) in &m.channels {
@@ -114,6 +119,61 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
     out
 }
 
+fn encode_cursor(out: &mut Vec<u8>, c: &CursorState) {
+    put_varint(out, c.frames.len() as u64);
+    for (plan, pos, arm) in &c.frames {
+        put_varint(out, u64::from(*plan));
+        put_varint(out, u64::from(*pos));
+        out.push(*arm);
+    }
+    match c.telling {
+        None => out.push(0),
+        Some((d, told)) => {
+            out.push(1 + u8::from(d));
+            put_varint(out, u64::from(told));
+        }
+    }
+    put_varint(out, c.seen);
+    put_varint(out, c.parts.len() as u64);
+    for (lane, p) in &c.parts {
+        put_varint(out, u64::from(*lane));
+        encode_cursor(out, p);
+    }
+}
+
+fn decode_cursor(
+    r: &mut Reader<'_>,
+    version: u8,
+    depth: usize,
+) -> Result<CursorState, DecodeError> {
+    if depth > MAX_PART_DEPTH {
+        return r.fail("parts nested too deep");
+    }
+    let mut frames = Vec::new();
+    for _ in 0..r.len()? {
+        frames.push((r.u32()?, r.u32()?, r.byte()?));
+    }
+    let telling = match r.byte()? {
+        0 => None,
+        t @ (1 | 2) => Some((t == 2, r.u32()?)),
+        _ => return r.fail("bad decision tag"),
+    };
+    let seen = r.varint()?;
+    let mut parts = Vec::new();
+    if version >= 2 {
+        for _ in 0..r.len()? {
+            let lane = r.u32()?;
+            parts.push((lane, decode_cursor(r, version, depth + 1)?));
+        }
+    }
+    Ok(CursorState {
+        frames,
+        telling,
+        seen,
+        parts,
+    })
+}
+
 pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
     let damaged = DecodeError {
         at: 0,
@@ -126,7 +186,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         return Err(damaged);
     }
     let mut r = Reader::new(bytes);
-    if r.byte()? != VERSION {
+    let version = r.byte()?;
+    if !(1..=VERSION).contains(&version) {
         return r.fail("unknown checkpoint version");
     }
     let mut seen = Vec::new();
@@ -149,11 +210,25 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         for _ in 0..r.len()? {
             occurrences.push((r.u32()?, r.varint()?));
         }
+        let (mut parts, mut keyed) = (Vec::new(), Vec::new());
+        if version >= 2 {
+            for _ in 0..r.len()? {
+                parts.push(PartState {
+                    pc: r.u32()?,
+                    parent: r.u32()?,
+                });
+            }
+            for _ in 0..r.len()? {
+                keyed.push((r.u32()?, r.u32()?, r.varint()?));
+            }
+        }
         lanes.push(LaneState {
             pc,
             done,
             values,
             occurrences,
+            parts,
+            keyed,
         });
     }
     let mut channels = Vec::new();
@@ -191,20 +266,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         1 => {
             let mut cursors = Vec::new();
             for _ in 0..r.len()? {
-                let mut frames = Vec::new();
-                for _ in 0..r.len()? {
-                    frames.push((r.u32()?, r.u32()?, r.byte()?));
-                }
-                let telling = match r.byte()? {
-                    0 => None,
-                    t @ (1 | 2) => Some((t == 2, r.u32()?)),
-                    _ => return r.fail("bad decision tag"),
-                };
-                cursors.push(CursorState {
-                    frames,
-                    telling,
-                    seen: r.varint()?,
-                });
+                cursors.push(decode_cursor(&mut r, version, 0)?);
             }
             let mut channels = Vec::new();
             for _ in 0..r.len()? {
@@ -256,12 +318,19 @@ mod tests {
                         done: false,
                         values: vec![Some(Value::Int(-5)), None, Some(Value::text("é"))],
                         occurrences: vec![(0, 2), (3, 1)],
+                        parts: vec![
+                            PartState { pc: 7, parent: 0 },
+                            PartState { pc: 11, parent: 1 },
+                        ],
+                        keyed: vec![(2, 3, 4)],
                     },
                     LaneState {
                         pc: 9,
                         done: true,
                         values: vec![],
                         occurrences: vec![],
+                        parts: vec![],
+                        keyed: vec![],
                     },
                 ],
                 channels: vec![Channel {
@@ -290,6 +359,15 @@ mod tests {
                         frames: vec![(0, 3, 0), (2, 1, 2)],
                         telling: Some((true, 1)),
                         seen: 5,
+                        parts: vec![(
+                            3,
+                            CursorState {
+                                frames: vec![(4, 0, 4)],
+                                telling: None,
+                                seen: 0,
+                                parts: vec![],
+                            },
+                        )],
                     }],
                     channels: vec![(
                         LifelineId(1),
@@ -314,6 +392,8 @@ mod tests {
         assert_eq!(encode(&back.seen, &back.checkpoint), bytes);
         assert_eq!(back.checkpoint.pending, s.checkpoint.pending);
         assert_eq!(back.checkpoint.monitor, s.checkpoint.monitor);
+        assert_eq!(back.checkpoint.lanes[0].parts, s.checkpoint.lanes[0].parts);
+        assert_eq!(back.checkpoint.lanes[0].keyed, s.checkpoint.lanes[0].keyed);
         assert_eq!(back.seen, s.seen);
     }
 

@@ -22,7 +22,7 @@ use crate::writer::{Op, Writer};
 use crate::{Store, StoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use troupe_check::ir::LifelineId;
+use troupe_check::ir::{LifelineId, StmtId};
 use troupe_check::{TypeTable, Value};
 use troupe_llm::BoxFuture;
 use troupe_msc::Event;
@@ -63,6 +63,9 @@ pub struct StoreJournal {
     options: JournalOptions,
     /// The checkpoint the resumed run continues from, until it asks.
     resume: Mutex<Option<Checkpoint>>,
+    /// Per lifeline, the statements of the events stored after the resume
+    /// point, in order, until the run asks (`RunJournal::recorded_order`).
+    tail: Mutex<Option<Vec<Vec<StmtId>>>>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -152,12 +155,16 @@ impl StoreJournal {
         let seen = stored.clone();
         let mut next_chunk = first_chunk;
         let chunks = store.chunks(run, first_chunk, None)?;
+        let mut tail: Vec<Vec<StmtId>> = vec![Vec::new(); stored.len()];
         for (chunk, data) in chunks {
             let events = codec::decode_events(&data)
                 .map_err(|e| corrupt(format!("run {run}, event chunk {chunk}: {e}")))?;
-            for (l, _) in events {
+            for (l, e) in events {
                 if let Some(n) = stored.get_mut(l.0 as usize) {
                     *n += 1;
+                }
+                if let Some(t) = tail.get_mut(l.0 as usize) {
+                    t.push(e.stmt());
                 }
             }
             next_chunk = chunk + 1;
@@ -220,6 +227,7 @@ impl StoreJournal {
             fingerprint,
             options,
             resume: Mutex::new(checkpoint.map(|(_, _, cp)| cp.checkpoint)),
+            tail: Mutex::new(Some(tail)),
         })
     }
 
@@ -321,6 +329,12 @@ impl RunJournal for StoreJournal {
             // A failure here resurfaces at the next durable write.
             let _ = self.flush(&mut buf);
         }
+    }
+
+    /// The stored events after the resume point: the ones a resumed run
+    /// replays (and this journal drops), in each lifeline's order.
+    fn recorded_order(&self) -> Option<Vec<Vec<StmtId>>> {
+        self.tail.lock().ok()?.take()
     }
 
     fn recorded(&self, key: &StepKey) -> Option<Recorded> {
@@ -512,6 +526,8 @@ mod tests {
                 done: false,
                 values: Vec::new(),
                 occurrences: Vec::new(),
+                parts: Vec::new(),
+                keyed: Vec::new(),
             }],
             channels: Vec::new(),
             steps: events,

@@ -205,6 +205,15 @@ pub enum StmtKind {
         owner: Ident,
         body: Block,
     },
+    /// `par { P } and { Q } …`: two or more branches run concurrently.
+    Par {
+        branches: Vec<Block>,
+    },
+    /// `coregion { msg A1(…) -> B(…) … }`: messages to one receiver, received
+    /// in any order.
+    Coregion {
+        body: Block,
+    },
     /// `call workflow[L = A, …](args…) -> (y @ A, …)`
     Call {
         workflow: Ident,

@@ -115,7 +115,7 @@ codes! {
     /// A number literal that does not fit its type.
     InvalidNumber = "E0005", "invalid-number";
     /// A form of LANGUAGE.md §6 that this version parses but does not
-    /// implement yet (`par`, `coregion`, `planner`).
+    /// implement yet (`planner`).
     Unsupported = "E0006", "unsupported-form";
     /// Two declarations (types, actions, workflows, enum values, fields,
     /// parameters or inputs) share a name.
@@ -208,6 +208,15 @@ codes! {
     /// A `for` over something that is not a list variable of its owner, or
     /// whose list is bound again inside the loop.
     ForList = "E0706", "for-list";
+    /// A variable written in one branch of a `par` is read or written in
+    /// another branch at the same lifeline: the branches run concurrently,
+    /// so the outcome would depend on the schedule. The message points at
+    /// both places.
+    ParConflict = "E0720", "par-conflict";
+    /// A `coregion` that is not a set of messages to one receiver from
+    /// distinct senders with disjoint bindings: a statement other than
+    /// `msg`, a second receiver, a sender twice, a variable bound twice.
+    CoregionForm = "E0721", "coregion-form";
 }
 
 impl std::fmt::Display for Code {

@@ -675,8 +675,20 @@ impl Parser<'_> {
                 })
             }
             T::Keyword(K::Call) => self.call_stmt(),
-            T::Keyword(K::Par) => Err(self.unsupported("`par`")),
-            T::Keyword(K::Coregion) => Err(self.unsupported("`coregion`")),
+            T::Keyword(K::Par) => {
+                self.bump();
+                let mut branches = vec![self.block()?];
+                while self.eat(T::Keyword(K::And)) {
+                    branches.push(self.block()?);
+                }
+                Ok(StmtKind::Par { branches })
+            }
+            T::Keyword(K::Coregion) => {
+                self.bump();
+                Ok(StmtKind::Coregion {
+                    body: self.block()?,
+                })
+            }
             T::Keyword(K::Return) => {
                 self.bump();
                 let mut items = Vec::new();

@@ -56,6 +56,7 @@ impl Describe<'_> {
             StmtKind::While { owner, guard, .. } => {
                 format!("while {} @ {}", self.expr(guard), self.lifeline(*owner))
             }
+            StmtKind::Par { .. } => "par …".to_owned(),
             StmtKind::Msg { .. } => "msg …".to_owned(),
             StmtKind::Act { .. } => "act …".to_owned(),
         };

@@ -179,6 +179,12 @@ impl Walk<'_, '_> {
                     self.block(body, &mut iteration);
                     self.block(exit, state);
                 }
+                // The branches all run; read in order (see `flow`).
+                StmtKind::Par { branches } => {
+                    for b in branches {
+                        self.block(b, state);
+                    }
+                }
             }
         }
     }

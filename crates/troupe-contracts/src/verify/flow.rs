@@ -642,6 +642,8 @@ impl<'w> Flow<'w> {
                 path.choices.push((stmt.id, Branch::Exit));
                 through(exit, path)
             }
+            // Every branch runs: the path passes them all.
+            StmtKind::Par { branches } => branches.iter().all(|b| through(b, path)),
         }
     }
 }
@@ -801,6 +803,15 @@ impl<'w> Walker<'w> {
                 self.undo(mark);
                 self.block(exit, Some((stmt.id, Branch::Exit)));
             }
+            // The branches share no variable one of them writes, so their
+            // values do not depend on the order; they are read in order.
+            StmtKind::Par { branches } => {
+                // Its statements are where the `par` is.
+                let parent = self.flow.parents.get(&stmt.id).copied();
+                for b in branches {
+                    self.block(b, parent);
+                }
+            }
         }
     }
 
@@ -938,6 +949,14 @@ fn link(
                 link(body, Some(stmt.id), edges, depth + 1),
                 link(exit, next, edges, depth + 1),
             ],
+            // The branches in order, the last one continuing at `next`.
+            StmtKind::Par { branches } => {
+                let mut after = next;
+                for b in branches.iter().rev() {
+                    after = link(b, after, edges, depth + 1);
+                }
+                vec![after]
+            }
         };
         edges.extend(targets.into_iter().flatten().map(|to| (stmt.id, to)));
         next = Some(stmt.id);
@@ -963,6 +982,7 @@ fn assigned_vars(block: &Block) -> BTreeSet<VarId> {
                     then, otherwise, ..
                 } => stack.extend([then, otherwise]),
                 StmtKind::While { body, exit, .. } => stack.extend([body, exit]),
+                StmtKind::Par { branches } => stack.extend(branches.iter()),
             }
         }
     }

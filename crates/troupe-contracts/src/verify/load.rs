@@ -125,6 +125,7 @@ pub(crate) fn unverified(program: &Program, contracts: &Contracts, deny: bool) -
                         then, otherwise, ..
                     } => stack.extend([then, otherwise]),
                     StmtKind::While { body, exit, .. } => stack.extend([body, exit]),
+                    StmtKind::Par { branches } => stack.extend(branches.iter()),
                     StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
                 }
             }

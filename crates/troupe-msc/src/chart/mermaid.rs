@@ -55,6 +55,8 @@ pub fn render(chart: &Chart) -> String {
     }
     let mut depth = 1usize;
     let mut open = 0usize;
+    // The kinds of the open frames: a section of a `par` opens with `and`.
+    let mut kinds: Vec<FrameKind> = Vec::new();
     let pad = |depth: usize| "    ".repeat(depth);
     for item in &chart.items {
         match item {
@@ -79,6 +81,7 @@ pub fn render(chart: &Chart) -> String {
                 let _ = writeln!(out, "{}rect rgb(236, 253, 245)", pad(depth));
                 depth += 1;
                 open += 1;
+                kinds.push(FrameKind::Call);
                 let _ = writeln!(
                     out,
                     "{}Note over P{}: {}",
@@ -91,6 +94,7 @@ pub fn render(chart: &Chart) -> String {
                 let _ = writeln!(out, "{}{} {}", pad(depth), kind.keyword(), escape(label));
                 depth += 1;
                 open += 1;
+                kinds.push(*kind);
             }
             Item::Ref { from, to, text } => {
                 let over = if from == to {
@@ -101,15 +105,21 @@ pub fn render(chart: &Chart) -> String {
                 let _ = writeln!(out, "{}Note over {over}: {}", pad(depth), escape(text));
             }
             Item::FrameElse { label } => {
+                let word = if kinds.last() == Some(&FrameKind::Par) {
+                    "and"
+                } else {
+                    "else"
+                };
                 let _ = writeln!(
                     out,
-                    "{}else {}",
+                    "{}{word} {}",
                     pad(depth.saturating_sub(1)),
                     escape(label)
                 );
             }
             Item::FrameEnd => {
                 if open > 0 {
+                    kinds.pop();
                     open -= 1;
                     depth -= 1;
                     let _ = writeln!(out, "{}end", pad(depth));

@@ -26,6 +26,9 @@ pub enum FrameKind {
     Loop,
     /// An inlined `call`, drawn expanded (`--inline`).
     Call,
+    /// A `par` (or a `coregion`): one section per branch, separated by
+    /// [`Item::FrameElse`] (Mermaid's `and`).
+    Par,
 }
 
 impl FrameKind {
@@ -36,6 +39,7 @@ impl FrameKind {
             FrameKind::Alt => "alt",
             FrameKind::Loop => "loop",
             FrameKind::Call => "call",
+            FrameKind::Par => "par",
         }
     }
 }
@@ -276,6 +280,37 @@ impl Lower<'_, '_> {
                 self.control(stmt, *owner, false);
                 self.block(exit);
             }
+            StmtKind::Par { branches } => {
+                let coregion = n.workflow.coregion(stmt.id);
+                let owner = branches
+                    .iter()
+                    .flat_map(|b| b.stmts.first())
+                    .map(|s| match &s.kind {
+                        StmtKind::Msg { from, .. } => col(*from),
+                        StmtKind::Act { at, .. } => col(*at),
+                        StmtKind::If { owner, .. } | StmtKind::While { owner, .. } => col(*owner),
+                        StmtKind::Par { .. } => 0,
+                    })
+                    .min();
+                for (i, b) in branches.iter().enumerate() {
+                    let label = match coregion {
+                        Some(c) if i == 0 => format!("[coregion] @ {}", n.lifeline(c.receiver)),
+                        Some(_) => "[coregion]".to_owned(),
+                        None => format!("[branch {}]", i + 1),
+                    };
+                    if i == 0 {
+                        self.items.push(Item::FrameStart {
+                            kind: FrameKind::Par,
+                            label,
+                            owner,
+                        });
+                    } else {
+                        self.items.push(Item::FrameElse { label });
+                    }
+                    self.block(b);
+                }
+                self.items.push(Item::FrameEnd);
+            }
         }
     }
 }
@@ -297,6 +332,7 @@ fn stmt_index(workflow: &Workflow) -> HashMap<StmtId, &Stmt> {
                     walk(a, out);
                     walk(b, out);
                 }
+                StmtKind::Par { branches } => branches.iter().for_each(|b| walk(b, out)),
                 _ => {}
             }
         }

@@ -303,6 +303,7 @@ pub fn render(chart: &Chart) -> String {
             FrameKind::Alt => ("#2563eb", "#eff6ff"),
             FrameKind::Loop => ("#d97706", "#fffbeb"),
             FrameKind::Call => ("#059669", "#ecfdf5"),
+            FrameKind::Par => ("#7c3aed", "#f5f3ff"),
         };
         let (l, r) = (f.left + dx, f.right + dx);
         let _ = writeln!(

@@ -1,0 +1,165 @@
+//! Lanes: the branches of `par` regions, and which one each statement is in.
+//!
+//! Every branch of every `par` is a *lane* (the workflow's top level is lane
+//! 0). A statement's lane is the innermost branch that contains it. Lanes
+//! name the channels — a message or a decision of lane k travels on the
+//! channel (sender, receiver, k), so a message of one branch can never be
+//! received by another — and they key a lifeline's action counts where it
+//! runs several parts at once, so that the counts do not depend on how its
+//! parts interleave. All of it is a function of the workflow's syntax, so
+//! every process computes the same lanes.
+
+use troupe_check::ir::{Block, LifelineId, StmtId, StmtKind, Workflow};
+
+/// One lane: a branch of a `par` (or the top level).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lane {
+    /// The `par` statement (`None` for the top level, lane 0).
+    pub par: Option<StmtId>,
+    /// Which branch of it (0-based).
+    pub branch: u32,
+    /// The lane the `par` is in.
+    pub parent: u32,
+    /// The lifelines with something to do in the branch, in ⊏ order.
+    pub lifelines: Vec<LifelineId>,
+}
+
+/// The lanes of one workflow.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lanes {
+    /// Per statement (by `StmtId`), its lane.
+    of_stmt: Vec<u32>,
+    lanes: Vec<Lane>,
+}
+
+impl Lanes {
+    pub fn new(workflow: &Workflow) -> Lanes {
+        let mut lanes = Lanes {
+            of_stmt: vec![0; workflow.stmt_count as usize],
+            lanes: vec![Lane {
+                par: None,
+                branch: 0,
+                parent: 0,
+                lifelines: Vec::new(),
+            }],
+        };
+        let all = lanes.block(&workflow.body, 0);
+        lanes.lanes[0].lifelines = all;
+        lanes
+    }
+
+    /// Walks `block` in lane `lane`; returns its lifelines. Blocks nest at
+    /// most as deep as the checker allows.
+    fn block(&mut self, block: &Block, lane: u32) -> Vec<LifelineId> {
+        let mut all = Vec::new();
+        for s in &block.stmts {
+            if let Some(slot) = self.of_stmt.get_mut(s.id.0 as usize) {
+                *slot = lane;
+            }
+            match &s.kind {
+                StmtKind::Msg { from, to, .. } => all.extend([*from, *to]),
+                StmtKind::Act { at, .. } => all.push(*at),
+                StmtKind::If {
+                    owner,
+                    then: a,
+                    otherwise: b,
+                    ..
+                }
+                | StmtKind::While {
+                    owner,
+                    body: a,
+                    exit: b,
+                    ..
+                } => {
+                    all.push(*owner);
+                    all.extend(self.block(a, lane));
+                    all.extend(self.block(b, lane));
+                }
+                StmtKind::Par { branches } => {
+                    for (i, b) in branches.iter().enumerate() {
+                        let k = self.lanes.len() as u32;
+                        self.lanes.push(Lane {
+                            par: Some(s.id),
+                            branch: i as u32,
+                            parent: lane,
+                            lifelines: Vec::new(),
+                        });
+                        let mut ls = self.block(b, k);
+                        ls.sort_unstable();
+                        ls.dedup();
+                        all.extend(ls.iter().copied());
+                        self.lanes[k as usize].lifelines = ls;
+                    }
+                }
+            }
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// The lane of statement `stmt` (0 for an id out of range).
+    pub fn of(&self, stmt: StmtId) -> u32 {
+        self.of_stmt.get(stmt.0 as usize).copied().unwrap_or(0)
+    }
+
+    pub fn lane(&self, lane: u32) -> Option<&Lane> {
+        self.lanes.get(lane as usize)
+    }
+
+    /// The lane of branch `branch` of `par` statement `par` (0 when there
+    /// is none).
+    pub fn branch(&self, par: StmtId, branch: u32) -> u32 {
+        self.lanes
+            .iter()
+            .position(|l| l.par == Some(par) && l.branch == branch)
+            .map_or(0, |i| i as u32)
+    }
+
+    /// How many lanes there are (the top level included).
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Whether the workflow has no `par` (only the top level).
+    pub fn is_empty(&self) -> bool {
+        self.lanes.len() <= 1
+    }
+
+    /// Whether lane `inner` is `outer` or lies inside it.
+    pub fn within(&self, mut inner: u32, outer: u32) -> bool {
+        loop {
+            if inner == outer {
+                return true;
+            }
+            if inner == 0 {
+                return false;
+            }
+            inner = self.lanes.get(inner as usize).map_or(0, |l| l.parent);
+        }
+    }
+
+    /// The lane in which `lifeline` counts the actions of statement `stmt`:
+    /// the innermost enclosing branch of a `par` in which the lifeline runs
+    /// two or more parts at once, else 0. Within it, the lifeline's steps
+    /// are sequential, so the counts are the same under every schedule.
+    pub fn key_lane(&self, lifeline: LifelineId, stmt: StmtId) -> u32 {
+        let mut lane = self.of(stmt);
+        while lane != 0 {
+            let Some(info) = self.lanes.get(lane as usize) else {
+                return 0;
+            };
+            let par = info.par;
+            let parts = self
+                .lanes
+                .iter()
+                .filter(|l| l.par == par && l.lifelines.binary_search(&lifeline).is_ok())
+                .count();
+            if parts >= 2 {
+                return lane;
+            }
+            lane = info.parent;
+        }
+        0
+    }
+}
