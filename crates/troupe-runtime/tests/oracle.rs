@@ -9,6 +9,13 @@
 //! and call each action exactly as often as the workflow performs it,
 //! counted by the performers themselves. Seeds vary per run
 //! (`TROUPE_TEST_SEED` repeats one).
+//!
+//! With `par` regions and coregions (a lifeline's parts run concurrently,
+//! so its word may interleave its branches in any order), a run must be the
+//! global workflow's execution up to those interleavings
+//! (`global::conforms`), its events in the order they happened must fit
+//! FIFO channels per branch (`global::fifo`), and membership in ⟦P⟧ is
+//! checked by both of troupe-msc's implementations.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -131,6 +138,7 @@ fn performed(w: &troupe_check::ir::Workflow, exec: &troupe_msc::Execution) -> [u
                     walk(a, out);
                     walk(b, out);
                 }
+                StmtKind::Par { branches } => branches.iter().for_each(|b| walk(b, out)),
                 _ => {}
             }
         }
@@ -145,6 +153,139 @@ fn performed(w: &troupe_check::ir::Workflow, exec: &troupe_msc::Execution) -> [u
         }
     }
     counts
+}
+
+/// An engine of `program` whose performers count their calls in `ledger`.
+fn engine_of(program: &troupe_check::ir::Program, ledger: &Arc<Ledger>) -> troupe_runtime::Engine {
+    let mut externs = Externs::new();
+    let l = ledger.clone();
+    externs.effect("store", move |call| {
+        l.call(STORE);
+        let turns = l.turns();
+        async move {
+            wait(turns).await;
+            match call.args.first() {
+                Some(Value::Int(x)) => Ok(vec![Value::Int(action_result(STORE, *x))]),
+                other => Err(format!("store got {other:?}")),
+            }
+        }
+    });
+    EngineBuilder::from_program(program.clone())
+        .externs(externs)
+        .llm(Arc::new(Model(ledger.clone())))
+        .humans(Arc::new(People(ledger.clone())))
+        .tools(Arc::new(Tools(ledger.clone())))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn concurrent_workflows_run_as_the_global_workflow_up_to_interleaving() {
+    let seeds = Seeds::new(
+        "concurrent_workflows_run_as_the_global_workflow_up_to_interleaving",
+        2_000,
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut pars, mut coregions, mut shared, mut events) = (0usize, 0usize, 0usize, 0usize);
+    for seed in seeds.iter() {
+        let hint = repeat_hint(seed);
+        let mut rng = Rng::new(seed);
+        let program = generate::program(seed, &Shape::concurrent(&mut rng, 60));
+        let w = program.workflows[0].clone();
+        let projection = troupe_project::project(&program, &w).unwrap();
+        let tags = |s| projection.construct(s).map(|c| c.tag);
+        let inputs = generate::inputs(&w, seed);
+        let expected = global::run(&w, &inputs, true, &tags)
+            .unwrap_or_else(|e| panic!("seed {seed}: the oracle fails: {e}"));
+        let counts = performed(&w, &expected.execution);
+        let semantics = troupe_msc::Semantics::new(&program, &w).unwrap();
+        coregions += w.coregions.len();
+        pars += projection.lanes.len().saturating_sub(1);
+        // Regions where one lifeline has events of two branches or more.
+        shared += expected
+            .regions
+            .iter()
+            .filter(|r| {
+                let b = global::branches_of(&w);
+                let word = &expected.execution.words[r.lifeline.0 as usize][r.start..r.end];
+                let mut seen: Vec<usize> = word
+                    .iter()
+                    .filter_map(|e| {
+                        b[e.stmt().0 as usize]
+                            .iter()
+                            .find(|(p, _)| *p == r.par)
+                            .map(|x| x.1)
+                    })
+                    .collect();
+                seen.sort_unstable();
+                seen.dedup();
+                seen.len() > 1
+            })
+            .count();
+        for schedule in [Schedule::Random(mix(seed) | 1), Schedule::RunToBlock] {
+            let ledger = Arc::new(Ledger {
+                state: AtomicU64::new(seed ^ 0xd1ce),
+                ..Ledger::default()
+            });
+            let engine = engine_of(&program, &ledger);
+            let outcome = rt
+                .block_on(engine.run(
+                    inputs.clone(),
+                    RunOptions {
+                        run_id: format!("par-{seed}"),
+                        seed,
+                        trace: true,
+                        schedule,
+                        journal: None,
+                    },
+                ))
+                .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));
+            let trace = outcome.trace.unwrap();
+            let exec = trace.execution(w.lifelines.len());
+            global::conforms(&w, &expected, &exec)
+                .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));
+            global::fifo(&w, trace.entries.iter().map(|e| (e.lifeline, &e.event)))
+                .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));
+            let results: Vec<Value> = outcome.results.into_iter().map(|(_, v)| v).collect();
+            assert_eq!(results, expected.results, "seed {seed}: results\n{hint}");
+            engine
+                .verify("par", &trace)
+                .unwrap_or_else(|e| panic!("seed {seed}: the monitor: {e}\n{hint}"));
+            for control in [true, false] {
+                semantics
+                    .check(
+                        &exec,
+                        &troupe_msc::MemberOptions {
+                            control,
+                            prefix: false,
+                        },
+                    )
+                    .unwrap_or_else(|e| {
+                        panic!("seed {seed}: membership (control {control}): {e}\n{hint}")
+                    });
+            }
+            let called: Vec<usize> = ledger
+                .calls
+                .iter()
+                .map(|c| c.load(Ordering::SeqCst))
+                .collect();
+            assert_eq!(&called[1..], &counts[1..], "seed {seed}: calls\n{hint}");
+            events += exec.len();
+        }
+    }
+    eprintln!(
+        "{} workflows: {pars} par branches, {coregions} coregions, {shared} regions where a lifeline runs parts of several branches, {events} events",
+        seeds.cases
+    );
+    if seeds.cases >= 500 {
+        assert!(
+            pars > 1000 && coregions > 200 && shared > 200,
+            "too few concurrent forms"
+        );
+    }
 }
 
 #[test]
