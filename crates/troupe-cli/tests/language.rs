@@ -347,3 +347,57 @@ fn an_llm_with_tools_is_refused_before_the_run_starts() {
     );
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
+
+#[test]
+fn a_fan_out_review_runs_its_reviewers_in_parallel_and_is_verified() {
+    let out = troupe(&[
+        "run",
+        "examples/fan_out_review.troupe",
+        "-i",
+        "draft=Our Q3 results are in.",
+        "--trace",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        stderr(&out).contains("verified: the run"),
+        "{}",
+        stderr(&out)
+    );
+    // The Author sent the draft to each reviewer, and the Editor heard
+    // from each of them, in the order their reports arrived.
+    for reviewer in ["Style", "Facts", "Tone"] {
+        assert!(
+            text.contains(&format!(
+                "Author       send (\"Our Q3 results are in.\") to {reviewer}"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.contains("Editor       recv") && l.contains(&format!("from {reviewer}"))),
+            "{text}"
+        );
+    }
+    assert!(text.contains("outcome = "), "{text}");
+
+    let chart = troupe(&[
+        "msc",
+        "examples/fan_out_review.troupe",
+        "--format",
+        "mermaid",
+    ]);
+    assert_eq!(chart.status.code(), Some(0), "{}", stderr(&chart));
+    let m = stdout(&chart);
+    assert!(
+        m.contains("par [branch 1]")
+            && m.contains("and [branch 3]")
+            && m.contains("par [coregion] @ Editor"),
+        "{m}"
+    );
+    let projection = stdout(&troupe(&["project", "examples/fan_out_review.troupe"]));
+    assert!(
+        projection.contains("par branch 1 {") && projection.contains("} and branch 3 {"),
+        "{projection}"
+    );
+}

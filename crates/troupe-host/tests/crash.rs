@@ -13,6 +13,11 @@
 //! would, by looking at the ledger: the deposit is there (`Done`) or it is
 //! not (`Retry`).
 //!
+//! Each round runs a `par`: the Bank deposits in one branch while it talks
+//! to the Clerk in another and to the Auditor (a model call) in a third,
+//! so the Bank's three parts interleave as their actions finish, and a
+//! resumed run must replay them in their recorded order.
+//!
 //! The killed process is this test binary itself, re-run with
 //! `TROUPE_CRASH_CHILD` set so that only `crash_child` does anything.
 
@@ -37,14 +42,21 @@ workflow crash(limit: Int @ Bank) {
   act Bank: k = 0
   act Bank: total = 0
   while k < limit @ Bank {
-    act Bank: d = deposit("acct", k)
-    act Bank: total = total + d
-    msg Bank(k) -> Clerk(k)
-    if k % 7 == 0 @ Clerk {
-      act Clerk: ok = approve(k)
+    par {
+      act Bank: d = deposit("acct", k)
+      act Bank: total = total + d
+    } and {
+      msg Bank(k) -> Clerk(k)
+      if k % 7 == 0 @ Clerk {
+        act Clerk: ok = approve(k)
+      }
+      act Clerk: n = k + 1
+      msg Clerk(n) -> Bank(next)
+    } and {
+      msg Bank(k) -> Auditor(seen)
+      act Auditor: note = summarize(seen)
     }
-    act Clerk: n = k + 1
-    msg Clerk(n) -> Bank(k)
+    act Bank: k = next
   }
   msg Bank(total) -> Auditor(total)
   act Auditor: line = summarize(total)
@@ -358,7 +370,10 @@ fn crash_test(kills_wanted: usize, postgres: bool) {
                 let h = host(&dir);
                 let how = match ledger(&dir).get(&key) {
                     Some(_) => {
-                        let k: i64 = step.rsplit('#').next().unwrap().parse().unwrap();
+                        // The deposit runs in a part of a `par` beside others
+                        // of the Bank: its occurrence carries its lane.
+                        let n: u64 = step.rsplit('#').next().unwrap().parse().unwrap();
+                        let k = n % troupe_runtime::LANE_OCCURRENCES;
                         Resolution::Done(serde_json::json!(k))
                     }
                     None => Resolution::Retry,

@@ -1992,13 +1992,18 @@ impl RunState {
 }
 
 /// The occurrence of a [`StepKey`]: the count itself in lane 0 (every
-/// workflow without concurrent parts), else the lane in the high bits, so
-/// that keys of different lanes never meet and stay stable across runs.
+/// workflow without concurrent parts), else `lane × 10¹² + count`, so that
+/// keys of different lanes never meet, stay stable across runs and still
+/// read as numbers (`Bank/deposit#2000000000005`: lane 2, the sixth call).
+pub const LANE_OCCURRENCES: u64 = 1_000_000_000_000;
+
 fn occurrence_key(lane: u32, count: u64) -> u64 {
     if lane == 0 {
         count
     } else {
-        (u64::from(lane) << 40) | count
+        u64::from(lane)
+            .saturating_mul(LANE_OCCURRENCES)
+            .saturating_add(count % LANE_OCCURRENCES)
     }
 }
 

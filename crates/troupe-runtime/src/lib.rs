@@ -39,7 +39,9 @@ pub use actions::{
     EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
 };
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
-pub use engine::{Engine, EngineBuilder, RunOptions, RunOutcome, Schedule, parse_inputs};
+pub use engine::{
+    Engine, EngineBuilder, LANE_OCCURRENCES, RunOptions, RunOutcome, Schedule, parse_inputs,
+};
 pub use error::{Location, RunError};
 pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
 pub use trace::{Trace, TraceEntry};

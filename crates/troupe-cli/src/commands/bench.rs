@@ -36,6 +36,21 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// `par` with BRANCHES counter loops (each between the same two
+    /// lifelines, which run one part per branch, and again with each loop
+    /// on a pair of its own) against one counter loop alone, in the same
+    /// run: time per round.
+    Par {
+        /// Loop rounds of each branch (and of the single loop).
+        #[arg(long, default_value_t = 200_000)]
+        rounds: i64,
+        /// Branches of the `par`.
+        #[arg(long, default_value_t = 8)]
+        branches: usize,
+        /// Repetitions; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Verify non-members: a run of nested loops whose last event is
     /// changed, checked online (the monitor) against the offline membership
     /// of the erasure (which must explore the ambiguous loop nest).
@@ -103,6 +118,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             runs,
         } => bench_check(*statements, *lifelines, *runs),
         BenchCommand::Counter { rounds, runs } => bench_counter(*rounds, *runs),
+        BenchCommand::Par {
+            rounds,
+            branches,
+            runs,
+        } => bench_par(*rounds, *branches, *runs),
         BenchCommand::Concurrent { runs, latency_ms } => bench_concurrent(*runs, *latency_ms),
         BenchCommand::Durable { rounds, runs, dir } => {
             bench_durable(*rounds, *runs, dir.as_deref())
@@ -645,6 +665,119 @@ fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// `branches` counter loops in one `par`: all between Ping and Pong
+/// (`shared`: each lifeline runs one part per branch), or each between a
+/// pair of its own. The result is the sum of the counters.
+pub fn par_counter_source(branches: usize, shared: bool) -> String {
+    let mut s = String::from("workflow par_counter(limit: Int @ Ping) {\n  par {\n");
+    for b in 0..branches {
+        if b > 0 {
+            s.push_str("  } and {\n");
+        }
+        let (ping, pong) = if shared {
+            ("Ping".to_owned(), "Pong".to_owned())
+        } else if b == 0 {
+            ("Ping".to_owned(), "Pong0".to_owned())
+        } else {
+            (format!("Ping{b}"), format!("Pong{b}"))
+        };
+        if !shared && b > 0 {
+            let _ = writeln!(s, "    msg Ping(limit) -> {ping}(limit{b})");
+        }
+        let limit = if !shared && b > 0 {
+            format!("limit{b}")
+        } else {
+            "limit".to_owned()
+        };
+        let _ = writeln!(s, "    act {ping}: k{b} = 0");
+        let _ = writeln!(s, "    while k{b} < {limit} @ {ping} {{");
+        let _ = writeln!(s, "      msg {ping}(k{b}) -> {pong}(n{b})");
+        let _ = writeln!(s, "      act {pong}: n{b} = n{b} + 1");
+        let _ = writeln!(s, "      msg {pong}(n{b}) -> {ping}(k{b})");
+        s.push_str("    }\n");
+        if !shared && b > 0 {
+            let _ = writeln!(s, "    msg {ping}(k{b}) -> Ping(k{b})");
+        }
+    }
+    s.push_str("  }\n  act Ping: total = 0");
+    for b in 0..branches {
+        let _ = write!(s, " + k{b}");
+    }
+    s.push_str("\n  return total @ Ping\n}\n");
+    s
+}
+
+fn bench_par(rounds: i64, branches: usize, runs: usize) -> Result<ExitStatus> {
+    use troupe_check::Value;
+    use troupe_runtime::{EngineBuilder, RunOptions};
+    let (runs, branches) = (runs.max(1), branches.max(1));
+    let engine = |source: &str| -> Result<troupe_runtime::Engine> {
+        Ok(EngineBuilder::from_source(source)
+            .map_err(|d| anyhow::anyhow!("the benchmark workflow does not check: {d:?}"))?
+            .build()?)
+    };
+    let single = engine(COUNTER_SOURCE)?;
+    let shared = engine(&par_counter_source(branches, true))?;
+    let pairs = engine(&par_counter_source(branches, false))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut times: [Vec<std::time::Duration>; 3] = Default::default();
+    for _ in 0..runs {
+        for (i, (e, total)) in [
+            (&single, rounds),
+            (&shared, rounds * branches as i64),
+            (&pairs, rounds * branches as i64),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let options = RunOptions {
+                trace: false,
+                ..RunOptions::default()
+            };
+            let t = Instant::now();
+            let outcome = rt.block_on(e.run(vec![Value::Int(rounds)], options))?;
+            times[i].push(t.elapsed());
+            anyhow::ensure!(
+                outcome.results[0].1 == Value::Int(total),
+                "wrong result {:?}",
+                outcome.results
+            );
+        }
+    }
+    let [one, sh, pa] = times.map(median);
+    let per = |d: std::time::Duration, n: i64| d.as_secs_f64() * 1e9 / n as f64;
+    let total = rounds * branches as i64;
+    crate::outln!(
+        "troupe bench par: {branches} branches × {rounds} rounds, {runs} runs (median; trace off)"
+    );
+    crate::outln!(
+        "  one counter loop (baseline)          {:>8.2?}  {:>7.0} ns/round  {:>12.0} rounds/s",
+        one,
+        per(one, rounds),
+        rounds as f64 / one.as_secs_f64()
+    );
+    crate::outln!(
+        "  par, {branches} loops on one pair (parts)  {:>8.2?}  {:>7.0} ns/round  {:>12.0} rounds/s",
+        sh,
+        per(sh, total),
+        total as f64 / sh.as_secs_f64()
+    );
+    crate::outln!(
+        "  par, {branches} loops on {branches} pairs         {:>8.2?}  {:>7.0} ns/round  {:>12.0} rounds/s",
+        pa,
+        per(pa, total),
+        total as f64 / pa.as_secs_f64()
+    );
+    crate::outln!(
+        "  per round against the single loop: {:.2}x (one pair), {:.2}x ({branches} pairs); below 1 is faster",
+        per(sh, total) / per(one, rounds),
+        per(pa, total) / per(one, rounds)
+    );
+    Ok(ExitStatus::Success)
+}
+
 /// This process's resident memory and its peak, in KiB (Linux).
 fn resident_kib() -> (u64, u64) {
     status_kib("/proc/self/status")
@@ -1040,6 +1173,16 @@ async fn raw_ping_pong(rounds: i64) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn par_counter_workflows_check_clean() {
+        for shared in [true, false] {
+            let src = super::par_counter_source(8, shared);
+            let (program, diagnostics) = troupe_check::check_text(&src);
+            assert!(diagnostics.is_empty(), "{src}\n{diagnostics:?}");
+            assert!(program.is_some());
+        }
+    }
+
     #[test]
     fn generated_workflow_checks_clean() {
         let src = super::generate_workflow(2_000, 7);
