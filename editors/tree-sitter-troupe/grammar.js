@@ -120,6 +120,8 @@ module.exports = grammar({
         $.if_statement,
         $.while_statement,
         $.for_statement,
+        $.par_statement,
+        $.coregion_statement,
         $.call_statement,
         $.return_statement,
         ';',
@@ -184,6 +186,11 @@ module.exports = grammar({
         field('owner', $._lifeline),
         field('body', $.block),
       ),
+
+    par_statement: ($) =>
+      seq('par', field('branch', $.block), repeat(seq('and', field('branch', $.block)))),
+
+    coregion_statement: ($) => seq('coregion', field('body', $.block)),
 
     call_statement: ($) =>
       seq(

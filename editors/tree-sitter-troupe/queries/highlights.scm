@@ -35,7 +35,11 @@
   "exit"
   "for"
   "in"
+  "par"
+  "coregion"
 ] @keyword.control
+
+(par_statement "and" @keyword.control)
 
 [
   "and"
