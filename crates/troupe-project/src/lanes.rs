@@ -30,6 +30,8 @@ pub struct Lanes {
     /// Per statement (by `StmtId`), its lane.
     of_stmt: Vec<u32>,
     lanes: Vec<Lane>,
+    /// Per `par` statement, the lanes of its branches in order.
+    by_par: std::collections::BTreeMap<StmtId, Vec<u32>>,
 }
 
 impl Lanes {
@@ -42,6 +44,7 @@ impl Lanes {
                 parent: 0,
                 lifelines: Vec::new(),
             }],
+            by_par: std::collections::BTreeMap::new(),
         };
         let all = lanes.block(&workflow.body, 0);
         lanes.lanes[0].lifelines = all;
@@ -78,6 +81,7 @@ impl Lanes {
                 StmtKind::Par { branches } => {
                     for (i, b) in branches.iter().enumerate() {
                         let k = self.lanes.len() as u32;
+                        self.by_par.entry(s.id).or_default().push(k);
                         self.lanes.push(Lane {
                             par: Some(s.id),
                             branch: i as u32,
@@ -110,10 +114,11 @@ impl Lanes {
     /// The lane of branch `branch` of `par` statement `par` (0 when there
     /// is none).
     pub fn branch(&self, par: StmtId, branch: u32) -> u32 {
-        self.lanes
-            .iter()
-            .position(|l| l.par == Some(par) && l.branch == branch)
-            .map_or(0, |i| i as u32)
+        self.by_par
+            .get(&par)
+            .and_then(|b| b.get(branch as usize))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// How many lanes there are (the top level included).
@@ -149,12 +154,20 @@ impl Lanes {
             let Some(info) = self.lanes.get(lane as usize) else {
                 return 0;
             };
-            let par = info.par;
-            let parts = self
-                .lanes
-                .iter()
-                .filter(|l| l.par == par && l.lifelines.binary_search(&lifeline).is_ok())
-                .count();
+            let parts = info
+                .par
+                .and_then(|p| self.by_par.get(&p))
+                .map_or(0, |branches| {
+                    branches
+                        .iter()
+                        .filter(|&&b| {
+                            self.lanes[b as usize]
+                                .lifelines
+                                .binary_search(&lifeline)
+                                .is_ok()
+                        })
+                        .count()
+                });
             if parts >= 2 {
                 return lane;
             }

@@ -1,8 +1,9 @@
 //! The projection against an oracle that shares no code with it: the local
 //! programs, R of every construct, the tags and the size, all computed
 //! naively from the *global* workflow (`troupe_oracle::reference`), on
-//! random workflows of up to a few hundred statements whose seeds vary per
-//! run (`TROUPE_TEST_SEED` repeats one).
+//! random workflows of up to a few hundred statements (a quarter of them
+//! with `par` regions and coregions) whose seeds vary per run
+//! (`TROUPE_TEST_SEED` repeats one).
 
 use troupe_check::ir::{Program, StmtId};
 use troupe_oracle::generate::{self, Shape};
@@ -13,10 +14,12 @@ use troupe_project::testing::Builder;
 
 fn shape(seed: u64) -> Shape {
     let mut rng = Rng::new(seed);
-    if seed.is_multiple_of(3) {
-        Shape::small(&mut rng)
-    } else {
-        Shape::large(&mut rng, 300)
+    match seed % 4 {
+        0 => Shape::small(&mut rng),
+        // `par` regions and coregions: one local `par` per lifeline with a
+        // part, holding its parts in branch order.
+        1 => Shape::concurrent(&mut rng, 300),
+        _ => Shape::large(&mut rng, 300),
     }
 }
 
