@@ -660,6 +660,14 @@ enum Wait {
 /// A channel into a lifeline: (sender, lane).
 type ChannelKey = (u32, u32);
 
+/// One channel into a lifeline, and the task waiting on it.
+struct Inbox {
+    key: ChannelKey,
+    queue: VecDeque<Msg>,
+    /// The task blocked on a receive from it (`NO_PARENT`: none).
+    waiter: u32,
+}
+
 /// The parent of a lifeline's first task.
 const NO_PARENT: u32 = u32::MAX;
 
@@ -722,6 +730,10 @@ struct Task {
     /// An action's result that came while another part's recorded event
     /// had to be replayed first.
     deferred: Option<Result<Vec<Value>, Failure>>,
+    /// Where in the receiver's inbox list its last send, and in its own its
+    /// last receive, found the channel: a loop sends and receives on the
+    /// same channels round after round, so the lookups rarely search.
+    hints: [u32; 2],
 }
 
 /// Why an asynchronous action did not produce values.
@@ -744,7 +756,7 @@ struct RunState {
     /// has sent to it: channels are made on first use, so memory follows
     /// the channels a workflow uses, not the square of its lifelines. A
     /// lifeline receives from few others, so a linear search finds the queue.
-    queues: Vec<Vec<(ChannelKey, VecDeque<Msg>)>>,
+    queues: Vec<Vec<Inbox>>,
     ready: VecDeque<u32>,
     /// Asynchronous actions in flight. Polled by the run's own task, so an
     /// action's completion wakes the run without crossing threads.
@@ -798,6 +810,7 @@ impl RunState {
                 parent: NO_PARENT,
                 children: 0,
                 deferred: None,
+                hints: [0; 2],
             })
             .collect();
         let rng = match options.schedule {
@@ -916,11 +929,11 @@ impl RunState {
             .flat_map(|(to, inbox)| {
                 inbox
                     .iter()
-                    .filter(|(_, q)| !q.is_empty())
-                    .map(move |((from, _), q)| Channel {
-                        from: LifelineId(*from),
+                    .filter(|i| !i.queue.is_empty())
+                    .map(move |i| Channel {
+                        from: LifelineId(i.key.0),
                         to: LifelineId(to as u32),
-                        messages: q.iter().cloned().collect(),
+                        messages: i.queue.iter().cloned().collect(),
                     })
             })
             .collect();
@@ -1024,6 +1037,7 @@ impl RunState {
                     parent,
                     children: 0,
                     deferred: None,
+                    hints: [0; 2],
                 });
                 self.tasks[parent as usize].children += 1;
                 self.lanes[i].tasks.push(t);
@@ -1049,7 +1063,11 @@ impl RunState {
             if channel.messages.iter().any(|m| lane_of(m) != lane) {
                 return Err("a channel holds the messages of two branches".into());
             }
-            self.queues[to as usize].push(((from, lane), channel.messages.into()));
+            self.queues[to as usize].push(Inbox {
+                key: (from, lane),
+                queue: channel.messages.into(),
+                waiter: NO_PARENT,
+            });
         }
         self.steps = checkpoint.steps;
         self.events = checkpoint.events;
@@ -1216,29 +1234,56 @@ impl RunState {
         }
     }
 
-    /// Puts `msg` on the channel of lane `chan` from `from` to `to`, and
-    /// wakes the task of `to` that waits for it.
-    fn push(&mut self, from: u32, to: u32, chan: u32, msg: Msg) {
+    /// The index of channel `key` in `to`'s inbox list (made on first use),
+    /// trying `hint` first.
+    fn inbox(&mut self, to: u32, key: ChannelKey, hint: u32) -> usize {
         let inbox = &mut self.queues[to as usize];
-        match inbox.iter_mut().find(|(k, _)| *k == (from, chan)) {
-            Some((_, q)) => q.push_back(msg),
-            None => inbox.push(((from, chan), VecDeque::from([msg]))),
+        if inbox.get(hint as usize).is_some_and(|i| i.key == key) {
+            return hint as usize;
         }
-        for &t in &self.lanes[to as usize].tasks {
-            let task = &mut self.tasks[t as usize];
-            if task.wait == Wait::Recv(from, chan) {
-                task.wait = Wait::Ready;
-                self.ready.push_back(t);
-                break;
+        match inbox.iter().position(|i| i.key == key) {
+            Some(i) => i,
+            None => {
+                inbox.push(Inbox {
+                    key,
+                    queue: VecDeque::new(),
+                    waiter: NO_PARENT,
+                });
+                inbox.len() - 1
             }
         }
     }
 
-    fn pop(&mut self, from: u32, to: u32, chan: u32) -> Option<Msg> {
-        self.queues[to as usize]
-            .iter_mut()
-            .find(|(k, _)| *k == (from, chan))
-            .and_then(|(_, q)| q.pop_front())
+    /// `task` (of lifeline `from`) puts `msg` on the channel of lane `chan`
+    /// from `from` to `to`, and wakes the task of `to` that waits for it.
+    fn push(&mut self, task: u32, to: u32, chan: u32, msg: Msg) {
+        let from = self.tasks[task as usize].lane;
+        let i = self.inbox(to, (from, chan), self.tasks[task as usize].hints[0]);
+        self.tasks[task as usize].hints[0] = i as u32;
+        let inbox = &mut self.queues[to as usize][i];
+        inbox.queue.push_back(msg);
+        let waiter = std::mem::replace(&mut inbox.waiter, NO_PARENT);
+        if let Some(t) = self.tasks.get_mut(waiter as usize)
+            && t.wait == Wait::Recv(from, chan)
+        {
+            t.wait = Wait::Ready;
+            self.ready.push_back(waiter);
+        }
+    }
+
+    /// The next message for `task` (of lifeline `to`) on the channel of
+    /// lane `chan` from `from`; when there is none, the task is the
+    /// channel's waiter (the caller makes it wait).
+    fn pop(&mut self, task: u32, from: u32, chan: u32) -> Option<Msg> {
+        let to = self.tasks[task as usize].lane;
+        let i = self.inbox(to, (from, chan), self.tasks[task as usize].hints[1]);
+        self.tasks[task as usize].hints[1] = i as u32;
+        let inbox = &mut self.queues[to as usize][i];
+        let msg = inbox.queue.pop_front();
+        if msg.is_none() {
+            inbox.waiter = task;
+        }
+        msg
     }
 
     /// Whether `lane` may record an event of statement `stmt` now: not
@@ -1259,6 +1304,7 @@ impl RunState {
             parent,
             children: 0,
             deferred: None,
+            hints: [0; 2],
         };
         let t = match self.free.pop() {
             Some(t) => {
@@ -1362,7 +1408,7 @@ impl RunState {
                         self.record(lane, Event::Send { to: *to, msg });
                     }
                     self.push(
-                        lane,
+                        task,
                         to.0,
                         engine.lanes.of(*stmt),
                         Msg::Data {
@@ -1373,7 +1419,7 @@ impl RunState {
                     self.tasks[task as usize].pc += 1;
                 }
                 Op::Recv { stmt, from, binds } => {
-                    match self.pop(from.0, lane, engine.lanes.of(*stmt)) {
+                    match self.pop(task, from.0, engine.lanes.of(*stmt)) {
                         None => {
                             self.tasks[task as usize].wait =
                                 Wait::Recv(from.0, engine.lanes.of(*stmt));
@@ -1485,7 +1531,7 @@ impl RunState {
                             self.record(lane, Event::Send { to: *r, msg });
                         }
                         self.push(
-                            lane,
+                            task,
                             r.0,
                             engine.lanes.of(*stmt),
                             Msg::Control {
@@ -1501,7 +1547,7 @@ impl RunState {
                     from,
                     tag,
                     on_false,
-                } => match self.pop(from.0, lane, engine.lanes.of(*stmt)) {
+                } => match self.pop(task, from.0, engine.lanes.of(*stmt)) {
                     None => {
                         self.tasks[task as usize].wait = Wait::Recv(from.0, engine.lanes.of(*stmt));
                         return Ok(());
