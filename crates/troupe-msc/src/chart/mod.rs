@@ -376,24 +376,30 @@ pub fn execution_chart(
         items: Vec::new(),
     };
 
-    // FIFO matching: the k-th receive at q from p is the k-th send at p to q.
-    let mut sends: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    // FIFO matching: the k-th receive at q from p is the k-th send at p to
+    // q, per branch of a `par` (each branch has its own channels).
+    let lanes = troupe_project::Lanes::new(workflow);
+    let mut sends: HashMap<(usize, usize, u32), Vec<usize>> = HashMap::new();
     for (p, w) in exec.words.iter().enumerate() {
         for (i, e) in w.iter().enumerate() {
-            if let Event::Send { to, .. } = e {
-                sends.entry((p, to.0 as usize)).or_default().push(i);
+            if let Event::Send { to, msg } = e {
+                sends
+                    .entry((p, to.0 as usize, lanes.of(msg.stmt())))
+                    .or_default()
+                    .push(i);
             }
         }
     }
     let mut recv_of: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
     let mut send_of: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
     for (q, w) in exec.words.iter().enumerate() {
-        let mut k: HashMap<usize, usize> = HashMap::new();
+        let mut k: HashMap<(usize, u32), usize> = HashMap::new();
         for (j, e) in w.iter().enumerate() {
-            if let Event::Recv { from, .. } = e {
+            if let Event::Recv { from, msg } = e {
                 let p = from.0 as usize;
-                let c = k.entry(p).or_insert(0);
-                if let Some(&i) = sends.get(&(p, q)).and_then(|v| v.get(*c)) {
+                let lane = lanes.of(msg.stmt());
+                let c = k.entry((p, lane)).or_insert(0);
+                if let Some(&i) = sends.get(&(p, q, lane)).and_then(|v| v.get(*c)) {
                     recv_of.insert((p, i), (q, j));
                     send_of.insert((q, j), (p, i));
                 }
