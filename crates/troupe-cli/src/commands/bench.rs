@@ -723,6 +723,7 @@ fn bench_par(rounds: i64, branches: usize, runs: usize) -> Result<ExitStatus> {
         .enable_all()
         .build()?;
     let mut times: [Vec<std::time::Duration>; 3] = Default::default();
+    let mut cpu: [Vec<std::time::Duration>; 3] = Default::default();
     for _ in 0..runs {
         for (i, (e, total)) in [
             (&single, rounds),
@@ -736,9 +737,10 @@ fn bench_par(rounds: i64, branches: usize, runs: usize) -> Result<ExitStatus> {
                 trace: false,
                 ..RunOptions::default()
             };
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), thread_cpu());
             let outcome = rt.block_on(e.run(vec![Value::Int(rounds)], options))?;
             times[i].push(t.elapsed());
+            cpu[i].push(thread_cpu().saturating_sub(c));
             anyhow::ensure!(
                 outcome.results[0].1 == Value::Int(total),
                 "wrong result {:?}",
@@ -747,6 +749,7 @@ fn bench_par(rounds: i64, branches: usize, runs: usize) -> Result<ExitStatus> {
         }
     }
     let [one, sh, pa] = times.map(median);
+    let [c_one, c_sh, c_pa] = cpu.map(median);
     let per = |d: std::time::Duration, n: i64| d.as_secs_f64() * 1e9 / n as f64;
     let total = rounds * branches as i64;
     crate::outln!(
@@ -771,11 +774,32 @@ fn bench_par(rounds: i64, branches: usize, runs: usize) -> Result<ExitStatus> {
         total as f64 / pa.as_secs_f64()
     );
     crate::outln!(
-        "  per round against the single loop: {:.2}x (one pair), {:.2}x ({branches} pairs); below 1 is faster",
+        "  per round against the single loop (wall): {:.2}x (one pair), {:.2}x ({branches} pairs); below 1 is faster",
         per(sh, total) / per(one, rounds),
         per(pa, total) / per(one, rounds)
     );
+    if c_one > std::time::Duration::ZERO {
+        // The run is one thread's work: its CPU time does not count the
+        // time other processes of a loaded machine took.
+        crate::outln!(
+            "  CPU time of the run's thread: {:.0} / {:.0} / {:.0} ns per round; against the single loop {:.2}x (one pair), {:.2}x ({branches} pairs)",
+            per(c_one, rounds),
+            per(c_sh, total),
+            per(c_pa, total),
+            per(c_sh, total) / per(c_one, rounds),
+            per(c_pa, total) / per(c_one, rounds)
+        );
+    }
     Ok(ExitStatus::Success)
+}
+
+/// This thread's CPU time so far (Linux `/proc/thread-self/schedstat`;
+/// zero where it cannot be read).
+fn thread_cpu() -> std::time::Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_nanos)
 }
 
 /// This process's resident memory and its peak, in KiB (Linux).
