@@ -476,7 +476,10 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> DbError {
     // in the source.
     let message = match e.as_db_error() {
         Some(db) => db.message().to_owned(),
-        None => e.to_string(),
+        None => match std::error::Error::source(&e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     };
     DbError { kind, message }
 }

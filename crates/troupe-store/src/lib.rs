@@ -75,10 +75,10 @@ pub enum Durability {
 pub enum StoreError {
     #[error("cannot open the store {path}: {message}")]
     Open { path: PathBuf, message: String },
-    #[error("{path} is not a troupe store ({why}); choose another file with --store")]
+    #[error("{path} is not a troupe store ({why}); choose another store with --store")]
     Foreign { path: PathBuf, why: String },
     #[error(
-        "{path} is damaged ({message}); restore it from a backup or choose another file with --store"
+        "{path} is damaged ({message}); restore it from a backup or choose another store with --store"
     )]
     Corrupt { path: PathBuf, message: String },
     #[error(
@@ -96,7 +96,7 @@ pub enum StoreError {
     #[error("{0}")]
     Conflict(String),
     #[error(
-        "{path} was written by a newer troupe (schema {found}, this troupe knows up to {known}); upgrade troupe or choose another file with --store"
+        "{path} was written by a newer troupe (schema {found}, this troupe knows up to {known}); upgrade troupe or choose another store with --store"
     )]
     Newer {
         path: PathBuf,
