@@ -42,9 +42,15 @@ pub struct TestDatabase {
 
 impl TestDatabase {
     pub fn new() -> TestDatabase {
+        TestDatabase::on(&server_url())
+    }
+
+    /// A fresh database on the server `server` (a `postgres://` address
+    /// whose user may create databases).
+    pub fn on(server: &str) -> TestDatabase {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
-        let server = server_url();
+        let server = server.to_owned();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())

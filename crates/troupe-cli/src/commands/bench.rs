@@ -97,6 +97,27 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// A fleet on a PostgreSQL store: RUNS queued runs driven by 1, 2 and 4
+    /// `troupe worker` processes (child processes of this binary), for an
+    /// effect-heavy workflow (4 effects a run) and a pure one (a 20-round
+    /// loop), against the same runs in one process on an SQLite file; and
+    /// the latency from a person's answer to the end of the run it wakes.
+    /// Each measurement gets a database of its own on the server of
+    /// `--store` (its user must be allowed to create databases).
+    Fleet {
+        /// A PostgreSQL server, e.g. postgres://troupe@127.0.0.1:54329/postgres.
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// Queued runs per measurement.
+        #[arg(long, default_value_t = 2_000)]
+        runs: i64,
+        /// Worker counts to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        workers: Vec<usize>,
+        /// Answered tasks for the latency figure.
+        #[arg(long, default_value_t = 200)]
+        answers: usize,
+    },
     /// Many concurrent runs of a three-lifeline workflow whose mock model
     /// sleeps per call: wall time against the critical path of one run, and
     /// memory per run.
@@ -134,6 +155,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             history_keep,
             dir,
         } => bench_resume(*rounds, *history_keep, dir.as_deref()),
+        BenchCommand::Fleet {
+            store,
+            runs,
+            workers,
+            answers,
+        } => bench_fleet(store, *runs, workers, *answers),
     }
 }
 
@@ -979,6 +1006,167 @@ workflow steps(n: Int @ A) {
   return g @ A
 }
 "#;
+
+/// A loop of 20 rounds, nothing but messages and pure steps.
+const PURE_SOURCE: &str = r#"
+workflow pure(n: Int @ A) {
+  lifelines A, B
+  act A: k = 0
+  while k < 20 @ A {
+    msg A(k) -> B(k)
+    act B: k = k + 1
+    msg B(k) -> A(k)
+  }
+  return k @ A
+}
+"#;
+
+/// A person's answer ends the run.
+const ASK_SOURCE: &str = r#"
+human approve(n: Int) -> Bool { ask: "Approve {n}?" }
+workflow ask(n: Int @ A) {
+  lifelines A, B
+  msg A(n) -> B(n)
+  act B: ok = approve(n)
+  msg B(ok) -> A(ok)
+  return ok @ A
+}
+"#;
+
+fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Result<ExitStatus> {
+    use std::sync::Arc;
+    use troupe_check::Value;
+    use troupe_store::testing::TestDatabase;
+    use troupe_store::{Durability, RunStatus, Store};
+    anyhow::ensure!(
+        troupe_store::is_postgres(server),
+        "--store must be a postgres:// address"
+    );
+    let dir = std::env::temp_dir().join(format!("troupe-bench-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let settings = troupe_host::RunSettings {
+        llm: Some("mock".into()),
+        mock_externs: true,
+        ..troupe_host::RunSettings::default()
+    };
+    let exe = std::env::current_exe()?;
+    let kinds = [
+        ("effect-heavy (4 effects a run)", EFFECTS_SOURCE, 4u64),
+        ("pure (a 20-round loop)", PURE_SOURCE, 41),
+    ];
+    crate::outln!(
+        "troupe bench fleet: {runs} queued runs per measurement on {} (PostgreSQL, synchronous_commit=on), workers are `troupe worker` processes",
+        troupe_store::redact(server)
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    for (label, source, steps) in kinds {
+        let compiled = Arc::new(compile(source)?);
+        // The baseline: the same runs in one process, on an SQLite file.
+        let path = dir.join("single.db");
+        let _ = std::fs::remove_file(&path);
+        let host = bench_host(Store::open(&path, Durability::Full)?, Default::default(), &dir);
+        let host = Arc::new(host);
+        let t = Instant::now();
+        rt.block_on(async {
+            let mut set = tokio::task::JoinSet::new();
+            for n in 0..runs {
+                let (host, compiled) = (host.clone(), compiled.clone());
+                set.spawn(async move { host_run(&host, &compiled, vec![Value::Int(n)]).await });
+            }
+            let mut ok = 0;
+            while let Some(r) = set.join_next().await {
+                ok += i64::from(matches!(r, Ok(Ok(_))));
+            }
+            anyhow::ensure!(ok == runs, "only {ok} of {runs} runs completed");
+            Ok(())
+        })?;
+        let single = t.elapsed();
+        crate::outln!(
+            "  {label}: one process on SQLite: {:>7.0} runs/s, {:>8.0} steps/s ({single:.2?})",
+            runs as f64 / single.as_secs_f64(),
+            (runs as u64 * steps) as f64 / single.as_secs_f64()
+        );
+        for &n in workers {
+            let db = TestDatabase::on(server);
+            let store = Store::open(&db.url, Durability::Full)?;
+            let host = bench_host(store.clone(), Default::default(), &dir);
+            for i in 0..runs {
+                host.enqueue(&compiled, vec![Value::Int(i)], &settings)?;
+            }
+            let t = Instant::now();
+            let children: Vec<std::process::Child> = (0..n)
+                .map(|_| {
+                    std::process::Command::new(&exe)
+                        .args(["worker", "--store", &db.url, "--exit-when-idle", "--concurrency", "64"])
+                        .current_dir(&dir)
+                        .stdin(std::process::Stdio::null())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .spawn()
+                })
+                .collect::<std::io::Result<_>>()?;
+            for mut c in children {
+                c.wait()?;
+            }
+            let elapsed = t.elapsed();
+            let done = store
+                .runs(Some(RunStatus::Done))?
+                .len() as i64;
+            anyhow::ensure!(done == runs, "only {done} of {runs} runs done with {n} worker(s)");
+            crate::outln!(
+                "  {label}: {n} worker(s) on PostgreSQL: {:>7.0} runs/s, {:>8.0} steps/s ({elapsed:.2?}; {:.2}x one process on SQLite)",
+                runs as f64 / elapsed.as_secs_f64(),
+                (runs as u64 * steps) as f64 / elapsed.as_secs_f64(),
+                single.as_secs_f64() / elapsed.as_secs_f64()
+            );
+        }
+    }
+    // From an answer to the end of the run it wakes, one run at a time,
+    // with one worker driving all of them (each waits on its person).
+    let db = TestDatabase::on(server);
+    let store = Store::open(&db.url, Durability::Full)?;
+    let host = bench_host(store.clone(), Default::default(), &dir);
+    let ask = compile(ASK_SOURCE)?;
+    for i in 0..answers {
+        host.enqueue(&ask, vec![Value::Int(i as i64)], &settings)?;
+    }
+    let mut worker = std::process::Command::new(&exe)
+        .args(["worker", "--store", &db.url, "--concurrency", "10000"])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    while store.tasks(false)?.len() < answers {
+        anyhow::ensure!(Instant::now() < deadline, "the tasks did not appear");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut latencies = Vec::with_capacity(answers);
+    for task in store.tasks(false)? {
+        let run = Store::parse_run_id(&task.run).unwrap_or(0);
+        let t = Instant::now();
+        store.answer(&task.id, &serde_json::json!(true), "bench")?;
+        while store.run(run)?.summary.status != RunStatus::Done {
+            anyhow::ensure!(Instant::now() < deadline, "{} did not end", task.run);
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
+        latencies.push(t.elapsed());
+    }
+    let _ = worker.kill();
+    let _ = worker.wait();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    crate::outln!(
+        "  answer to the run's end ({answers} runs waiting on one worker): p50 {:.1?}, p99 {:.1?} (the inbox looks for answers every 100 ms)",
+        pct(0.5),
+        pct(0.99)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(ExitStatus::Success)
+}
 
 /// A host over `store` for the benchmarks: the same lifecycle as `troupe
 /// run --store`, with the benchmark's own extern bodies.
