@@ -1009,7 +1009,7 @@ workflow steps(n: Int @ A) {
 
 /// A loop of 20 rounds, nothing but messages and pure steps.
 const PURE_SOURCE: &str = r#"
-workflow pure(n: Int @ A) {
+workflow loop20(n: Int @ A) {
   lifelines A, B
   act A: k = 0
   while k < 20 @ A {
@@ -1072,8 +1072,10 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
         rt.block_on(async {
             let mut set = tokio::task::JoinSet::new();
             for n in 0..runs {
-                let (host, compiled) = (host.clone(), compiled.clone());
-                set.spawn(async move { host_run(&host, &compiled, vec![Value::Int(n)]).await });
+                let (host, compiled, settings) = (host.clone(), compiled.clone(), settings.clone());
+                set.spawn(async move {
+                    host_run_with(&host, &compiled, vec![Value::Int(n)], &settings).await
+                });
             }
             let mut ok = 0;
             while let Some(r) = set.join_next().await {
@@ -1196,7 +1198,17 @@ async fn host_run(
         },
         ..troupe_host::RunSettings::default()
     };
-    let started = host.start(compiled, inputs, &settings, troupe_host::StartPolicy::New)?;
+    host_run_with(host, compiled, inputs, &settings).await
+}
+
+/// [`host_run`] with these settings.
+async fn host_run_with(
+    host: &troupe_host::Host,
+    compiled: &troupe_host::Compiled,
+    inputs: Vec<troupe_check::Value>,
+    settings: &troupe_host::RunSettings,
+) -> Result<Vec<(String, troupe_check::Value)>> {
+    let started = host.start(compiled, inputs, settings, troupe_host::StartPolicy::New)?;
     let finished = host
         .drive(started.run, &troupe_host::Overrides::default(), None)
         .await?;
