@@ -111,6 +111,22 @@ pub fn validate(
         })
 }
 
+/// An answer to the confirmation of a tool call a model chose: yes or no.
+pub fn validate_confirmation(
+    task: &str,
+    input: &AnswerInput,
+) -> Result<serde_json::Value, HostError> {
+    read(input, &Type::Bool, &TypeTable::default())
+        .map(|v| v.to_json(&TypeTable::default()))
+        .map_err(|why| HostError::InvalidAnswer {
+            task: task.to_owned(),
+            expected: "a confirmation (yes or no)".to_owned(),
+            why,
+            example: serde_json::Value::Bool(true),
+            confirm: true,
+        })
+}
+
 /// An acknowledgement: `yes`, or the empty record `{}` (as JSON, or an empty
 /// value); recorded as `{}`. It cannot be declined.
 fn acknowledge(task: &str, input: &AnswerInput) -> Result<serde_json::Value, HostError> {

@@ -27,6 +27,7 @@ mod answer;
 mod compile;
 mod error;
 pub mod externs;
+mod policy;
 mod settings;
 mod worker;
 
@@ -48,7 +49,7 @@ use troupe_runtime::{
 };
 use troupe_store::{
     Claim, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreError, StoreInbox,
-    TaskRow, TaskStatus,
+    TaskKind, TaskRow, TaskStatus,
 };
 
 /// The lease a run is claimed for unless configured otherwise.
@@ -322,7 +323,11 @@ impl Backends {
             .llm(llm)
             .externs(ext)
             .humans(humans)
-            .tools(tools.host.clone());
+            .tools(tools.host.clone())
+            .tool_policy(Arc::new(policy::ContractPolicy::load(
+                compiled.program.clone(),
+                &compiled.file,
+            )));
         if let Some(t) = settings.timeout() {
             builder = builder.default_timeout(t);
         }
@@ -789,7 +794,13 @@ impl Host {
                 run: row.run.clone(),
                 message: format!("it has no action `{}`", row.action),
             })?;
-        let value = answer::validate(&row.id, action, compiled.types(), &input)?;
+        // A confirmation of a tool call a model chose names the tool.
+        let value = if row.kind == TaskKind::Confirm && !matches!(action.kind, ActionKind::Human(_))
+        {
+            answer::validate_confirmation(&row.id, &input)?
+        } else {
+            answer::validate(&row.id, action, compiled.types(), &input)?
+        };
         Ok(self.store.answer(&row.id, &value, by)?)
     }
 
@@ -804,11 +815,17 @@ impl Host {
                 let key = StepKey::parse(step).ok_or_else(|| {
                     HostError::Input(format!("`{step}` is not a step; a step looks like Lifeline/action#0 (the run's status lists its steps)"))
                 })?;
+                // A tool call a model chose is a sub-step
+                // `Lifeline/action#k/TOOL#n` of its action's step.
+                let (name, chosen) = match key.action.rsplit_once('/') {
+                    Some((_, tool)) => (tool, true),
+                    None => (key.action.as_str(), false),
+                };
                 let action = compiled
                     .program
                     .actions
                     .iter()
-                    .find(|a| a.name == key.action)
+                    .find(|a| a.name == name && (!chosen || matches!(a.kind, ActionKind::Tool(_))))
                     .ok_or_else(|| {
                         HostError::Input(format!("the workflow has no action `{}`", key.action))
                     })?;
@@ -832,8 +849,22 @@ impl Host {
                             .map_err(|e| HostError::Input(format!("output `{}`: {e}", p.name)))
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                self.store
-                    .resolve(run, step, Some((&values, serde_json::Value::Array(items))))?;
+                if chosen {
+                    // Recorded as the conversation records a call's outcome.
+                    let outcome = serde_json::json!({"ok": items});
+                    let values = [Value::Json(Arc::new(outcome.clone()))];
+                    self.store.resolve(
+                        run,
+                        step,
+                        Some((&values, serde_json::Value::Array(vec![outcome]))),
+                    )?;
+                } else {
+                    self.store.resolve(
+                        run,
+                        step,
+                        Some((&values, serde_json::Value::Array(items))),
+                    )?;
+                }
             }
         }
         Ok(())

@@ -7,8 +7,8 @@
 //! own terms: a `tool_result` with `is_error: true` carrying the validation
 //! error. If a model still answers in text, the text is parsed as JSON.
 
-use crate::Usage;
 use crate::http::{Exchange, Reply};
+use crate::{LlmRequest, ToolUse, Turn, Usage};
 use serde_json::{Value as J, json};
 
 pub(crate) const VERSION: &str = "2023-06-01";
@@ -26,16 +26,63 @@ pub(crate) fn url(base: &str) -> String {
     }
 }
 
-pub(crate) fn start(ex: &Exchange<'_>) -> Vec<J> {
-    let prompt = if ex.schema.is_some() {
-        format!(
-            "{}\n\nGive your answer by calling the `{TOOL}` tool.",
-            ex.request.prompt
-        )
+/// The tool that carries a structured answer: `answer`, unless the
+/// workflow offers a tool of that name.
+pub(crate) fn answer_tool(request: &LlmRequest) -> &'static str {
+    if request.tools.iter().any(|t| t.name == TOOL) {
+        "troupe_answer"
     } else {
-        ex.request.prompt.clone()
+        TOOL
+    }
+}
+
+pub(crate) fn start(ex: &Exchange<'_>) -> Vec<J> {
+    let answer = answer_tool(ex.request);
+    let prompt = match (ex.schema.is_some(), ex.request.tools.is_empty()) {
+        (true, true) => format!(
+            "{}\n\nGive your answer by calling the `{answer}` tool.",
+            ex.request.prompt
+        ),
+        (true, false) => format!(
+            "{}\n\nYou may call the other tools first; give your answer by calling the `{answer}` tool.",
+            ex.request.prompt
+        ),
+        (false, _) => ex.request.prompt.clone(),
     };
-    vec![json!({"role": "user", "content": prompt})]
+    let mut messages = vec![json!({"role": "user", "content": prompt})];
+    // Results of one turn's calls go back in one user message.
+    let mut results: Vec<J> = Vec::new();
+    for turn in &ex.request.conversation {
+        match turn {
+            Turn::Calls { text, calls } => {
+                if !results.is_empty() {
+                    messages.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
+                }
+                let mut blocks = Vec::new();
+                if let Some(t) = text.as_deref().filter(|t| !t.is_empty()) {
+                    blocks.push(json!({"type": "text", "text": t}));
+                }
+                for c in calls {
+                    blocks.push(json!({
+                        "type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments_object(),
+                    }));
+                }
+                messages.push(json!({"role": "assistant", "content": blocks}));
+            }
+            Turn::Result {
+                id,
+                content,
+                is_error,
+                ..
+            } => results.push(json!({
+                "type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error,
+            })),
+        }
+    }
+    if !results.is_empty() {
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    messages
 }
 
 pub(crate) fn body(ex: &Exchange<'_>, messages: &[J]) -> J {
@@ -50,15 +97,65 @@ pub(crate) fn body(ex: &Exchange<'_>, messages: &[J]) -> J {
     if let Some(t) = ex.request.temperature {
         body["temperature"] = json!(t);
     }
+    let answer = answer_tool(ex.request);
+    let mut tools: Vec<J> = ex
+        .request
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+        .collect();
     if let Some(schema) = ex.schema {
-        body["tools"] = json!([{
-            "name": TOOL,
+        tools.push(json!({
+            "name": answer,
             "description": "Give the answer, in the required structure.",
             "input_schema": schema,
-        }]);
-        body["tool_choice"] = json!({"type": "tool", "name": TOOL});
+        }));
+        // With tools of its own the model chooses: a tool, or the answer.
+        body["tool_choice"] = if ex.request.tools.is_empty() {
+            json!({"type": "tool", "name": answer})
+        } else {
+            json!({"type": "any"})
+        };
+    }
+    if !tools.is_empty() {
+        body["tools"] = J::Array(tools);
     }
     body
+}
+
+/// Reads a response; with `tools` (the request offered tools of its own),
+/// a `tool_use` block is the answer only when it calls `answer`, any other
+/// is a tool call.
+pub(crate) fn parse_with(body: &J, request: &LlmRequest) -> Result<Reply, String> {
+    let mut reply = parse(body)?;
+    if request.tools.is_empty() {
+        return Ok(reply);
+    }
+    let answer = answer_tool(request);
+    reply.json = None;
+    let blocks = reply.raw.as_array().cloned().unwrap_or_default();
+    for (i, block) in blocks.iter().enumerate() {
+        if block.get("type").and_then(J::as_str) != Some("tool_use") {
+            continue;
+        }
+        let name = block.get("name").and_then(J::as_str).unwrap_or("");
+        let input = block.get("input").cloned().unwrap_or(J::Null);
+        if name == answer {
+            if reply.json.is_none() {
+                reply.json = Some(input);
+            }
+        } else {
+            reply.tool_calls.push(ToolUse {
+                id: block
+                    .get("id")
+                    .and_then(J::as_str)
+                    .map_or_else(|| format!("toolu_{i}"), str::to_owned),
+                name: name.to_owned(),
+                arguments: input.to_string(),
+            });
+        }
+    }
+    Ok(reply)
 }
 
 pub(crate) fn parse(body: &J) -> Result<Reply, String> {
@@ -102,6 +199,7 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
         text: has_text.then_some(text),
         json,
         refusal: None,
+        tool_calls: Vec::new(),
         usage,
         raw: J::Array(blocks.clone()),
         truncated: body.get("stop_reason").and_then(J::as_str) == Some("max_tokens"),

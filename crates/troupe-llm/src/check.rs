@@ -73,6 +73,7 @@ pub async fn check_models(router: &Router) -> Vec<ModelCheck> {
                 let ok: BoxFuture<'_, _> = Box::pin(async {
                     Ok(LlmAnswer {
                         values: vec![Value::Bool(true)],
+                        tool_calls: Vec::new(),
                         model: String::new(),
                         usage: None,
                         latency: Duration::ZERO,

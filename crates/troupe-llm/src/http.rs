@@ -349,7 +349,7 @@ impl HttpBackend {
                 .await?;
             let parsed = match self.api {
                 Api::OpenAi => openai::parse(&response),
-                Api::Anthropic => anthropic::parse(&response),
+                Api::Anthropic => anthropic::parse_with(&response, request),
             };
             let reply = parsed.map_err(|e| {
                 self.error(
@@ -372,6 +372,22 @@ impl HttpBackend {
                     format!("the model refused: {refusal}"),
                 ));
             }
+            if !reply.tool_calls.is_empty() {
+                // A turn of a tool conversation: the runtime runs the calls.
+                return Ok(LlmAnswer {
+                    values: Vec::new(),
+                    tool_calls: reply.tool_calls.clone(),
+                    model: self.spec(),
+                    usage,
+                    latency: start.elapsed(),
+                    attempts,
+                    detail: crate::CallDetail {
+                        raw: Some(reply.raw.to_string()),
+                        retries,
+                        cost_usd: None,
+                    },
+                });
+            }
             let decoded = if request.outputs.is_empty() {
                 Ok(Vec::new())
             } else if raw_text {
@@ -390,6 +406,7 @@ impl HttpBackend {
                 Ok(values) => {
                     return Ok(LlmAnswer {
                         values,
+                        tool_calls: Vec::new(),
                         model: self.spec(),
                         usage,
                         latency: start.elapsed(),
@@ -647,6 +664,8 @@ pub(crate) struct Reply {
     /// A structured answer delivered natively (Anthropic's tool input).
     pub(crate) json: Option<J>,
     pub(crate) refusal: Option<String>,
+    /// Calls of the request's tools the model asked for.
+    pub(crate) tool_calls: Vec<crate::ToolUse>,
     pub(crate) usage: Option<Usage>,
     /// The turn as the protocol returned it, to replay in a re-ask.
     pub(crate) raw: J,

@@ -109,6 +109,7 @@ pub mod router;
 pub mod schema;
 pub mod scripted;
 pub mod spec;
+pub mod tools;
 
 pub use check::{ModelCheck, check_models};
 pub use config::{ConfigError, LlmConfig};
@@ -120,6 +121,7 @@ pub use router::{Router, parse_override};
 pub use schema::{json_schema, output_schema};
 pub use scripted::ScriptedBackend;
 pub use spec::{BackendSpec, parse_spec};
+pub use tools::{ToolSpec, ToolUse, Turn};
 
 /// Names one LLM call within a run, stably across restarts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -182,6 +184,11 @@ pub struct LlmRequest {
     pub temperature: Option<f64>,
     /// `retries:` of the action: how often an invalid answer is re-asked.
     pub retries: Option<u32>,
+    /// The tools the model may call (`tools:` of the action); empty: none.
+    pub tools: Vec<ToolSpec>,
+    /// The turns after the prompt so far: the model's earlier tool calls
+    /// and their results, in order (see [`tools`]).
+    pub conversation: Vec<Turn>,
 }
 
 impl LlmRequest {
@@ -202,6 +209,8 @@ impl LlmRequest {
             model: None,
             temperature: None,
             retries: None,
+            tools: Vec::new(),
+            conversation: Vec::new(),
         }
     }
 
@@ -256,8 +265,12 @@ pub struct CallDetail {
 
 #[derive(Debug, Clone)]
 pub struct LlmAnswer {
-    /// One value per declared output, each checked against its type.
+    /// One value per declared output, each checked against its type
+    /// (empty when the model asked for tool calls instead).
     pub values: Vec<Value>,
+    /// The tool calls the model asked for this turn (only when the request
+    /// offered tools); the runtime answers them and asks again.
+    pub tool_calls: Vec<ToolUse>,
     /// Which backend and model answered, e.g. `mock` or `openai:gpt-4o-mini`.
     pub model: String,
     pub usage: Option<Usage>,

@@ -115,6 +115,7 @@ impl LlmBackend for MockBackend {
             let values = MockBackend::answer_values(request)?;
             Ok(LlmAnswer {
                 values,
+                tool_calls: Vec::new(),
                 model: "mock".into(),
                 usage: None,
                 latency: start.elapsed(),

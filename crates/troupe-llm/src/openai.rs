@@ -8,9 +8,9 @@
 //! Only the fields every server accepts are sent; `temperature` and
 //! `max_tokens` only when set, since newer OpenAI models reject them.
 
-use crate::Usage;
 use crate::http::{Exchange, Reply};
 use crate::schema::is_strict_compatible;
+use crate::{ToolUse, Turn, Usage};
 use serde_json::{Value as J, json};
 
 pub(crate) fn url(base: &str) -> String {
@@ -23,14 +23,37 @@ pub(crate) fn start(ex: &Exchange<'_>) -> Vec<J> {
     if let Some(system) = &ex.request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
+    let tools = if ex.request.tools.is_empty() {
+        ""
+    } else {
+        " You may call the tools first; give the answer once you have what you need."
+    };
     let prompt = match ex.schema {
         Some(schema) => format!(
-            "{}\n\nAnswer with only a JSON object that conforms to this JSON Schema:\n{}",
+            "{}\n\nAnswer with only a JSON object that conforms to this JSON Schema:\n{}{tools}",
             ex.request.prompt, schema
         ),
-        None => ex.request.prompt.clone(),
+        None => format!("{}{tools}", ex.request.prompt),
     };
     messages.push(json!({"role": "user", "content": prompt}));
+    for turn in &ex.request.conversation {
+        match turn {
+            Turn::Calls { text, calls } => messages.push(json!({
+                "role": "assistant",
+                "content": text,
+                "tool_calls": calls.iter().map(|c| json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                })).collect::<Vec<_>>(),
+            })),
+            Turn::Result { id, content, .. } => messages.push(json!({
+                "role": "tool",
+                "tool_call_id": id,
+                "content": content,
+            })),
+        }
+    }
     messages
 }
 
@@ -41,6 +64,21 @@ pub(crate) fn body(ex: &Exchange<'_>, messages: &[J]) -> J {
     }
     if let Some(n) = ex.max_tokens {
         body["max_tokens"] = json!(n);
+    }
+    if !ex.request.tools.is_empty() {
+        body["tools"] = J::Array(
+            ex.request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    }})
+                })
+                .collect(),
+        );
     }
     if let Some(schema) = ex.schema {
         body["response_format"] = json!({
@@ -82,6 +120,7 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
             text: None,
             json: None,
             refusal: Some(refusal.to_owned()),
+            tool_calls: Vec::new(),
             usage,
             raw: message.clone(),
             truncated,
@@ -100,10 +139,38 @@ pub(crate) fn parse(body: &J) -> Result<Reply, String> {
         ),
         Some(_) => return Err("`choices[0].message.content` is neither text nor null".into()),
     };
+    let tool_calls = match message.get("tool_calls") {
+        Some(J::Array(calls)) => calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let f = c.get("function");
+                ToolUse {
+                    id: c
+                        .get("id")
+                        .and_then(J::as_str)
+                        .map_or_else(|| format!("call_{i}"), str::to_owned),
+                    name: f
+                        .and_then(|f| f.get("name"))
+                        .and_then(J::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    // A string of JSON by the protocol; some servers send the object.
+                    arguments: match f.and_then(|f| f.get("arguments")) {
+                        Some(J::String(s)) => s.clone(),
+                        Some(J::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    },
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(Reply {
         text,
         json: None,
         refusal: None,
+        tool_calls,
         usage,
         raw: message.clone(),
         truncated,

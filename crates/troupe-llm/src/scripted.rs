@@ -20,8 +20,24 @@
 //!   "Planner.make_plan": ["first plan", "second plan"]
 //! }
 //! ```
+//!
+//! An action with `tools:` may script a conversation: an answer of the form
+//! `{"turns": [turn, …]}` gives one item per model turn (turn `t` answers
+//! the `t`-th request of that call), each either `{"tool_calls": [{"name":
+//! "get_user", "arguments": {"user_id": "u1"}}, …]}` or `{"answer": value}`
+//! (the outputs, as above). `arguments` may be a string, taken as the JSON
+//! text the model wrote (so a script can send malformed JSON); an `id` is
+//! optional. Any other answer of such an action answers at once.
+//!
+//! ```json
+//! {"assist": {"turns": [
+//!   {"tool_calls": [{"name": "get_user", "arguments": {"user_id": "u1"}}]},
+//!   {"answer": "Booked."}
+//! ]}}
+//! ```
 
 use crate::answer::{check_types, decode_json, is_raw_text};
+use crate::tools::{ToolUse, model_turns};
 use crate::{BoxFuture, LlmAnswer, LlmBackend, LlmError, LlmRequest};
 use std::path::Path;
 use std::time::Instant;
@@ -168,6 +184,18 @@ impl LlmBackend for ScriptedBackend {
                 }
             })?;
             let (json, name) = self.lookup(request)?;
+            let (json, tool_calls) = self.turn(request, json, &name)?;
+            if !tool_calls.is_empty() {
+                return Ok(LlmAnswer {
+                    values: Vec::new(),
+                    tool_calls,
+                    model: self.backend_name(),
+                    usage: None,
+                    latency: start.elapsed(),
+                    attempts: 1,
+                    detail: Default::default(),
+                });
+            }
             let values = if request.outputs.is_empty() {
                 Vec::new()
             } else if is_raw_text(&request.outputs) {
@@ -184,6 +212,7 @@ impl LlmBackend for ScriptedBackend {
             };
             Ok(LlmAnswer {
                 values,
+                tool_calls: Vec::new(),
                 model: self.backend_name(),
                 usage: None,
                 latency: start.elapsed(),
@@ -191,6 +220,75 @@ impl LlmBackend for ScriptedBackend {
                 detail: Default::default(),
             })
         })
+    }
+}
+
+impl ScriptedBackend {
+    /// For an action with tools whose answer is `{"turns": […]}`: this
+    /// turn's answer, or its tool calls. Otherwise the answer itself.
+    fn turn<'j>(
+        &self,
+        request: &LlmRequest,
+        json: &'j serde_json::Value,
+        name: &str,
+    ) -> Result<(&'j serde_json::Value, Vec<ToolUse>), LlmError> {
+        let turns = match json.get("turns") {
+            Some(serde_json::Value::Array(turns)) if !request.tools.is_empty() => turns,
+            _ => return Ok((json, Vec::new())),
+        };
+        let t = model_turns(&request.conversation);
+        let bad = |message: String| LlmError::Permanent {
+            backend: self.backend_name(),
+            message,
+        };
+        let turn = turns.get(t).ok_or_else(|| {
+            bad(format!(
+                "script exhausted: `{name}` in {} scripts {} turn(s), but turn {t} of occurrence {} was asked \
+                 (turns count from 0)",
+                self.source,
+                turns.len(),
+                request.key.occurrence
+            ))
+        })?;
+        if let Some(answer) = turn.get("answer") {
+            return Ok((answer, Vec::new()));
+        }
+        let Some(serde_json::Value::Array(calls)) = turn.get("tool_calls") else {
+            return Err(bad(format!(
+                "turn {t} of `{name}` in {} is neither {{\"answer\": …}} nor {{\"tool_calls\": […]}}",
+                self.source
+            )));
+        };
+        let mut uses = Vec::with_capacity(calls.len());
+        for (i, call) in calls.iter().enumerate() {
+            let Some(tool) = call.get("name").and_then(serde_json::Value::as_str) else {
+                return Err(bad(format!(
+                    "tool call {i} of turn {t} of `{name}` in {} has no \"name\"",
+                    self.source
+                )));
+            };
+            let arguments = match call.get("arguments") {
+                Some(serde_json::Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                None => "{}".to_owned(),
+            };
+            let id = match call.get("id").and_then(serde_json::Value::as_str) {
+                Some(id) => id.to_owned(),
+                None => format!("call_{t}_{i}"),
+            };
+            uses.push(ToolUse {
+                id,
+                name: tool.to_owned(),
+                arguments,
+            });
+        }
+        if uses.is_empty() {
+            return Err(bad(format!(
+                "turn {t} of `{name}` in {} asks for no tool calls; give {{\"answer\": …}} instead",
+                self.source
+            )));
+        }
+        Ok((json, uses))
     }
 }
 

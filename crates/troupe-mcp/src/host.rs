@@ -179,6 +179,42 @@ impl ToolHost for McpToolHost {
         let inner = self.inner.clone();
         Box::pin(async move { inner.perform(call).await.map_err(|e| e.to_string()) })
     }
+
+    fn describe(
+        &self,
+        server: Arc<McpServer>,
+        tool: String,
+    ) -> BoxFuture<'static, Option<troupe_runtime::ToolInfo>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let live = inner.live(&server).await.ok()?;
+            Some(tool_info(live.tools.get(&tool)?))
+        })
+    }
+}
+
+/// What a model and the contract checks need of a listed tool: its
+/// description, and whether it is destructive — by its MCP+ contract in
+/// `_meta` when it publishes one, else by its annotations (MCP's defaults:
+/// not read-only, destructive).
+fn tool_info(tool: &Tool) -> troupe_runtime::ToolInfo {
+    let contract = tool
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(troupe_contracts::META_KEY))
+        .and_then(|c| serde_json::from_value::<troupe_contracts::ToolContract>(c.clone()).ok());
+    let destructive = match contract {
+        Some(c) => c.transactional || c.requires_confirmation,
+        None => {
+            let a = tool.annotations.as_ref();
+            let read_only = a.and_then(|a| a.read_only_hint).unwrap_or(false);
+            !read_only && a.and_then(|a| a.destructive_hint).unwrap_or(true)
+        }
+    };
+    troupe_runtime::ToolInfo {
+        description: tool.description.as_ref().map(|d| d.to_string()),
+        destructive: Some(destructive),
+    }
 }
 
 fn drift(server: &str, tool: &str, detail: String) -> McpError {

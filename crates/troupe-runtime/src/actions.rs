@@ -102,6 +102,77 @@ pub struct ToolCall {
 pub trait ToolHost: Send + Sync + std::fmt::Debug {
     /// Performs the call; the values are checked against the outputs by the runtime.
     fn call(&self, call: ToolCall) -> BoxFuture<'static, Result<Vec<Value>, String>>;
+
+    /// What the server says of a tool in its `tools/list` (description,
+    /// whether it is destructive), for a model that may call it; `None`
+    /// when it cannot tell (the default).
+    fn describe(
+        &self,
+        server: Arc<troupe_check::ir::McpServer>,
+        tool: String,
+    ) -> BoxFuture<'static, Option<ToolInfo>> {
+        let _ = (server, tool);
+        Box::pin(async { None })
+    }
+}
+
+/// What a server says of one of its tools.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolInfo {
+    pub description: Option<String>,
+    /// Whether a call changes the world irreversibly or needs a person's
+    /// consent: from the tool's MCP+ contract in `_meta` (transactional or
+    /// requiring confirmation) when it publishes one, else from its
+    /// annotations (`readOnlyHint` false and `destructiveHint`, which MCP
+    /// defaults to true). `None`: unknown.
+    pub destructive: Option<bool>,
+}
+
+/// A tool call a run made (by a `tool` action or by a model), kept for the
+/// run's contract checks: the values it was called with and gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRecord {
+    pub action: troupe_check::ir::ActionId,
+    pub args: Vec<Value>,
+    pub outputs: Vec<Value>,
+}
+
+/// The run-time side of the tools' contracts, for calls a model chooses
+/// (`troupe-host` implements it over `troupe-contracts`).
+pub trait ToolPolicy: Send + Sync + std::fmt::Debug {
+    /// Whether a call of `tool` needs a person's confirmation first, by
+    /// its contract; `None` when it has no contract (the runtime then asks
+    /// the [`ToolHost`] whether the tool is destructive).
+    fn needs_confirmation(&self, tool: troupe_check::ir::ActionId) -> Option<bool>;
+
+    /// Why calling `tool` with `args` after the run's successful calls
+    /// `earlier` breaks a `requires` relation of its contract (`None`: it
+    /// does not).
+    fn unmet_requirement(
+        &self,
+        tool: troupe_check::ir::ActionId,
+        args: &[Value],
+        earlier: &[ToolRecord],
+    ) -> Option<String>;
+}
+
+/// No contracts: every tool is judged by what its server says of it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoContracts;
+
+impl ToolPolicy for NoContracts {
+    fn needs_confirmation(&self, _: troupe_check::ir::ActionId) -> Option<bool> {
+        None
+    }
+
+    fn unmet_requirement(
+        &self,
+        _: troupe_check::ir::ActionId,
+        _: &[Value],
+        _: &[ToolRecord],
+    ) -> Option<String> {
+        None
+    }
 }
 
 /// A task for a person, as the inbox receives it.

@@ -16,11 +16,13 @@
 //! (or driven by a seed), so a run can be replayed exactly.
 
 use crate::actions::{
-    EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoHumans, PureFn, ToolCall, ToolHost,
+    EffectCall, EffectFn, Externs, HumanInbox, HumanTask, NoContracts, NoHumans, PureFn, ToolCall,
+    ToolHost, ToolPolicy, ToolRecord,
 };
+use crate::agent::{Agent, Offered, Runner, Stop};
 use crate::checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 use crate::error::{Location, RunError};
-use crate::journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
+use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -87,6 +89,8 @@ struct Inner {
     key_lane: Vec<Vec<u32>>,
     /// Per lifeline, whether it runs parts of a `par` concurrently.
     forks: Vec<bool>,
+    /// The tools' contracts, for the calls models choose.
+    policy: Arc<dyn ToolPolicy>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -108,6 +112,7 @@ pub struct EngineBuilder {
     mock: Option<Arc<dyn LlmBackend>>,
     humans: Arc<dyn HumanInbox>,
     tools: Option<Arc<dyn ToolHost>>,
+    policy: Arc<dyn ToolPolicy>,
     timeouts: HashMap<String, Duration>,
     default_timeout: Option<Duration>,
 }
@@ -142,6 +147,7 @@ impl EngineBuilder {
             mock: None,
             humans: Arc::new(NoHumans),
             tools: None,
+            policy: Arc::new(NoContracts),
             timeouts: HashMap::new(),
             default_timeout: None,
         }
@@ -190,6 +196,13 @@ impl EngineBuilder {
     /// Where `tool` actions are performed (MCP servers).
     pub fn tools(mut self, host: Arc<dyn ToolHost>) -> Self {
         self.tools = Some(host);
+        self
+    }
+
+    /// The tools' contracts, enforced on the calls a model chooses
+    /// (default: none; each tool is then judged by what its server says).
+    pub fn tool_policy(mut self, policy: Arc<dyn ToolPolicy>) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -313,27 +326,6 @@ impl EngineBuilder {
                     .any(|op| matches!(op, Op::Fork { parts, .. } if !parts.is_empty()))
             })
             .collect();
-        // An `llm` with `tools:` needs tool calling, which this runtime does
-        // not have: refuse the run instead of calling the model without them.
-        for op in flat.iter().flat_map(|f| f.ops.iter()) {
-            if let Op::Act {
-                call: Call::Action { action, .. },
-                ..
-            } = op
-                && let Some(a) = self.program.actions.get(action.0 as usize)
-                && let ActionKind::Llm(l) = &a.kind
-                && !l.tools.is_empty()
-            {
-                return Err(RunError::ToolCallingUnsupported {
-                    action: a.name.clone(),
-                    tools: l
-                        .tools
-                        .iter()
-                        .map(|t| self.program.action(*t).name.clone())
-                        .collect(),
-                });
-            }
-        }
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
         let llm = match self.llm {
@@ -375,6 +367,7 @@ impl EngineBuilder {
                 tag_lane,
                 key_lane,
                 forks,
+                policy: self.policy,
             }),
         })
     }
@@ -740,6 +733,19 @@ struct Task {
 enum Failure {
     Action(String),
     Journal(String),
+    /// A non-idempotent tool call of a conversation (this step) started
+    /// before a crash and never finished.
+    NeedsResolution(String),
+}
+
+impl From<Stop> for Failure {
+    fn from(stop: Stop) -> Failure {
+        match stop {
+            Stop::Failed(m) => Failure::Action(m),
+            Stop::Journal(m) => Failure::Journal(m),
+            Stop::NeedsResolution(step) => Failure::NeedsResolution(step),
+        }
+    }
 }
 
 type Pending = (u32, Result<Vec<Value>, Failure>);
@@ -772,6 +778,9 @@ struct RunState {
     next_checkpoint: u64,
     done: usize,
     rng: u64,
+    /// The run's successful tool calls, for the `requires` relations of
+    /// the calls models choose.
+    tool_log: Arc<std::sync::Mutex<Vec<ToolRecord>>>,
 }
 
 impl RunState {
@@ -839,6 +848,7 @@ impl RunState {
             done: 0,
             rng,
             engine,
+            tool_log: Arc::default(),
         }
     }
 
@@ -1718,6 +1728,9 @@ impl RunState {
         if let Some(journal) = &journal {
             match journal.recorded(&step) {
                 Some(Recorded::Done(values)) => {
+                    if kind == StepKind::Tool {
+                        self.log_tool(action, &args, &values);
+                    }
                     self.pending
                         .push(Box::pin(async move { (task, Ok(values)) }));
                     return Ok(());
@@ -1739,6 +1752,37 @@ impl RunState {
             step = %step,
             kind = kind.as_str(),
         );
+        if let (Performer::Llm, ActionKind::Llm(llm)) = (&performer, &decl.kind)
+            && !llm.tools.is_empty()
+        {
+            let agent = self.agent(&engine, action, &step, &args);
+            let timeout = engine
+                .timeouts
+                .get(&decl.name)
+                .copied()
+                .or(engine.default_timeout);
+            let fut = async move {
+                let run = agent.run();
+                let values = match timeout {
+                    Some(t) => match tokio::time::timeout(t, run).await {
+                        Ok(r) => r?,
+                        Err(_) => return Err(Failure::Action(format!("timed out after {t:?}"))),
+                    },
+                    None => run.await?,
+                };
+                if let Some(journal) = &journal {
+                    journal
+                        .record(&step, kind, &args, &values)
+                        .await
+                        .map_err(Failure::Journal)?;
+                }
+                Ok(values)
+            };
+            self.pending
+                .push(Box::pin(async move { (task, fut.instrument(span).await) }));
+            return Ok(());
+        }
+        let log = (kind == StepKind::Tool).then(|| (self.tool_log.clone(), action, args.clone()));
         let make = self.performance(&engine, action, &step, &args, performer);
         let timeout = engine
             .timeouts
@@ -1794,6 +1838,15 @@ impl RunState {
                     .await
                     .map_err(Failure::Journal)?;
             }
+            if let (Some((tool_log, action, args)), true) = (log, well_typed)
+                && let Ok(mut l) = tool_log.lock()
+            {
+                l.push(ToolRecord {
+                    action,
+                    args,
+                    outputs: values.clone(),
+                });
+            }
             Ok(values)
         };
         self.pending
@@ -1842,6 +1895,8 @@ impl RunState {
                 model,
                 temperature,
                 retries,
+                tools: Vec::new(),
+                conversation: Vec::new(),
             };
         match (performer, &decl.kind) {
             (Performer::Llm, ActionKind::Llm(llm)) => {
@@ -1855,60 +1910,12 @@ impl RunState {
                 let backend = engine.llm.clone();
                 let journal = self.options.journal.clone();
                 let step = step.clone();
-                let types = engine.types.clone();
                 Box::new(move || {
                     Box::pin(async move {
-                        let span = tracing::info_span!(
-                            "model call",
-                            gen_ai.operation.name = "chat",
-                            gen_ai.request.model = tracing::field::Empty,
-                            gen_ai.usage.input_tokens = tracing::field::Empty,
-                            gen_ai.usage.output_tokens = tracing::field::Empty,
-                            step = %step,
-                        );
-                        let started = std::time::Instant::now();
-                        let result = backend.call(&request).instrument(span.clone()).await;
-                        let record = match &result {
-                            Ok(a) => {
-                                span.record("gen_ai.request.model", a.model.as_str());
-                                if let Some(u) = &a.usage {
-                                    span.record("gen_ai.usage.input_tokens", u.input_tokens);
-                                    span.record("gen_ai.usage.output_tokens", u.output_tokens);
-                                }
-                                LlmCall {
-                                    model: a.model.clone(),
-                                    system: request.system.clone(),
-                                    prompt: request.prompt.clone(),
-                                    answer: a.detail.raw.clone(),
-                                    outputs: Some(serde_json::Value::Array(
-                                        a.values.iter().map(|v| v.to_json(&types)).collect(),
-                                    )),
-                                    usage: a.usage,
-                                    latency_ms: a.latency.as_millis() as u64,
-                                    attempts: a.attempts,
-                                    retries: a.detail.retries.clone(),
-                                    cost_usd: a.detail.cost_usd,
-                                    error: None,
-                                }
-                            }
-                            Err(e) => LlmCall {
-                                model: e.backend().to_owned(),
-                                system: request.system.clone(),
-                                prompt: request.prompt.clone(),
-                                answer: None,
-                                outputs: None,
-                                usage: None,
-                                latency_ms: started.elapsed().as_millis() as u64,
-                                attempts: 0,
-                                retries: Vec::new(),
-                                cost_usd: None,
-                                error: Some(e.to_string()),
-                            },
-                        };
-                        if let Some(j) = &journal {
-                            j.llm_call(&step, &record);
-                        }
-                        result.map(|a| a.values).map_err(|e| e.to_string())
+                        crate::agent::model_call(&*backend, &request, journal.as_deref(), &step)
+                            .await
+                            .map(|a| a.values)
+                            .map_err(|e| e.to_string())
                     })
                 })
             }
@@ -1996,6 +2003,99 @@ impl RunState {
         }
     }
 
+    /// Keeps a `tool` action's call for the contract checks of later
+    /// calls that models choose.
+    fn log_tool(&self, action: ActionId, args: &[Value], outputs: &[Value]) {
+        if let Ok(mut l) = self.tool_log.lock() {
+            l.push(ToolRecord {
+                action,
+                args: args.to_vec(),
+                outputs: outputs.to_vec(),
+            });
+        }
+    }
+
+    /// The conversation of an `llm` action with `tools:`.
+    fn agent(
+        &self,
+        engine: &Arc<Inner>,
+        action: ActionId,
+        step: &StepKey,
+        args: &[Value],
+    ) -> Agent {
+        let decl = engine.program.action(action);
+        let types = &engine.program.types;
+        let ActionKind::Llm(llm) = &decl.kind else {
+            unreachable!("agents are made for llm actions only")
+        };
+        let slots = |params: &[troupe_check::ir::Param]| -> Vec<OutputSlot> {
+            params
+                .iter()
+                .map(|p| OutputSlot {
+                    name: p.name.clone(),
+                    ty: p.ty.clone(),
+                })
+                .collect()
+        };
+        let offered = llm
+            .tools
+            .iter()
+            .filter_map(|id| {
+                let t = engine.program.action(*id);
+                let ActionKind::Tool(tool) = &t.kind else {
+                    return None;
+                };
+                let runner = match engine.performers.get(id.0 as usize)? {
+                    Performer::Tool(host) => Runner::Host(host.clone()),
+                    _ => Runner::Mock(engine.mock.clone().unwrap_or_else(|| engine.llm.clone())),
+                };
+                Some(Offered {
+                    action: *id,
+                    name: t.name.clone(),
+                    params: t
+                        .params
+                        .iter()
+                        .zip(tool.defaults.iter().chain(std::iter::repeat(&None)))
+                        .map(|(p, d)| (p.name.clone(), p.ty.clone(), d.clone()))
+                        .collect(),
+                    outputs: slots(&t.outputs),
+                    tool: tool.clone(),
+                    runner,
+                })
+            })
+            .collect();
+        let request = LlmRequest {
+            key: CallKey {
+                lifeline: step.lifeline.clone(),
+                action: step.action.clone(),
+                occurrence: step.occurrence,
+            },
+            seed: self.options.seed,
+            system: llm.system.as_ref().map(|t| render(t, args, types)),
+            prompt: render(&llm.prompt, args, types),
+            outputs: slots(&decl.outputs),
+            types: engine.types.clone(),
+            model: llm.model.clone(),
+            temperature: llm.temperature,
+            retries: llm.retries,
+            tools: Vec::new(),
+            conversation: Vec::new(),
+        };
+        Agent {
+            step: step.clone(),
+            run: self.options.run_id.clone(),
+            request,
+            offered,
+            backend: engine.llm.clone(),
+            journal: self.options.journal.clone(),
+            humans: engine.humans.clone(),
+            policy: engine.policy.clone(),
+            log: self.tool_log.clone(),
+            types: engine.types.clone(),
+            max_steps: llm.max_steps.unwrap_or(crate::agent::DEFAULT_MAX_STEPS),
+        }
+    }
+
     /// An asynchronous action of `task` finished.
     fn complete(&mut self, task: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
         let engine = self.engine.clone();
@@ -2027,6 +2127,10 @@ impl RunState {
             Failure::Journal(message) => RunError::Journal {
                 run: self.options.run_id.clone(),
                 message,
+            },
+            Failure::NeedsResolution(step) => RunError::NeedsResolution {
+                run: self.options.run_id.clone(),
+                step,
             },
         })?;
         let values = self.check_outputs(lane, *stmt, *action, values)?;

@@ -42,14 +42,6 @@ pub enum RunError {
     /// The journal (the store) failed: the run stops rather than lose a record.
     #[error("run {run}: the store failed: {message}")]
     Journal { run: String, message: String },
-    /// The workflow calls an `llm` action that lists `tools:` the model may
-    /// call, and this runtime has no tool calling: refused before the run
-    /// starts rather than run without the tools.
-    #[error(
-        "`{action}` lets the model call tools ({}), but this runtime does not support tool calling yet; remove its `tools:` to run it as a plain model call",
-        tools.join(", ")
-    )]
-    ToolCallingUnsupported { action: String, tools: Vec<String> },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

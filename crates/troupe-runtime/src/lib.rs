@@ -28,6 +28,7 @@
 //! ```
 
 pub mod actions;
+mod agent;
 pub mod checkpoint;
 pub mod engine;
 pub mod error;
@@ -36,8 +37,10 @@ pub mod trace;
 pub mod watch;
 
 pub use actions::{
-    EffectCall, Externs, HumanInbox, HumanTask, NoHumans, ScriptedHumans, ToolCall, ToolHost,
+    EffectCall, Externs, HumanInbox, HumanTask, NoContracts, NoHumans, ScriptedHumans, ToolCall,
+    ToolHost, ToolInfo, ToolPolicy, ToolRecord,
 };
+pub use agent::DEFAULT_MAX_STEPS;
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 pub use engine::{
     Engine, EngineBuilder, LANE_OCCURRENCES, RunOptions, RunOutcome, Schedule, parse_inputs,

@@ -77,6 +77,7 @@ impl LlmBackend for Model {
             wait(turns).await;
             Ok(LlmAnswer {
                 values: vec![Value::Int(action_result(THINK, x))],
+                tool_calls: Vec::new(),
                 model: "oracle".into(),
                 usage: None,
                 latency: std::time::Duration::ZERO,

@@ -183,10 +183,17 @@ impl StoreJournal {
                         .iter()
                         .map(row)
                         .collect::<Result<_, crate::db::DbError>>()?;
+                    // With the sub-steps of a pending step (the turns and
+                    // tool calls of a model's conversation): keys under
+                    // `key/`. (SQLite's LIKE ignores ASCII case, so it may
+                    // load a few steps more; they are looked up by exact
+                    // key, so they are never used.)
                     for key in &cp.checkpoint.pending {
+                        let key = key.to_string();
+                        let under = format!("{}/%", like_escape(&key));
                         for r in db.query(
-                            &format!("{select} AND key = ?2"),
-                            args![run, key.to_string()],
+                            &format!("{select} AND (key = ?2 OR key LIKE ?3 ESCAPE '\\')"),
+                            args![run, key, under],
                         )? {
                             out.push(row(&r)?);
                         }
@@ -477,6 +484,18 @@ impl RunJournal for StoreJournal {
         };
         self.durable(op)
     }
+}
+
+/// `text` as a literal in a LIKE pattern with `\` as the escape.
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

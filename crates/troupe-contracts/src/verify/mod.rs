@@ -16,6 +16,11 @@
 //! * [`load`] — W0605: a called tool that has no contract is named as
 //!   unverified (an error with [`VerifyOptions::deny_unverified`]).
 //!
+//! [`enforce`] holds the same contracts at run time, for the tool calls a
+//! model chooses (which no static check can see): confirmation of
+//! transactional tools and the `requires` relations over the values the
+//! run's calls actually had.
+//!
 //! The checks share one analysis of each workflow ([`flow`]): provenance by
 //! value numbering (a value is its origin, carried unchanged by messages,
 //! copies and field reads) and the tree of constructs. "On every path" is
@@ -25,6 +30,7 @@
 
 mod confirmation;
 mod describe;
+pub mod enforce;
 mod failure;
 mod flow;
 mod load;

@@ -59,15 +59,16 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
     out
 }
 
-/// Where the `other` side of a binding is found at a call of the required tool.
+/// Where the `other` side of a binding is found at a call of the required
+/// tool (shared with the run-time check, [`super::enforce`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub(crate) enum Side {
     Arg(usize),
     Output(usize),
     OutputField(usize, u32),
 }
 
-fn resolve_other(program: &Program, action: &Action, name: &str) -> Option<Side> {
+pub(crate) fn resolve_other(program: &Program, action: &Action, name: &str) -> Option<Side> {
     if let Some(i) = param_index(action, name) {
         return Some(Side::Arg(i));
     }

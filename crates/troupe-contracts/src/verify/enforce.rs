@@ -1,0 +1,227 @@
+//! The contracts at run time, for the tool calls a model chooses.
+//!
+//! **What**: [`Enforcer`] answers two questions for a call of a tool with
+//! concrete arguments: does it need a person's confirmation first (its
+//! contract is transactional or requires confirmation), and does it break a
+//! `requires` relation — is there no successful earlier call of the
+//! required tool, in the same run, whose bound values are equal to this
+//! call's? The relation means what E0602 checks statically
+//! ([`super::requirement`]): the bindings' names are resolved by the same
+//! function (a parameter of the required tool, one of its outputs, or a
+//! field of its single record output); a `via` binding asks for a call of
+//! the third tool whose own bindings hold and whose `field` is the required
+//! call's value; a `guard` asks the required call's outputs to have the
+//! stated values. Statically "the same value" is the same provenance; at
+//! run time it is the same value.
+//!
+//! **Why**: a model's calls are not in the workflow, so the static checks
+//! cannot see them; without this a model could debit an account nobody
+//! checked, or book a ticket nobody confirmed.
+//!
+//! **Example**: a model that calls `book_ticket(user_id: "u1", price: 45)`
+//! before any `check_balance(account: <u1's account>, amount: 45)` that
+//! answered `valid` and `sufficient` is told which requirement is unmet, and
+//! the server sees no call.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use troupe_check::Value;
+use troupe_check::ir::{Action, ActionId, Program};
+
+use super::load::{Contracts, actions_for_tool, param_index, tool_of};
+use super::requirement::{Side, resolve_other};
+use crate::contract::{Binding, Relation, RelationKind, ToolContract};
+
+/// A successful tool call of the run, as the checks see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub action: ActionId,
+    pub args: &'a [Value],
+    pub outputs: &'a [Value],
+}
+
+/// The contracts of a program's tools, loaded for run-time checks.
+#[derive(Debug)]
+pub struct Enforcer {
+    program: Arc<Program>,
+    contracts: Contracts,
+}
+
+impl Enforcer {
+    /// Loads the contracts of `program`'s tools from their servers'
+    /// `contracts:` sidecars, relative to `base_dir`. A sidecar that cannot
+    /// be used leaves its tools without contracts here (static verification
+    /// reports it, and refuses the run, when the run starts).
+    pub fn load(program: Arc<Program>, base_dir: &Path) -> Enforcer {
+        let mut ignored = Vec::new();
+        let contracts = Contracts::load(&program, base_dir, &mut ignored);
+        Enforcer { program, contracts }
+    }
+
+    /// The contract of tool action `id`, if it has one.
+    pub fn contract(&self, id: ActionId) -> Option<&ToolContract> {
+        self.contracts.get(id)
+    }
+
+    /// Whether a call of `id` needs a person's confirmation, by its
+    /// contract (`None`: it has none).
+    pub fn needs_confirmation(&self, id: ActionId) -> Option<bool> {
+        self.contract(id)
+            .map(|c| c.transactional || c.requires_confirmation)
+    }
+
+    /// Why a call of `id` with `args`, after the run's successful calls
+    /// `earlier`, breaks a `requires` relation of its contract; `None` when
+    /// every one holds.
+    pub fn unmet(&self, id: ActionId, args: &[Value], earlier: &[Call<'_>]) -> Option<String> {
+        let contract = self.contract(id)?;
+        let action = self.program.actions.get(id.0 as usize)?;
+        let unmet: Vec<String> = contract
+            .relations
+            .iter()
+            .filter(|r| r.kind == RelationKind::Requires)
+            .filter(|r| !self.holds(action, r, args, earlier))
+            .map(|r| self.describe(action, r, args))
+            .collect();
+        (!unmet.is_empty()).then(|| unmet.join("; "))
+    }
+
+    fn holds(
+        &self,
+        action: &Action,
+        relation: &Relation,
+        args: &[Value],
+        earlier: &[Call<'_>],
+    ) -> bool {
+        let Some(tool) = tool_of(action) else {
+            return true;
+        };
+        let required = actions_for_tool(&self.program, &tool.server.name, &relation.tool);
+        earlier
+            .iter()
+            .filter(|c| required.contains(&c.action))
+            .any(|c| {
+                let Some(other) = self.program.actions.get(c.action.0 as usize) else {
+                    return false;
+                };
+                relation
+                    .bindings
+                    .iter()
+                    .all(|b| self.binding_holds(action, other, b, args, c, earlier))
+                    && relation.guard.iter().all(|g| {
+                        resolve_other(&self.program, other, &g.output)
+                            .and_then(|side| value_at(c, side))
+                            == Some(&Value::Bool(g.equals))
+                    })
+            })
+    }
+
+    /// One binding at a candidate call `c` of the required tool `other`.
+    fn binding_holds(
+        &self,
+        action: &Action,
+        other: &Action,
+        b: &Binding,
+        args: &[Value],
+        c: &Call<'_>,
+        earlier: &[Call<'_>],
+    ) -> bool {
+        let Some(theirs) =
+            resolve_other(&self.program, other, &b.other).and_then(|s| value_at(c, s))
+        else {
+            return false;
+        };
+        let Some(via) = &b.via else {
+            return param_index(action, &b.this)
+                .and_then(|i| args.get(i))
+                .is_some_and(|mine| mine == theirs);
+        };
+        // Through a third tool: one of its calls whose own bindings hold
+        // for this call gave the required call's value.
+        let Some(tool) = tool_of(action) else {
+            return false;
+        };
+        let third = actions_for_tool(&self.program, &tool.server.name, &via.tool);
+        earlier
+            .iter()
+            .filter(|g| third.contains(&g.action))
+            .any(|g| {
+                let Some(t) = self.program.actions.get(g.action.0 as usize) else {
+                    return false;
+                };
+                let bound = via.bindings.iter().all(|vb| {
+                    let mine = param_index(action, &vb.this).and_then(|i| args.get(i));
+                    let at_g =
+                        resolve_other(&self.program, t, &vb.other).and_then(|s| value_at(g, s));
+                    mine.is_some() && mine == at_g
+                });
+                bound
+                    && resolve_other(&self.program, t, &via.field).and_then(|s| value_at(g, s))
+                        == Some(theirs)
+            })
+    }
+
+    /// The relation in words, with this call's values.
+    fn describe(&self, action: &Action, relation: &Relation, args: &[Value]) -> String {
+        let types = &self.program.types;
+        let shown = |name: &str| {
+            param_index(action, name)
+                .and_then(|i| args.get(i))
+                .map_or_else(|| "?".to_owned(), |v| v.to_json(types).to_string())
+        };
+        let mut with: Vec<String> = Vec::new();
+        for b in &relation.bindings {
+            match &b.via {
+                None => with.push(format!(
+                    "`{}` = {} (this call's `{}`)",
+                    b.other,
+                    shown(&b.this),
+                    b.this
+                )),
+                Some(via) => {
+                    let of: Vec<String> = via
+                        .bindings
+                        .iter()
+                        .map(|vb| format!("`{}` = {}", vb.other, shown(&vb.this)))
+                        .collect();
+                    with.push(format!(
+                        "`{}` = the `{}` that `{}` gave for {}",
+                        b.other,
+                        via.field,
+                        via.tool,
+                        of.join(", ")
+                    ));
+                }
+            }
+        }
+        let mut text = format!(
+            "the contract of `{}` requires a successful earlier call of `{}`",
+            action.name, relation.tool
+        );
+        if !with.is_empty() {
+            text.push_str(&format!(" with {}", with.join(" and ")));
+        }
+        if !relation.guard.is_empty() {
+            let g: Vec<String> = relation
+                .guard
+                .iter()
+                .map(|g| format!("`{}` {}", g.output, g.equals))
+                .collect();
+            text.push_str(&format!(" that answered {}", g.join(" and ")));
+        }
+        text.push_str(", and no call of this run qualifies");
+        text
+    }
+}
+
+fn value_at<'a>(c: &Call<'a>, side: Side) -> Option<&'a Value> {
+    match side {
+        Side::Arg(i) => c.args.get(i),
+        Side::Output(i) => c.outputs.get(i),
+        Side::OutputField(i, f) => match c.outputs.get(i)? {
+            Value::Record(_, fields) => fields.get(f as usize),
+            _ => None,
+        },
+    }
+}
