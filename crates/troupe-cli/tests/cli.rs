@@ -190,6 +190,12 @@ fn every_example_runs_with_the_mock_model_and_verifies() {
             "--answers",
             "examples/scripts/train_booking.answers.json",
         ],
+        &[
+            "run",
+            "examples/agent_booking.troupe",
+            "-i",
+            "request=Book u1 from Paris to Lyon",
+        ],
     ];
     for args in runs {
         let out = troupe(args);
@@ -671,4 +677,31 @@ fn a_changed_workflow_is_not_resumed_but_an_unchanged_one_is() {
         .count();
     assert_eq!(of_run_1, 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The agentic example with its scripted conversation: the model looks up,
+/// quotes, checks and books through the booking server, the booking is
+/// confirmed by the answers file, and the run verifies.
+#[test]
+fn the_agent_example_books_through_its_scripted_conversation() {
+    let out = troupe(&[
+        "run",
+        "examples/agent_booking.troupe",
+        "-i",
+        "request=Book u1 from Paris to Lyon on 2026-12-24",
+        "--llm",
+        "scripted:examples/scripts/agent_booking.json",
+        "--answers",
+        "examples/scripts/agent_booking.answers.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "reply = Booked: Paris to Lyon on 2026-12-24, economy, 47 EUR.\n"
+    );
+    assert!(
+        stderr(&out).contains("verified: the run"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -333,6 +333,8 @@ fn answer(dir: &Path, task: &Value, yes: bool) {
             "answer",
             id,
             if yes { "--yes" } else { "--no" },
+            "--by",
+            "tester",
             "--store",
             "db",
         ],
@@ -409,6 +411,29 @@ fn a_booking_a_person_declines_debits_nothing_and_the_model_is_told() {
     assert!(reply.contains("declined"), "{s}");
     // Every model turn is a model-call record.
     assert_eq!(s["llm_calls"].as_array().unwrap().len(), 4, "{s}");
+    // Status and trace show each call inside the action.
+    let chosen = s["tool_calls"].as_array().unwrap();
+    let shown: Vec<(&str, &str)> = chosen
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("get_user", "done"),
+            ("check_balance", "done"),
+            ("book_ticket", "declined")
+        ],
+        "{s}"
+    );
+    assert_eq!(chosen[2]["step"], "Agent/assist#0");
+    assert_eq!(chosen[2]["arguments"]["price"], PRICE);
+    let trace = output(troupe(&dir, &[], &["trace", "run-1", "--store", "db"]));
+    let trace = text(&trace);
+    assert!(
+        trace.contains("Agent/assist#0 #2 book_ticket(") && trace.contains("declined by a person"),
+        "{trace}"
+    );
 }
 
 #[test]
@@ -433,6 +458,16 @@ fn a_booking_a_person_confirms_debits_once() {
         last["content"].as_str().unwrap().contains("\"price\":47.0"),
         "{last}"
     );
+    let book = s["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == "book_ticket")
+        .unwrap()
+        .clone();
+    assert_eq!(book["status"], "done", "{book}");
+    assert_eq!(book["detail"]["price"], PRICE, "{book}");
+    assert_eq!(book["confirmed_by"], "tester", "{book}");
 }
 
 #[test]
@@ -495,8 +530,12 @@ fn script(dir: &Path, turns: Value) -> String {
     "scripted:script.json".to_owned()
 }
 
+/// Runs with the scripted model; a confirmation, if one is asked for, is
+/// answered yes (so a call the contracts should have refused would reach
+/// the server and show in its log).
 fn run_scripted(dir: &Path, llm: &str) -> Output {
-    output(troupe(
+    std::fs::write(dir.join("answers.json"), r#"{"book_ticket": true}"#).unwrap();
+    let mut c = troupe(
         dir,
         &[],
         &[
@@ -508,8 +547,21 @@ fn run_scripted(dir: &Path, llm: &str) -> Output {
             "request=Book",
             "--llm",
             llm,
+            "--answers",
+            "answers.json",
         ],
-    ))
+    );
+    let child = c.spawn().unwrap();
+    let start = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the scripted run hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }
 
 fn steps(s: &Value) -> String {
@@ -553,6 +605,13 @@ fn a_booking_before_its_required_check_is_refused_and_never_reaches_the_server()
         "no confirmation was asked for: {all}"
     );
     assert!(pending_tasks(&dir).is_empty());
+    let refused = s["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tool"] == "book_ticket" && c["status"] == "refused")
+        .count();
+    assert_eq!(refused, 2, "{s}");
 }
 
 #[test]

@@ -24,6 +24,7 @@
 //! resume unless explicitly overridden (and the override is recorded).
 
 mod answer;
+pub mod chosen;
 mod compile;
 mod error;
 pub mod externs;

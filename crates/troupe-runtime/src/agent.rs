@@ -295,7 +295,7 @@ impl Agent {
         }
         let earlier = self.log.lock().map(|l| l.clone()).unwrap_or_default();
         if let Some(why) = self.policy.unmet_requirement(tool.action, &args, &earlier) {
-            let outcome = json!({"refused": why});
+            let outcome = json!({"refused": why, "arguments": arguments});
             self.record(
                 &key,
                 StepKind::Tool,
@@ -317,12 +317,15 @@ impl Agent {
                 .await
                 .map_err(Stop::Journal)?;
         }
+        let shown = J::Object(arguments.clone());
         let result = self.perform(tool, &key, arguments, &args).await;
+        // The arguments too, for whoever reads the record (status, trace, web).
         let outcome = match &result {
-            Ok(values) => {
-                json!({"ok": values.iter().map(|v| v.to_json(&self.types)).collect::<Vec<_>>()})
-            }
-            Err(e) => json!({"error": e}),
+            Ok(values) => json!({
+                "ok": values.iter().map(|v| v.to_json(&self.types)).collect::<Vec<_>>(),
+                "arguments": shown,
+            }),
+            Err(e) => json!({"error": e, "arguments": shown}),
         };
         self.record(
             &key,

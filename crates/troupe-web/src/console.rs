@@ -511,6 +511,39 @@ pub(crate) fn tool_calls(steps: &[StepRow]) -> String {
     )
 }
 
+/// The tool calls models chose, inside their actions: tool, arguments,
+/// result, who confirmed it.
+pub(crate) fn chosen_calls(calls: &[troupe_host::chosen::ChosenCall]) -> String {
+    use troupe_host::chosen::Outcome;
+    if calls.is_empty() {
+        return String::new();
+    }
+    let mut rows = String::new();
+    for c in calls {
+        let (status, result) = match &c.outcome {
+            Outcome::Done(v) => ("done", v.to_string()),
+            Outcome::Failed(e) => ("failed", e.clone()),
+            Outcome::Refused(e) => ("refused", e.clone()),
+            Outcome::Declined => ("declined", "not called".to_owned()),
+            Outcome::Started => ("started", String::new()),
+            Outcome::AwaitingConfirmation => ("waiting", "waits for a confirmation".to_owned()),
+        };
+        rows.push_str(&format!(
+            "<tr class=\"chosen-call\"><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td></tr>",
+            escape(&c.step),
+            c.index,
+            escape(&c.tool),
+            escape(&clip(&c.arguments.to_string(), 300)),
+            status_badge(status),
+            escape(&clip(&result, 300)),
+            escape(c.confirmed_by.as_deref().unwrap_or("—")),
+        ));
+    }
+    format!(
+        "<h2>Tool calls chosen by models</h2><div class=\"scroll\"><table id=\"chosen\"><thead><tr><th>Action</th><th>#</th><th>Tool</th><th>Arguments</th><th>Status</th><th>Result</th><th>Confirmed by</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+}
+
 /// The rows of a run's task table.
 pub(crate) fn task_rows(tasks: &[TaskRow]) -> String {
     let mut out = String::new();

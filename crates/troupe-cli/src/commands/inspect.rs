@@ -144,9 +144,11 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
     let detail = store.run(run)?;
     let calls = store.llm_calls(run)?;
     let totals = store.run_totals()?.remove(&run).unwrap_or_default();
+    let chosen = troupe_host::chosen::chosen_calls(&detail, &store.run_tasks(run, false)?);
     if args.json {
         let mut doc = serde_json::to_value(&detail)?;
         doc["llm_calls"] = serde_json::to_value(&calls)?;
+        doc["tool_calls"] = serde_json::to_value(&chosen)?;
         doc["totals"] = serde_json::to_value(&totals)?;
         out::println(&serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitStatus::Success);
@@ -192,6 +194,16 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             sanitize(&step.key),
             sanitize(&out.chars().take(60).collect::<String>())
         );
+    }
+    if !chosen.is_empty() {
+        text += &format!("  tools     {} call(s) chosen by models\n", chosen.len());
+        for c in &chosen {
+            let line = troupe_host::chosen::describe(c);
+            text += &format!(
+                "    {}\n",
+                sanitize(&line.chars().take(200).collect::<String>())
+            );
+        }
     }
     if !calls.is_empty() {
         text += &format!(
@@ -325,6 +337,22 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
         }
         // Short-lived reads: a long-lived reader would hold back WAL checkpoints.
         std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // The tool calls models chose, inside their actions (tool, arguments,
+    // result, who confirmed it).
+    let chosen = troupe_host::chosen::chosen_calls(&detail, &store.run_tasks(run, false)?);
+    if args.json {
+        for c in &chosen {
+            let mut doc = serde_json::to_value(c)?;
+            doc["kind"] = "tool_call".into();
+            out::println(&doc.to_string())?;
+        }
+    } else if !chosen.is_empty() {
+        let mut text = format!("tool calls chosen by models ({}):\n", chosen.len());
+        for c in &chosen {
+            text += &format!("  {}\n", troupe_host::chosen::describe(c));
+        }
+        out::print(&sanitize_lines(&text))?;
     }
     // The model calls, after the events: what was asked, answered, spent.
     let calls = store.llm_calls(run)?;

@@ -225,3 +225,114 @@ fn value_at<'a>(c: &Call<'a>, side: Side) -> Option<&'a Value> {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_check::types::RecordId;
+
+    fn example() -> (Arc<Program>, Enforcer) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let text = std::fs::read_to_string(dir.join("agent_booking.troupe")).unwrap();
+        let program = Arc::new(troupe_check::check_text(&text).0.unwrap());
+        let enforcer = Enforcer::load(program.clone(), &dir);
+        (program, enforcer)
+    }
+
+    fn id(p: &Program, name: &str) -> ActionId {
+        ActionId(p.actions.iter().position(|a| a.name == name).unwrap() as u32)
+    }
+
+    fn t(s: &str) -> Value {
+        Value::text(s)
+    }
+
+    /// `book_ticket(u1, …, price)` against every way its two `requires`
+    /// (with a `via` binding and a guard) can fail, one at a time.
+    #[test]
+    fn each_binding_via_and_guard_of_a_requirement_is_needed() {
+        let (p, e) = example();
+        let (user, balance, book) = (
+            id(&p, "get_user"),
+            id(&p, "check_balance"),
+            id(&p, "book_ticket"),
+        );
+        let customer = RecordId(
+            p.types
+                .records
+                .iter()
+                .position(|r| r.name == "Customer")
+                .unwrap() as u32,
+        );
+        let ada = |account: &str| {
+            vec![Value::Record(
+                customer,
+                vec![t("u1"), t("Ada"), t("ada@x"), t(account)].into(),
+            )]
+        };
+        let eco = Value::Enum(troupe_check::types::EnumId(0), 0);
+        let args = vec![
+            t("u1"),
+            t("Paris"),
+            t("Lyon"),
+            t("2026-12-24"),
+            eco,
+            Value::Float(47.0),
+        ];
+        let (u1, ada_acct) = (vec![t("u1")], ada("acct-ada"));
+        let checked = |account: &str, amount: f64, sufficient: bool| {
+            (
+                vec![t(account), Value::Float(amount)],
+                vec![Value::Bool(true), Value::Bool(sufficient)],
+            )
+        };
+        let unmet = |calls: &[(ActionId, &[Value], &[Value])]| {
+            let calls: Vec<Call<'_>> = calls
+                .iter()
+                .map(|(action, args, outputs)| Call {
+                    action: *action,
+                    args,
+                    outputs,
+                })
+                .collect();
+            e.unmet(book, &args, &calls)
+        };
+        let ok = checked("acct-ada", 47.0, true);
+        assert_eq!(
+            unmet(&[(user, &u1, &ada_acct), (balance, &ok.0, &ok.1)]),
+            None
+        );
+        assert!(
+            e.needs_confirmation(book) == Some(true) && e.needs_confirmation(user) == Some(false)
+        );
+        // Nothing before: both relations unmet, each named.
+        let why = unmet(&[]).unwrap();
+        assert!(
+            why.contains("`check_balance`") && why.contains("`get_user`"),
+            "{why}"
+        );
+        // Another amount, another account, an insufficient balance, the
+        // account of another user: each breaks the check_balance relation.
+        for (a, b) in [
+            checked("acct-ada", 46.0, true),
+            checked("acct-alan", 47.0, true),
+            checked("acct-ada", 47.0, false),
+        ] {
+            let why = unmet(&[(user, &u1, &ada_acct), (balance, &a, &b)]).unwrap();
+            assert!(
+                why.contains("`check_balance`") && !why.contains("`get_user` with"),
+                "{why}"
+            );
+        }
+        let other = ada("acct-other");
+        assert!(unmet(&[(user, &u1, &other), (balance, &ok.0, &ok.1)]).is_some());
+        // The relations bind the customer's `id` (a field of the output), so
+        // a lookup that gave another user does not count for u1.
+        let alan = vec![Value::Record(
+            customer,
+            vec![t("u2"), t("Alan"), t("a@x"), t("acct-ada")].into(),
+        )];
+        let u2 = vec![t("u2")];
+        assert!(unmet(&[(user, &u2, &alan), (balance, &ok.0, &ok.1)]).is_some());
+    }
+}
