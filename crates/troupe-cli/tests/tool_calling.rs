@@ -468,6 +468,68 @@ fn a_booking_a_person_confirms_debits_once() {
     assert_eq!(book["status"], "done", "{book}");
     assert_eq!(book["detail"]["price"], PRICE, "{book}");
     assert_eq!(book["confirmed_by"], "tester", "{book}");
+    // The web run page lists the call and draws it under its action.
+    let page = web_page(&dir, "/runs/run-1");
+    assert!(page.contains("Tool calls chosen by models"), "{page}");
+    let table = &page[page.find("id=\"chosen\"").unwrap()..];
+    assert!(
+        table.contains("book_ticket") && table.contains("tester"),
+        "{table}"
+    );
+    assert!(
+        page.contains("↳ #2 book_ticket("),
+        "the chart shows the call: {page}"
+    );
+}
+
+/// A page of `troupe serve` over the test's store.
+fn web_page(dir: &Path, path: &str) -> String {
+    struct Serve(Child);
+    impl Drop for Serve {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = troupe(
+        dir,
+        &[("TROUPE_TOKEN", "web-test".to_owned())],
+        &[
+            "serve",
+            "--store",
+            "db",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--no-notify",
+        ],
+    );
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let _serve = Serve(c.spawn().unwrap());
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer web-test\r\nconnection: close\r\n\r\n"
+    );
+    let start = Instant::now();
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.write_all(request.as_bytes()).unwrap();
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            if out.starts_with("HTTP/1.1 200") {
+                return out;
+            }
+            panic!("{path}: {out}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "troupe serve did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]

@@ -179,7 +179,7 @@ impl RunView {
     /// The sequence chart of the window, as inline SVG. Receives of
     /// messages sent before the window are left out (FIFO matching from
     /// the window's start would pair them with later sends).
-    pub(crate) fn chart_svg(&self) -> String {
+    pub(crate) fn chart_svg(&self, chosen: &[troupe_host::chosen::ChosenCall]) -> String {
         let Some((program, i)) = &self.program else {
             return "<p class=\"meta\">The recorded source no longer checks: no chart.</p>"
                 .to_owned();
@@ -200,12 +200,17 @@ impl RunView {
                 word.push(e.clone());
             }
         }
-        let chart = execution_chart(
+        let mut chart = execution_chart(
             program,
             &program.workflows[*i],
             &exec,
             &ChartOptions::default(),
         );
+        // Occurrences count from the run's start, so only a window that
+        // starts there can tell which call of an action is which.
+        if self.first == 0 {
+            chart = with_chosen_calls(chart, program, &program.workflows[*i], &exec, chosen);
+        }
         let mut svg = String::new();
         if self.first > 0 {
             svg.push_str(&format!(
@@ -413,7 +418,8 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             data["lifecycle"] = crate::routes::lifecycle_buttons(run, &status, None).into();
         }
         if chart_due {
-            data["chart"] = serde_json::Value::String(view.chart_svg());
+            let chosen = troupe_host::chosen::chosen_calls(&detail, &tasks);
+            data["chart"] = serde_json::Value::String(view.chart_svg(&chosen));
             live.chart_sent = Some(Instant::now());
             live.chart_stale = false;
         }
@@ -568,6 +574,84 @@ pub(crate) const RUN_SCRIPT: &str = r#"
   es.onopen = function(){ $('live').textContent = 'live'; };
 })();
 "#;
+
+/// Puts the tool calls models chose under the note of the action that
+/// chose them, one note each (tool, arguments, result, who confirmed it).
+/// The notes over a lifeline come in the order of its word's actions and
+/// decisions, which is how a note is matched with its action.
+fn with_chosen_calls(
+    mut chart: troupe_msc::chart::Chart,
+    program: &Program,
+    workflow: &troupe_check::ir::Workflow,
+    exec: &Execution,
+    chosen: &[troupe_host::chosen::ChosenCall],
+) -> troupe_msc::chart::Chart {
+    use troupe_check::ir::{Call, StmtKind};
+    use troupe_msc::chart::Item;
+    if chosen.is_empty() {
+        return chart;
+    }
+    let mut acts: HashMap<troupe_check::ir::StmtId, troupe_check::ir::ActionId> = HashMap::new();
+    let mut stack = vec![&workflow.body];
+    while let Some(block) = stack.pop() {
+        for stmt in &block.stmts {
+            match &stmt.kind {
+                StmtKind::Act {
+                    call: Call::Action { action, .. },
+                    ..
+                } => {
+                    acts.insert(stmt.id, *action);
+                }
+                StmtKind::If {
+                    then, otherwise, ..
+                } => stack.extend([then, otherwise]),
+                StmtKind::While { body, exit, .. } => stack.extend([body, exit]),
+                _ => {}
+            }
+        }
+    }
+    // Per lifeline, the step of each note-making event (`None`: a
+    // decision or an action without chosen calls).
+    let mut notes: Vec<VecDeque<Option<String>>> = Vec::new();
+    for (l, word) in exec.words.iter().enumerate() {
+        let mut seen: HashMap<troupe_check::ir::ActionId, u64> = HashMap::new();
+        let name = workflow.lifelines.get(l).map_or("?", |x| x.name.as_str());
+        let mut q = VecDeque::new();
+        for e in word {
+            match e {
+                Event::Act { stmt, .. } => q.push_back(acts.get(stmt).map(|a| {
+                    let k = seen.entry(*a).or_insert(0);
+                    *k += 1;
+                    format!("{name}/{}#{}", program.action(*a).name, *k - 1)
+                })),
+                Event::Decide { .. } => q.push_back(None),
+                _ => {}
+            }
+        }
+        notes.push(q);
+    }
+    let items = std::mem::take(&mut chart.items);
+    for item in items {
+        let step = match &item {
+            Item::Note { over, .. } => notes.get_mut(*over).and_then(VecDeque::pop_front).flatten(),
+            _ => None,
+        };
+        let over = match &item {
+            Item::Note { over, .. } => *over,
+            _ => 0,
+        };
+        chart.items.push(item);
+        for c in chosen.iter().filter(|c| Some(&c.step) == step.as_ref()) {
+            let line = troupe_host::chosen::describe(c);
+            let line = line.strip_prefix(&c.step).unwrap_or(&line).trim_start();
+            chart.items.push(Item::Note {
+                over,
+                text: format!("↳ {}", clip(line, 120)),
+            });
+        }
+    }
+    chart
+}
 
 #[cfg(test)]
 mod tests {

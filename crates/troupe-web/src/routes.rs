@@ -361,7 +361,7 @@ async fn run_page_with(
         created = escape(&s.created_at),
         events = view.total(),
         outcome = live::outcome_html(&detail),
-        chart = view.chart_svg(),
+        chart = view.chart_svg(&troupe_host::chosen::chosen_calls(&detail, &tasks)),
         task_rows = console::task_rows(&tasks),
         rows = view.rows_html(0),
         paging = paging(run, &detail, &view, before.is_some()),
