@@ -617,6 +617,52 @@ mod tests {
         }
     }
 
+    /// A run resumed from a checkpoint taken while a model's conversation
+    /// was in flight gets the conversation's sub-steps recorded before the
+    /// checkpoint (`A/assist#0/…`), and no other step's.
+    #[test]
+    fn the_sub_steps_of_a_pending_step_are_loaded_with_it() {
+        use troupe_runtime::{StepKey, StepKind};
+        let key = |action: &str, n| StepKey {
+            lifeline: "A".into(),
+            action: action.into(),
+            occurrence: n,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        for (store, run, _db) in stores(dir.path()) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let j = open(&store, run, History::All).unwrap();
+            let steps = [
+                key("assist#0/turn", 0),
+                key("assist#0/get_user", 1),
+                key("get_user#0/turn", 0),
+                // Not under a pending step: `_` is no wildcard, and
+                // `assist#00` is another step.
+                key("getXuser#0/turn", 0),
+                key("assist#00/turn", 0),
+                key("other", 0),
+            ];
+            for k in &steps {
+                rt.block_on(j.record(k, StepKind::Llm, &[], &[Value::Bool(true)]))
+                    .unwrap();
+            }
+            let mut cp = checkpoint(1_000);
+            cp.pending = vec![key("assist", 0), key("get_user", 0)];
+            for _ in 0..1_000 {
+                j.event(LifelineId(0), &act());
+            }
+            j.checkpoint(cp);
+            rt.block_on(RunJournal::flush(&j)).unwrap();
+            drop(j);
+            let j = open(&store, run, History::All).unwrap();
+            assert_eq!(j.resumes_at(), Some(1_000), "{store:?}");
+            let loaded: Vec<bool> = steps.iter().map(|k| j.recorded(k).is_some()).collect();
+            assert_eq!(loaded, [true, true, true, false, false, false], "{store:?}");
+        }
+    }
+
     #[test]
     fn a_damaged_checkpoint_is_ignored_while_the_history_is_whole() {
         let dir = tempfile::tempdir().unwrap();
