@@ -114,6 +114,7 @@ impl troupe_llm::LlmBackend for Paced {
             }
             Ok(troupe_llm::LlmAnswer {
                 values,
+                tool_calls: Vec::new(),
                 model: "paced".into(),
                 usage: None,
                 latency: std::time::Duration::ZERO,
