@@ -1066,7 +1066,11 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
         // The baseline: the same runs in one process, on an SQLite file.
         let path = dir.join("single.db");
         let _ = std::fs::remove_file(&path);
-        let host = bench_host(Store::open(&path, Durability::Full)?, Default::default(), &dir);
+        let host = bench_host(
+            Store::open(&path, Durability::Full)?,
+            Default::default(),
+            &dir,
+        );
         let host = Arc::new(host);
         let t = Instant::now();
         rt.block_on(async {
@@ -1101,7 +1105,14 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
             let children: Vec<std::process::Child> = (0..n)
                 .map(|_| {
                     std::process::Command::new(&exe)
-                        .args(["worker", "--store", &db.url, "--exit-when-idle", "--concurrency", "64"])
+                        .args([
+                            "worker",
+                            "--store",
+                            &db.url,
+                            "--exit-when-idle",
+                            "--concurrency",
+                            "64",
+                        ])
                         .current_dir(&dir)
                         .stdin(std::process::Stdio::null())
                         .stdout(std::process::Stdio::null())
@@ -1113,10 +1124,11 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
                 c.wait()?;
             }
             let elapsed = t.elapsed();
-            let done = store
-                .runs(Some(RunStatus::Done))?
-                .len() as i64;
-            anyhow::ensure!(done == runs, "only {done} of {runs} runs done with {n} worker(s)");
+            let done = store.runs(Some(RunStatus::Done))?.len() as i64;
+            anyhow::ensure!(
+                done == runs,
+                "only {done} of {runs} runs done with {n} worker(s)"
+            );
             crate::outln!(
                 "  {label}: {n} worker(s) on PostgreSQL: {:>7.0} runs/s, {:>8.0} steps/s ({elapsed:.2?}; {:.2}x one process on SQLite)",
                 runs as f64 / elapsed.as_secs_f64(),
