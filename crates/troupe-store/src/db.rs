@@ -412,6 +412,13 @@ impl PgRuntime {
         }))
     }
 
+    /// Runs `f` on the client's runtime without waiting for it.
+    pub(crate) fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Some(rt) = &self.runtime {
+            rt.spawn(f);
+        }
+    }
+
     /// Runs `f` on the client's runtime and waits for it on this thread.
     pub(crate) fn block<T: Send + 'static>(
         &self,

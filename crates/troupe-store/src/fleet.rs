@@ -173,6 +173,38 @@ impl Store {
         crate::postgres::wake(self, run);
     }
 
+    /// Notifications of runs announced runnable (an answered task among
+    /// them), shared by everything in this process that waits: one
+    /// listening connection however many runs wait. `None` on SQLite,
+    /// which has no notifications (its waiters poll).
+    pub fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
+        self.inner
+            .wakeups
+            .get_or_init(|| {
+                let crate::Connector::Postgres(rt) = &self.inner.connector else {
+                    return None;
+                };
+                let (mut rx, keep) = match crate::postgres::listen(rt, self.path(), self.shown()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for answers; waiting runs poll");
+                        return None;
+                    }
+                };
+                let (tx, _) = tokio::sync::broadcast::channel(1024);
+                let fan = tx.clone();
+                rt.spawn(async move {
+                    let _keep = keep;
+                    while let Some(run) = rx.recv().await {
+                        let _ = fan.send(run);
+                    }
+                });
+                Some(tx)
+            })
+            .as_ref()
+            .map(tokio::sync::broadcast::Sender::subscribe)
+    }
+
     /// Listens for runs becoming runnable.
     pub fn listen(&self) -> Result<Wakeups, StoreError> {
         match &self.inner.connector {

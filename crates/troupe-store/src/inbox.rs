@@ -1,7 +1,8 @@
 //! `StoreInbox`: human tasks of durable runs. A task is recorded durably
 //! with a stable id and answered from anywhere (`troupe answer`, the web
 //! page, a chat) by a conditional update: the first answer wins. The run
-//! waits by polling its task, so an answer from another process reaches it.
+//! waits by polling its task, so an answer from another process reaches it;
+//! on PostgreSQL the answer's notification wakes it at once.
 
 use crate::writer::Op;
 use crate::{NewTask, RunStatus, Store};
@@ -102,6 +103,9 @@ impl HumanInbox for StoreInbox {
                 .map_err(|e| e.to_string())?
                 .ok_or("the task was not recorded")?;
             let task_id = format!("task-{id}");
+            // Subscribed before the first look, so that an answer between
+            // the look and the wait still wakes it.
+            let mut wakeups = inbox.store.subscribe();
             if let Some(answer) = inbox.script_answer(&task) {
                 // Conflict means someone answered first: theirs wins.
                 let _ = inbox.store.answer(&task_id, &answer, "script");
@@ -127,7 +131,30 @@ impl HumanInbox for StoreInbox {
                         f(&task_id, &task);
                     }
                 }
-                tokio::time::sleep(inbox.poll).await;
+                match &mut wakeups {
+                    Some(rx) => {
+                        let run = inbox.run;
+                        let _ =
+                            tokio::time::timeout(inbox.poll.max(Duration::from_secs(1)), async {
+                                loop {
+                                    match rx.recv().await {
+                                        Ok(r) if r == run => break,
+                                        Ok(_) => {}
+                                        // Missed some: look now.
+                                        Err(tokio::sync::broadcast::error::RecvError::Lagged(
+                                            _,
+                                        )) => break,
+                                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                            tokio::time::sleep(inbox.poll).await;
+                                            break;
+                                        }
+                                    }
+                                }
+                            })
+                            .await;
+                    }
+                    None => tokio::time::sleep(inbox.poll).await,
+                }
             }
         })
     }

@@ -194,6 +194,9 @@ struct Inner {
     connector: Connector,
     /// Started on first use by a run.
     writer: OnceLock<Result<Writer, String>>,
+    /// Runs announced as runnable (PostgreSQL's notifications, fanned out
+    /// to every waiting inbox of this process); started on first use.
+    wakeups: OnceLock<Option<tokio::sync::broadcast::Sender<i64>>>,
 }
 
 /// How a store opens another connection to its database.
@@ -425,6 +428,7 @@ impl Store {
                 conn: Mutex::new(conn),
                 connector,
                 writer: OnceLock::new(),
+                wakeups: OnceLock::new(),
             }),
         }
     }

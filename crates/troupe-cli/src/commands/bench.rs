@@ -1174,7 +1174,7 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     crate::outln!(
-        "  answer to the run's end ({answers} runs waiting on one worker): p50 {:.1?}, p99 {:.1?} (the inbox looks for answers every 100 ms)",
+        "  answer to the run's end ({answers} runs waiting on one worker): p50 {:.1?}, p99 {:.1?} (the waiting run is woken by the answer's notification)",
         pct(0.5),
         pct(0.99)
     );
