@@ -211,6 +211,7 @@ impl Checker<'_> {
             });
         }
         self.resolve_tools();
+        self.resolve_planner_actions();
     }
 
     /// The `tools:` of `llm` actions name declared `tool` actions (E0106),
@@ -334,6 +335,9 @@ impl Checker<'_> {
             (ast::ActionKind::Human, ast::ActionBody::Fields(fields, _)) => {
                 self.human_body(decl, fields, params, outputs)
             }
+            (ast::ActionKind::Planner, ast::ActionBody::Fields(fields, _)) => {
+                self.planner_body(decl, fields, params, outputs)
+            }
             (_, body) => {
                 let span = match body {
                     ast::ActionBody::Missing(s)
@@ -349,6 +353,9 @@ impl Checker<'_> {
                         "`extern` (its code is registered by the host program)"
                     }
                     ast::ActionKind::Tool => "a `{ server: name }` body naming an `mcp` server",
+                    ast::ActionKind::Planner => {
+                        "a `{ prompt: \"…\", actions: […], lifelines: […] }` body"
+                    }
                 };
                 self.error(
                     Diagnostic::error(
@@ -742,7 +749,7 @@ impl Checker<'_> {
 
     /// The fields of an action body that `allowed` lists, reporting unknown
     /// and repeated ones.
-    fn unique_fields<'f>(
+    pub(crate) fn unique_fields<'f>(
         &mut self,
         fields: &'f [ast::ActionField],
         allowed: &[&str],
@@ -777,7 +784,7 @@ impl Checker<'_> {
         out
     }
 
-    fn bad_field(&mut self, f: &ast::ActionField, expected: &str) {
+    pub(crate) fn bad_field(&mut self, f: &ast::ActionField, expected: &str) {
         self.error(
             Diagnostic::error(
                 Code::InvalidActionField,
@@ -788,7 +795,7 @@ impl Checker<'_> {
         );
     }
 
-    fn plain_text(&mut self, f: &ast::ActionField) -> Option<String> {
+    pub(crate) fn plain_text(&mut self, f: &ast::ActionField) -> Option<String> {
         match &f.value.kind {
             ExprKind::Str(s) if s.as_plain().is_some() => s.as_plain(),
             _ => {
@@ -799,7 +806,7 @@ impl Checker<'_> {
     }
 
     /// A prompt-like string whose `{name}` holes must be parameters.
-    fn template(&mut self, f: &ast::ActionField, params: &[Param]) -> Option<Template> {
+    pub(crate) fn template(&mut self, f: &ast::ActionField, params: &[Param]) -> Option<Template> {
         let ExprKind::Str(lit) = &f.value.kind else {
             self.bad_field(f, "a string");
             return None;

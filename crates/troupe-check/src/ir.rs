@@ -87,6 +87,9 @@ pub enum ActionKind {
     Human(HumanAction),
     /// A tool of an MCP server; an effect for durability.
     Tool(ToolAction),
+    /// A model writes a workflow over the listed actions and lifelines at
+    /// run time, which runs as a nested run (LANGUAGE.md §6).
+    Planner(PlannerAction),
 }
 
 impl ActionKind {
@@ -97,6 +100,7 @@ impl ActionKind {
             ActionKind::Effect { .. } => "effect",
             ActionKind::Human(_) => "human",
             ActionKind::Tool(_) => "tool",
+            ActionKind::Planner(_) => "planner",
         }
     }
 }
@@ -153,6 +157,25 @@ pub struct LlmAction {
     /// `max_steps: N`: the most model turns of one call (1 to 100).
     pub max_steps: Option<u32>,
 }
+
+/// `planner name(…) -> (…) { prompt: …, actions: […], lifelines: […], retries: N }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannerAction {
+    pub system: Option<Template>,
+    pub prompt: Template,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    /// The only actions a plan may call, in the order listed.
+    pub actions: Vec<ActionId>,
+    /// The only lifelines a plan may use, in the order listed.
+    pub lifelines: Vec<String>,
+    /// How often a plan that does not check is asked for again (so at most
+    /// `retries + 1` plans are asked for).
+    pub retries: u32,
+}
+
+/// `retries:` of a `planner` when it says nothing.
+pub const DEFAULT_PLAN_RETRIES: u32 = 2;
 
 /// How a person answers a human task, decided by the output type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

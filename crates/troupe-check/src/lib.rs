@@ -12,6 +12,7 @@ mod expr;
 pub mod hash;
 pub mod ir;
 mod par;
+pub mod plan;
 mod suggest;
 pub mod types;
 pub mod value;
@@ -128,6 +129,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         wf: workflow::WfState::default(),
         callees: std::collections::BTreeMap::new(),
         pending_tools: Vec::new(),
+        pending_planners: Vec::new(),
         cyclic: std::collections::HashSet::new(),
         suggestion_budget: std::cell::Cell::new(suggest::SUGGESTION_BUDGET),
     };
@@ -201,6 +203,9 @@ pub(crate) struct Checker<'a> {
     /// `tools:` of `llm` actions, resolved once every action is declared:
     /// (action index, llm name, the names).
     pending_tools: Vec<(usize, String, Vec<troupe_syntax::ast::Ident>)>,
+    /// `actions:` of `planner`s, resolved once every action is declared:
+    /// (action index, planner name, the names).
+    pending_planners: Vec<(usize, String, Vec<troupe_syntax::ast::Ident>)>,
     /// Calls that close a cycle of calls (reported; not inlined).
     cyclic: std::collections::HashSet<troupe_syntax::Span>,
     /// Candidate comparisons left for "did you mean" hints (see `suggest`).

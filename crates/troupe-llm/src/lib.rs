@@ -189,6 +189,32 @@ pub struct LlmRequest {
     /// The turns after the prompt so far: the model's earlier tool calls
     /// and their results, in order (see [`tools`]).
     pub conversation: Vec<Turn>,
+    /// Set when a `planner` asks for a plan: what the plan may use and must
+    /// look like. The answer is the plan's source (one `Text` output); the
+    /// prompt already says all of this in words, this is for backends that
+    /// write plans without reading prose (the mock).
+    pub plan: Option<Arc<PlanSpec>>,
+}
+
+/// What a `planner` asks a model for (LANGUAGE.md §6): a workflow whose
+/// inputs are `inputs` and whose results are of the types of `outputs`,
+/// calling only `actions` and using only `lifelines`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanSpec {
+    /// The planner's parameters: the plan's inputs, by name and type.
+    pub inputs: Vec<OutputSlot>,
+    /// The planner's outputs: the plan's results, by type, in order.
+    pub outputs: Vec<OutputSlot>,
+    pub actions: Vec<PlanAction>,
+    pub lifelines: Vec<String>,
+}
+
+/// An action a plan may call, with its signature.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanAction {
+    pub name: String,
+    pub params: Vec<OutputSlot>,
+    pub outputs: Vec<OutputSlot>,
 }
 
 impl LlmRequest {
@@ -211,6 +237,7 @@ impl LlmRequest {
             retries: None,
             tools: Vec::new(),
             conversation: Vec::new(),
+            plan: None,
         }
     }
 

@@ -27,10 +27,13 @@
 //! (`mock answer k to action`; the output or field path replaces `answer`
 //! when there are several), `Json` (`{"mock": action, "k": k}`), records
 //! (each field in turn), lists (a choice of 0–2 items).
+//!
+//! A `planner`'s request (one with a [`PlanSpec`]) is answered with a plan
+//! that checks: see [`write_plan`].
 
 use crate::answer::check_types;
 use crate::hash::stable_hash;
-use crate::{BoxFuture, CallKey, LlmAnswer, LlmBackend, LlmError, LlmRequest};
+use crate::{BoxFuture, CallKey, LlmAnswer, LlmBackend, LlmError, LlmRequest, PlanSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use troupe_check::{Type, TypeTable, Value};
@@ -67,6 +70,14 @@ impl MockBackend {
 
     /// The values the mock answers `request` with, without sleeping.
     pub fn answer_values(request: &LlmRequest) -> Result<Vec<Value>, LlmError> {
+        if let Some(spec) = &request.plan {
+            return write_plan(spec, &request.types)
+                .map(|source| vec![Value::text(source)])
+                .map_err(|message| LlmError::Permanent {
+                    backend: "mock".into(),
+                    message,
+                });
+        }
         check_types(&request.outputs, &request.types).map_err(|message| LlmError::Permanent {
             backend: "mock".into(),
             message,
@@ -124,6 +135,123 @@ impl LlmBackend for MockBackend {
             })
         })
     }
+}
+
+/// The mock's plan for a planner (see [`PlanSpec`]): at the first allowed
+/// lifeline, every allowed action whose arguments can be found among the
+/// variables bound so far (by type, the latest first) is called once, in
+/// the order listed; the results (the latest variable of each output's
+/// type, else a literal) are sent to the second lifeline, if there is one,
+/// and returned there. Deterministic: the same spec, the same plan.
+pub fn write_plan(spec: &PlanSpec, types: &TypeTable) -> Result<String, String> {
+    use std::fmt::Write;
+    let Some(first) = spec.lifelines.first() else {
+        return Err("the planner lists no lifeline".into());
+    };
+    let ty = |t: &Type| types.display(t).to_string();
+    let mut vars: Vec<(String, Type)> = spec
+        .inputs
+        .iter()
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect();
+    let find = |vars: &[(String, Type)], want: &Type| {
+        vars.iter()
+            .rev()
+            .find(|(_, t)| t.assignable_to(want) && !t.is_error())
+            .map(|(n, _)| n.clone())
+    };
+    let inputs = spec
+        .inputs
+        .iter()
+        .map(|p| format!("{}: {} @ {first}", p.name, ty(&p.ty)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut body = String::new();
+    for (i, action) in spec.actions.iter().enumerate() {
+        let Some(args) = action
+            .params
+            .iter()
+            .map(|p| find(&vars, &p.ty))
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        let outs: Vec<String> = (0..action.outputs.len())
+            .map(|j| format!("r{i}_{j}"))
+            .collect();
+        let call = format!("{}({})", action.name, args.join(", "));
+        if outs.is_empty() {
+            let _ = writeln!(body, "  act {first}: {call}");
+        } else {
+            let _ = writeln!(body, "  act {first}: {} = {call}", outs.join(", "));
+        }
+        for (name, slot) in outs.into_iter().zip(&action.outputs) {
+            vars.push((name, slot.ty.clone()));
+        }
+    }
+    let mut results = Vec::new();
+    for (j, slot) in spec.outputs.iter().enumerate() {
+        let name = match find(&vars, &slot.ty) {
+            Some(n) => n,
+            None => {
+                let literal = match &slot.ty {
+                    Type::Bool => "true".to_owned(),
+                    Type::Int => "0".to_owned(),
+                    Type::Float => "0.0".to_owned(),
+                    Type::Text => "\"mock plan\"".to_owned(),
+                    Type::Enum(id) => match types
+                        .enums
+                        .get(id.0 as usize)
+                        .and_then(|e| e.values.first())
+                    {
+                        Some(v) => v.clone(),
+                        None => return Err(format!("enum {} has no value", ty(&slot.ty))),
+                    },
+                    other => {
+                        return Err(format!(
+                            "the mock cannot write a plan that returns a {} it cannot compute; script the plan instead",
+                            ty(other)
+                        ));
+                    }
+                };
+                let n = format!("out{j}");
+                let _ = writeln!(body, "  act {first}: {n} = {literal}");
+                vars.push((n.clone(), slot.ty.clone()));
+                n
+            }
+        };
+        results.push(name);
+    }
+    let mut distinct: Vec<String> = Vec::new();
+    for r in &results {
+        if !distinct.contains(r) {
+            distinct.push(r.clone());
+        }
+    }
+    let at = match spec.lifelines.get(1) {
+        Some(second) if !distinct.is_empty() => {
+            let _ = writeln!(
+                body,
+                "  msg {first}({}) -> {second}({})",
+                distinct.join(", "),
+                distinct.join(", ")
+            );
+            second
+        }
+        _ => first,
+    };
+    let ret = match results.as_slice() {
+        [] => String::new(),
+        [one] => format!("  return {one} @ {at}\n"),
+        many => format!(
+            "  return ({})\n",
+            many.iter()
+                .map(|r| format!("{r} @ {at}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok(format!("workflow plan({inputs}) {{\n{body}{ret}}}\n"))
 }
 
 struct Gen<'a> {

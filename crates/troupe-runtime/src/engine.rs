@@ -41,6 +41,9 @@ use troupe_msc::{Event, MemberOptions, Message, Semantics};
 use troupe_project::{ControlTag, FlatProgram, Lanes, Op};
 use troupe_syntax::{LineIndex, Span};
 
+mod planner;
+pub use planner::{PlanVerifier, plan_key, plan_run_key, render_for_model};
+
 /// How a declared action is performed.
 #[derive(Clone)]
 enum Performer {
@@ -52,6 +55,8 @@ enum Performer {
     Llm,
     Human,
     Tool(Arc<dyn ToolHost>),
+    /// A `planner`: asks for a plan and runs it (see `planner`).
+    Planner,
 }
 
 /// A compiled workflow, ready to run any number of times, concurrently.
@@ -91,6 +96,8 @@ struct Inner {
     forks: Vec<bool>,
     /// The tools' contracts, for the calls models choose.
     policy: Arc<dyn ToolPolicy>,
+    /// The host's checks of a generated plan beyond the language's.
+    plan_verifier: Option<Arc<PlanVerifier>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -115,6 +122,7 @@ pub struct EngineBuilder {
     policy: Arc<dyn ToolPolicy>,
     timeouts: HashMap<String, Duration>,
     default_timeout: Option<Duration>,
+    plan_verifier: Option<Arc<PlanVerifier>>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -150,6 +158,7 @@ impl EngineBuilder {
             policy: Arc::new(NoContracts),
             timeouts: HashMap::new(),
             default_timeout: None,
+            plan_verifier: None,
         }
     }
 
@@ -233,6 +242,16 @@ impl EngineBuilder {
             .collect()
     }
 
+    /// Checks a generated plan must pass besides the language's (the host
+    /// verifies the contracts of the tools a plan calls).
+    pub fn plan_verifier(
+        mut self,
+        verify: impl Fn(&Program, &str) -> Vec<troupe_syntax::Diagnostic> + Send + Sync + 'static,
+    ) -> Self {
+        self.plan_verifier = Some(Arc::new(verify));
+        self
+    }
+
     pub fn build(self) -> Result<Engine, RunError> {
         let workflow = match &self.workflow {
             Some(name) => self
@@ -282,6 +301,7 @@ impl EngineBuilder {
                     None => self.unbound(&action.name, "effect")?,
                 },
                 ActionKind::Llm(_) => Performer::Llm,
+                ActionKind::Planner(_) => Performer::Planner,
                 ActionKind::Human(_) => Performer::Human,
                 ActionKind::Tool(_) => match &self.tools {
                     Some(host) => Performer::Tool(host.clone()),
@@ -291,41 +311,14 @@ impl EngineBuilder {
             performers.push(performer);
         }
         let wf = &self.program.workflows[workflow];
-        let projection = troupe_project::project(&self.program, wf)
-            .map_err(|e| RunError::Setup(e.to_string()))?;
-        // The online monitor's plans, made once per engine from the same
-        // projection; each run gets a fresh cursor over them.
-        let monitor = troupe_msc::Monitor::with_projection(wf, &projection);
-        let flat = projection.flatten();
-        let lanes = projection.lanes.clone();
-        let tag_lane = projection
-            .constructs
-            .iter()
-            .map(|c| (c.tag, lanes.of(c.stmt)))
-            .collect();
-        let key_lane = if lanes.is_empty() {
-            Vec::new()
-        } else {
-            flat.iter()
-                .map(|f| {
-                    f.ops
-                        .iter()
-                        .map(|op| match op {
-                            Op::Act { stmt, .. } => lanes.key_lane(f.lifeline, *stmt),
-                            _ => 0,
-                        })
-                        .collect()
-                })
-                .collect()
-        };
-        let forks = flat
-            .iter()
-            .map(|f| {
-                f.ops
-                    .iter()
-                    .any(|op| matches!(op, Op::Fork { parts, .. } if !parts.is_empty()))
-            })
-            .collect();
+        let Projected {
+            monitor,
+            flat,
+            lanes,
+            tag_lane,
+            key_lane,
+            forks,
+        } = projected(&self.program, wf)?;
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
         let llm = match self.llm {
@@ -336,7 +329,7 @@ impl EngineBuilder {
                     .program
                     .actions
                     .iter()
-                    .any(|a| matches!(a.kind, ActionKind::Llm(_))) =>
+                    .any(|a| matches!(a.kind, ActionKind::Llm(_) | ActionKind::Planner(_))) =>
                 {
                     return Err(RunError::Setup(
                         "the workflow calls a language model, but no LLM backend is configured"
@@ -368,6 +361,7 @@ impl EngineBuilder {
                 key_lane,
                 forks,
                 policy: self.policy,
+                plan_verifier: self.plan_verifier,
             }),
         })
     }
@@ -381,6 +375,65 @@ impl EngineBuilder {
             )))
         }
     }
+}
+
+/// What an engine keeps of a workflow's projection: the flat local
+/// programs, the online monitor, and the `par` bookkeeping.
+struct Projected {
+    monitor: troupe_msc::Monitor,
+    flat: Vec<FlatProgram>,
+    lanes: Lanes,
+    tag_lane: HashMap<ControlTag, u32>,
+    key_lane: Vec<Vec<u32>>,
+    forks: Vec<bool>,
+}
+
+/// Projects `wf` of `program` once for an engine (the outer workflow's, or
+/// a plan's).
+fn projected(program: &Program, wf: &Workflow) -> Result<Projected, RunError> {
+    let projection =
+        troupe_project::project(program, wf).map_err(|e| RunError::Setup(e.to_string()))?;
+    // The online monitor's plans, made once per engine from the same
+    // projection; each run gets a fresh cursor over them.
+    let monitor = troupe_msc::Monitor::with_projection(wf, &projection);
+    let flat = projection.flatten();
+    let lanes = projection.lanes.clone();
+    let tag_lane = projection
+        .constructs
+        .iter()
+        .map(|c| (c.tag, lanes.of(c.stmt)))
+        .collect();
+    let key_lane = if lanes.is_empty() {
+        Vec::new()
+    } else {
+        flat.iter()
+            .map(|f| {
+                f.ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Act { stmt, .. } => lanes.key_lane(f.lifeline, *stmt),
+                        _ => 0,
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let forks = flat
+        .iter()
+        .map(|f| {
+            f.ops
+                .iter()
+                .any(|op| matches!(op, Op::Fork { parts, .. } if !parts.is_empty()))
+        })
+        .collect();
+    Ok(Projected {
+        monitor,
+        flat,
+        lanes,
+        tag_lane,
+        key_lane,
+        forks,
+    })
 }
 
 fn collect_spans(block: &Block, out: &mut [Span]) {
@@ -733,6 +786,8 @@ struct Task {
 enum Failure {
     Action(String),
     Journal(String),
+    /// A failure that is already a run error (a nested run's).
+    Run(Box<RunError>),
     /// A non-idempotent tool call of a conversation (this step) started
     /// before a crash and never finished.
     NeedsResolution(String),
@@ -1720,6 +1775,8 @@ impl RunState {
             (Performer::Llm, _) => (StepKind::Llm, true),
             (Performer::Human, _) => (StepKind::Human, false),
             (Performer::Mock, _) => (StepKind::Mock, true),
+            // Safe to repeat: its plan and its nested steps are journaled.
+            (Performer::Planner, _) => (StepKind::Plan, true),
             (Performer::Tool(_), ActionKind::Tool(t)) => (StepKind::Tool, t.idempotent),
             (_, ActionKind::Effect { idempotent }) => (StepKind::Effect, *idempotent),
             _ => (StepKind::Effect, false),
@@ -1770,6 +1827,30 @@ impl RunState {
                     },
                     None => run.await?,
                 };
+                if let Some(journal) = &journal {
+                    journal
+                        .record(&step, kind, &args, &values)
+                        .await
+                        .map_err(Failure::Journal)?;
+                }
+                Ok(values)
+            };
+            self.pending
+                .push(Box::pin(async move { (task, fut.instrument(span).await) }));
+            return Ok(());
+        }
+        if let Performer::Planner = performer {
+            let call = planner::PlannerCall {
+                engine: engine.clone(),
+                action,
+                step: step.clone(),
+                args: args.clone(),
+                run_id: self.options.run_id.clone(),
+                seed: self.options.seed,
+                journal: journal.clone(),
+            };
+            let fut = async move {
+                let values = call.perform().await?;
                 if let Some(journal) = &journal {
                     journal
                         .record(&step, kind, &args, &values)
@@ -1897,6 +1978,7 @@ impl RunState {
                 retries,
                 tools: Vec::new(),
                 conversation: Vec::new(),
+                plan: None,
             };
         match (performer, &decl.kind) {
             (Performer::Llm, ActionKind::Llm(llm)) => {
@@ -2080,6 +2162,7 @@ impl RunState {
             retries: llm.retries,
             tools: Vec::new(),
             conversation: Vec::new(),
+            plan: None,
         };
         Agent {
             step: step.clone(),
@@ -2132,6 +2215,7 @@ impl RunState {
                 run: self.options.run_id.clone(),
                 step,
             },
+            Failure::Run(e) => *e,
         })?;
         let values = self.check_outputs(lane, *stmt, *action, values)?;
         self.finish_act(task, *stmt, outputs, values);

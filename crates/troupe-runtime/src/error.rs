@@ -42,6 +42,16 @@ pub enum RunError {
     /// The journal (the store) failed: the run stops rather than lose a record.
     #[error("run {run}: the store failed: {message}")]
     Journal { run: String, message: String },
+    /// A `planner` asked for a plan `attempts` times and none checked.
+    #[error(
+        "run {run}: `{action}` asked the model for a plan {attempts} time(s) and none checked; the last plan's diagnostics:\n{diagnostics}"
+    )]
+    PlanRejected {
+        run: String,
+        action: String,
+        attempts: u32,
+        diagnostics: String,
+    },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

@@ -64,6 +64,9 @@ pub enum StepKind {
     Human,
     /// An `extern` answered by the mock backend.
     Mock,
+    /// A `planner`: its outputs, its accepted plan's source and its nested
+    /// run's trace.
+    Plan,
 }
 
 impl StepKind {
@@ -74,6 +77,7 @@ impl StepKind {
             StepKind::Tool => "tool",
             StepKind::Human => "human",
             StepKind::Mock => "mock",
+            StepKind::Plan => "plan",
         }
     }
 

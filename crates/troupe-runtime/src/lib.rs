@@ -43,7 +43,8 @@ pub use actions::{
 pub use agent::DEFAULT_MAX_STEPS;
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 pub use engine::{
-    Engine, EngineBuilder, LANE_OCCURRENCES, RunOptions, RunOutcome, Schedule, parse_inputs,
+    Engine, EngineBuilder, LANE_OCCURRENCES, PlanVerifier, RunOptions, RunOutcome, Schedule,
+    parse_inputs, plan_key, plan_run_key, render_for_model,
 };
 pub use error::{Location, RunError};
 pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};

@@ -90,6 +90,8 @@ pub enum ActionKind {
     Effect,
     Human,
     Tool,
+    /// `planner`: a model writes a workflow at run time (LANGUAGE.md §6).
+    Planner,
 }
 
 impl ActionKind {
@@ -100,6 +102,7 @@ impl ActionKind {
             ActionKind::Effect => "effect",
             ActionKind::Human => "human",
             ActionKind::Tool => "tool",
+            ActionKind::Planner => "planner",
         }
     }
 }

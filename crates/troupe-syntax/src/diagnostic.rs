@@ -115,7 +115,8 @@ codes! {
     /// A number literal that does not fit its type.
     InvalidNumber = "E0005", "invalid-number";
     /// A form of LANGUAGE.md §6 that this version parses but does not
-    /// implement yet (`planner`).
+    /// implement yet. Every form of §6 is implemented in this version; the
+    /// code stays reserved (codes are never reused) for forms to come.
     Unsupported = "E0006", "unsupported-form";
     /// Two declarations (types, actions, workflows, enum values, fields,
     /// parameters or inputs) share a name.
@@ -217,6 +218,24 @@ codes! {
     /// distinct senders with disjoint bindings: a statement other than
     /// `msg`, a second receiver, a sender twice, a variable bound twice.
     CoregionForm = "E0721", "coregion-form";
+    /// A `planner`'s `actions:` or `lifelines:` list is wrong: empty, naming
+    /// no declared action (or a `planner`, which a plan may not call), a
+    /// lifeline that is not an identifier, or one entry twice.
+    PlannerList = "E0801", "planner-list";
+    /// A generated plan is not one `workflow` and nothing else: another
+    /// declaration, an `import`, no workflow or several, or a source beyond
+    /// the size bound. Reported when a plan is checked at run time.
+    PlanShape = "E0802", "plan-shape";
+    /// A generated plan uses a lifeline its planner's `lifelines:` does not
+    /// list.
+    PlanLifeline = "E0803", "plan-lifeline";
+    /// A generated plan's inputs or results do not fit its planner: the
+    /// inputs must be the planner's parameters (names and types, in order),
+    /// the results its outputs (types, in order).
+    PlanSignature = "E0804", "plan-signature";
+    /// A generated plan calls a declared action that its planner's
+    /// `actions:` does not list.
+    PlanAction = "E0805", "plan-action";
 }
 
 impl std::fmt::Display for Code {

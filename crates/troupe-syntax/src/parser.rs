@@ -272,13 +272,13 @@ impl Parser<'_> {
             T::Keyword(K::Workflow) => Item::Workflow(self.workflow()?),
             T::Keyword(K::Mcp) => Item::Mcp(self.mcp_decl()?),
             T::Keyword(K::Import) => Item::Import(self.import_decl()?),
-            T::Keyword(K::Planner) => return Err(self.unsupported("a `planner` declaration")),
+            T::Keyword(K::Planner) => Item::Action(self.action_decl(ActionKind::Planner)?),
             T::Semi => {
                 self.bump();
                 return Ok(None);
             }
             _ => {
-                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool`, `workflow` or `import`)");
+                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool`, `planner`, `workflow` or `import`)");
                 if matches!(
                     self.peek(),
                     T::Keyword(K::Msg | K::Act | K::If | K::While | K::For | K::Call | K::Return)
@@ -290,24 +290,6 @@ impl Parser<'_> {
                 return Err(d);
             }
         }))
-    }
-
-    /// Reports a §6 form that is not implemented yet, at its keyword (which
-    /// is consumed); the caller's recovery skips the rest of it.
-    fn unsupported(&mut self, what: &str) -> Reported {
-        let span = self.bump().span;
-        self.diagnostics.push(
-            Diagnostic::error(
-                Code::Unsupported,
-                span,
-                format!("{what} is not supported yet"),
-            )
-            .with_label("not implemented in this version")
-            .with_hint(
-                "see docs/language.md for the forms of LANGUAGE.md §6 that troupe implements",
-            ),
-        );
-        Reported
     }
 
     /// `import "path.troupe"`
@@ -362,7 +344,18 @@ impl Parser<'_> {
     fn field_list(&mut self) -> PResult<Vec<ActionField>> {
         let mut fields = Vec::new();
         while !self.at(T::RBrace) {
-            let field_name = self.ident("a field name such as `prompt`")?;
+            // `lifelines:` of a `planner` (LANGUAGE.md §6) is a keyword
+            // used as a field name: only before a `:`, where no statement
+            // can start.
+            let field_name = if self.at(T::Keyword(K::Lifelines)) {
+                let span = self.bump().span;
+                Ident {
+                    name: "lifelines".into(),
+                    span,
+                }
+            } else {
+                self.ident("a field name such as `prompt`")?
+            };
             self.expect(T::Colon)?;
             let value = self.expr()?;
             fields.push(ActionField {
