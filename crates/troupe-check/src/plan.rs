@@ -54,6 +54,7 @@ impl Checker<'_> {
         let mut actions: Option<Vec<ast::Ident>> = None;
         let mut lifelines: Vec<String> = Vec::new();
         let mut has_lifelines = false;
+        let mut lists_reported = false;
         for f in self.unique_fields(
             fields,
             &[
@@ -80,11 +81,22 @@ impl Checker<'_> {
                     ExprKind::Int(n) if (0..=MAX_PLAN_RETRIES).contains(&n) => retries = n as u32,
                     _ => self.bad_field(f, "a whole number from 0 to 10"),
                 },
-                "actions" => actions = Some(self.name_list(f, "actions")),
+                "actions" => {
+                    actions = Some(self.name_list(f, "actions").unwrap_or_else(|| vec![]));
+                    if actions.as_ref().is_some_and(Vec::is_empty)
+                        && !matches!(&f.value.kind, ExprKind::List(items) if items.is_empty())
+                    {
+                        // Reported as not a list, or its items as not names.
+                        actions = None;
+                        lists_reported = true;
+                    }
+                }
                 "lifelines" => {
                     has_lifelines = true;
                     let mut seen: HashMap<String, Span> = HashMap::new();
-                    for id in self.name_list(f, "lifelines") {
+                    let names = self.name_list(f, "lifelines");
+                    let reported = names.is_none();
+                    for id in names.unwrap_or_default() {
                         if let Some(&prev) = seen.get(&id.name) {
                             self.error(
                                 Diagnostic::error(
@@ -103,7 +115,10 @@ impl Checker<'_> {
                         seen.insert(id.name.clone(), id.span);
                         lifelines.push(id.name);
                     }
-                    if lifelines.is_empty() && seen.is_empty() {
+                    if lifelines.is_empty()
+                        && !reported
+                        && matches!(&f.value.kind, ExprKind::List(items) if items.is_empty())
+                    {
                         self.empty_list(f, decl, "lifelines", "the lifelines a plan may use");
                     }
                 }
@@ -141,6 +156,7 @@ impl Checker<'_> {
                 self.pending_planners
                     .push((self.actions.len(), decl.name.name.clone(), names))
             }
+            None if lists_reported => {}
             None => self.error(
                 missing("actions").with_hint("add `actions: [a, b]`: the actions a plan may call"),
             ),
@@ -163,8 +179,8 @@ impl Checker<'_> {
         })
     }
 
-    /// `[a, b]` of plain names; anything else is E0801.
-    fn name_list(&mut self, f: &ast::ActionField, what: &str) -> Vec<ast::Ident> {
+    /// `[a, b]` of plain names; anything else is E0801 (`None`: not a list).
+    fn name_list(&mut self, f: &ast::ActionField, what: &str) -> Option<Vec<ast::Ident>> {
         let mut out = Vec::new();
         match &f.value.kind {
             ExprKind::List(items) => {
@@ -182,16 +198,19 @@ impl Checker<'_> {
                     }
                 }
             }
-            _ => self.error(
-                Diagnostic::error(
-                    Code::PlannerList,
-                    f.value.span,
-                    format!("`{what}` must be a list of names, `[a, b]`"),
-                )
-                .with_label("not a list"),
-            ),
+            _ => {
+                self.error(
+                    Diagnostic::error(
+                        Code::PlannerList,
+                        f.value.span,
+                        format!("`{what}` must be a list of names, `[a, b]`"),
+                    )
+                    .with_label("not a list"),
+                );
+                return None;
+            }
         }
-        out
+        Some(out)
     }
 
     fn empty_list(&mut self, f: &ast::ActionField, decl: &ast::ActionDecl, what: &str, is: &str) {

@@ -130,10 +130,15 @@ fn every_code_has_two_err_files() {
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     // Contract findings (E06xx) need contracts files: troupe-contracts tests them.
-    for code in Code::ALL
-        .iter()
-        .filter(|c| !c.as_str()[1..].starts_with("06"))
-    {
+    // Findings about generated plans (E0802–E0805) are reported when a plan
+    // is checked at run time: `tests/plans.rs` triggers each with two plans.
+    for code in Code::ALL.iter().filter(|c| {
+        !c.as_str()[1..].starts_with("06")
+            && !matches!(
+                c,
+                Code::PlanShape | Code::PlanLifeline | Code::PlanSignature | Code::PlanAction
+            )
+    }) {
         let prefix = code.as_str().to_ascii_lowercase();
         let n = files.iter().filter(|f| f.starts_with(&prefix)).count();
         assert!(

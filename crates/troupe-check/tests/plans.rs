@@ -136,14 +136,14 @@ fn plan_action_e0805_and_unknown_actions() {
         // Declared, but not listed.
         "workflow plan(task: Text @ Researcher) {\n  act Researcher: ok = publish(task)\n  return task @ Researcher\n}",
         // The planner itself: a plan does not plan.
-        "workflow plan(task: Text @ Researcher) {\n  act Researcher: a = solve(task)\n  return a @ Researcher\n}",
+        "workflow plan(task: Text @ Researcher) {\n  act Researcher: a = solve(task)\n  return task @ Researcher\n}",
     ] {
         assert_eq!(codes(plan), [Code::PlanAction], "{plan}");
     }
     // Not declared at all: the ordinary E0401.
     assert_eq!(
         codes(
-            "workflow plan(task: Text @ Researcher) {\n  act Researcher: a = rm_rf(task)\n  return a @ Researcher\n}"
+            "workflow plan(task: Text @ Researcher) {\n  act Researcher: a = rm_rf(task)\n  return task @ Researcher\n}"
         ),
         [Code::UnknownAction]
     );

@@ -167,6 +167,12 @@ fn every_example_runs_with_the_mock_model_and_verifies() {
         ],
         &[
             "run",
+            "examples/planner.troupe",
+            "-i",
+            "question=why is the sky blue?",
+        ],
+        &[
+            "run",
             "examples/local_approval.troupe",
             "-i",
             "request=a new laptop",

@@ -151,6 +151,10 @@ pub struct HostConfig {
     /// `extern` bodies registered by Rust code (a program embedding troupe,
     /// the benchmarks); commands from `troupe.toml` come on top.
     pub externs: Externs,
+    /// A model backend that answers every model call of this host's runs
+    /// instead of the configured ones (a program embedding troupe with its
+    /// own backend, the crash test's counting model).
+    pub llm: Option<Arc<dyn LlmBackend>>,
 }
 
 impl std::fmt::Debug for HostConfig {
@@ -171,7 +175,27 @@ impl HostConfig {
             config_dir,
             observer: None,
             externs: Externs::new(),
+            llm: None,
         }
+    }
+}
+
+/// What a generated plan must pass besides the language's rules: the
+/// contracts of the tools it calls, as a workflow of the file would
+/// (sidecars relative to the workflow file).
+fn plan_verifier(
+    file: &str,
+) -> impl Fn(&Program, &str) -> Vec<troupe_syntax::Diagnostic> + Send + Sync + 'static {
+    let base = std::path::Path::new(file)
+        .parent()
+        .map_or_else(|| PathBuf::from("."), std::path::Path::to_owned);
+    move |plan, source| {
+        troupe_contracts::verify_workflows_with(
+            plan,
+            Some(source),
+            &base,
+            &troupe_contracts::VerifyOptions::default(),
+        )
     }
 }
 
@@ -317,7 +341,10 @@ impl Backends {
         let mut ext = self.config.externs.clone();
         externs::register(&compiled.program, &commands, run_name, &mut ext)?;
         let tools = self.tools.session(&compiled.program);
-        let llm: Arc<dyn LlmBackend> = Arc::new(router);
+        let llm: Arc<dyn LlmBackend> = match &self.config.llm {
+            Some(backend) => backend.clone(),
+            None => Arc::new(router),
+        };
         let mut builder = EngineBuilder::from_program((*compiled.program).clone())
             .source(&compiled.source)
             .workflow(&compiled.workflow().name)
@@ -328,7 +355,8 @@ impl Backends {
             .tool_policy(Arc::new(policy::ContractPolicy::load(
                 compiled.program.clone(),
                 &compiled.file,
-            )));
+            )))
+            .plan_verifier(plan_verifier(&compiled.file));
         if let Some(t) = settings.timeout() {
             builder = builder.default_timeout(t);
         }
@@ -817,18 +845,20 @@ impl Host {
                     HostError::Input(format!("`{step}` is not a step; a step looks like Lifeline/action#0 (the run's status lists its steps)"))
                 })?;
                 // A tool call a model chose is a sub-step
-                // `Lifeline/action#k/TOOL#n` of its action's step.
-                let (name, chosen) = match key.action.rsplit_once('/') {
-                    Some((_, tool)) => (tool, true),
-                    None => (key.action.as_str(), false),
-                };
+                // `Lifeline/action#k/TOOL#n` of its action's step; a step of
+                // a plan's nested run is `Lifeline/planner#k/L/action#n`
+                // (one of the program's own actions). Segments of the
+                // action part: even for a chosen call, odd otherwise.
+                let segments: Vec<&str> = key.action.split('/').collect();
+                let name = segments.last().copied().unwrap_or(key.action.as_str());
+                let chosen = segments.len().is_multiple_of(2);
                 let action = compiled
                     .program
                     .actions
                     .iter()
                     .find(|a| a.name == name && (!chosen || matches!(a.kind, ActionKind::Tool(_))))
                     .ok_or_else(|| {
-                        HostError::Input(format!("the workflow has no action `{}`", key.action))
+                        HostError::Input(format!("the workflow has no action `{name}`"))
                     })?;
                 let items = match (&json, action.outputs.len()) {
                     (serde_json::Value::Array(items), n) if n != 1 => items.clone(),
@@ -925,10 +955,19 @@ enum Stop {
 }
 
 fn needs_resolution(detail: &RunDetail) -> HostError {
-    let step = detail
-        .steps
-        .iter()
-        .find(|s| s.status == StepStatus::Started)
+    // The step the run stopped at is named in its recorded error; other
+    // steps may be started too (idempotent effects in flight when it
+    // stopped), and they need no person.
+    let error = detail.summary.error.as_deref().unwrap_or_default();
+    let started = || {
+        detail
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Started)
+    };
+    let step = started()
+        .find(|s| error.contains(&format!("the effect {} started", s.key)))
+        .or_else(|| started().next())
         .map_or_else(|| "?".to_owned(), |s| s.key.clone());
     HostError::NeedsResolution {
         run: detail.summary.name.clone(),

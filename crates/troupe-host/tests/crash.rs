@@ -20,6 +20,13 @@
 //!
 //! The killed process is this test binary itself, re-run with
 //! `TROUPE_CRASH_CHILD` set so that only `crash_child` does anything.
+//!
+//! A second test kills `planner` runs: during planning (the model is a
+//! slow counting backend that appends every plan it writes to the same
+//! ledger, its first plan of each round rejected) and during the plan's
+//! execution (the deposits are the plan's). No plan is asked for once the
+//! plan has started running, the result is that of the last plan written,
+//! and every deposit is applied exactly once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +71,119 @@ workflow crash(limit: Int @ Bank) {
 }
 "#;
 
+/// A planner whose plans make the deposits (see `plan_source`).
+const PLAN_SOURCE: &str = r#"
+effect deposit(account: Text, amount: Int) -> Int extern
+effect tick(n: Int) -> Int extern idempotent
+planner solve(limit: Int) -> (total: Int) {
+  prompt: "Deposit 0 to {limit} and answer with the total"
+  actions: [deposit]
+  lifelines: [Bank, Clerk]
+  retries: 2
+}
+
+workflow crash_plan(limit: Int @ Desk) {
+  lifelines Desk, Auditor
+  msg Desk(limit) -> Auditor(limit)
+  act Desk: total = solve(limit)
+  // The Auditor goes on while the plan runs: the outer run takes
+  // checkpoints while the planner call is in flight.
+  act Auditor: j = 0
+  while j < limit * 3 @ Auditor {
+    act Auditor: t = tick(j)
+    act Auditor: j = j + t
+  }
+  msg Desk(total) -> Auditor(total)
+  return total @ Auditor
+}
+"#;
+
+/// The plan the counting model writes as its `n`-th plan: deposits as the
+/// main test's loop does, with the total starting at `n`, so the result
+/// tells which plan ran.
+fn plan_source(n: usize) -> String {
+    format!(
+        "workflow plan(limit: Int @ Bank) {{
+  lifelines Bank, Clerk
+  act Bank: k = 0
+  act Bank: total = {n}
+  while k < limit @ Bank {{
+    act Bank: d = deposit(\"acct\", k)
+    act Bank: total = total + d
+    msg Bank(k) -> Clerk(k)
+    act Clerk: n = k + 1
+    msg Clerk(n) -> Bank(k)
+  }}
+  return total @ Bank
+}}"
+    )
+}
+
+/// A plan that does not check (the deposit's arguments are missing).
+const BAD_PLAN: &str = "workflow plan(limit: Int @ Bank) {
+  act Bank: d = deposit(limit)
+  return d @ Bank
+}";
+
+/// The counting model of the planner runs: slow enough for kills to land
+/// while it plans; appends `PLAN n` to the ledger before it answers; the
+/// first attempt of each planning round is a plan that does not check.
+#[derive(Debug)]
+struct PlanWriter {
+    ledger: PathBuf,
+}
+
+impl troupe_llm::LlmBackend for PlanWriter {
+    fn describe(&self) -> String {
+        "counting plan writer".into()
+    }
+
+    fn call<'a>(
+        &'a self,
+        request: &'a troupe_llm::LlmRequest,
+    ) -> troupe_llm::BoxFuture<'a, Result<troupe_llm::LlmAnswer, troupe_llm::LlmError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(15)).await;
+            assert!(request.plan.is_some(), "only the planner asks a model");
+            use std::io::Write;
+            let n = plans_written(&self.ledger);
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.ledger)
+                .unwrap();
+            writeln!(f, "PLAN {n}").unwrap();
+            let source = if request.key.occurrence % 3 == 0 {
+                BAD_PLAN.to_owned()
+            } else {
+                plan_source(n)
+            };
+            Ok(troupe_llm::LlmAnswer {
+                values: vec![Value::text(source)],
+                model: "plan-writer".into(),
+                usage: None,
+                latency: Duration::from_millis(15),
+                attempts: 1,
+                detail: Default::default(),
+            })
+        })
+    }
+}
+
+/// How many plans the counting model wrote (good and bad).
+fn plans_written(ledger: &Path) -> usize {
+    std::fs::read_to_string(ledger)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("PLAN "))
+        .count()
+}
+
+/// Whether `dir` holds a planner run (see `planner_runs_…`).
+fn plan_mode(dir: &Path) -> bool {
+    dir.join("plan-mode").exists()
+}
+
 const LIMIT: i64 = 40;
 const KILLS: usize = 200;
 /// Every incarnation of the run's owner is this test: it adopts the lease
@@ -80,7 +200,7 @@ fn write_config(dir: &Path) {
         ledger.display()
     );
     let toml = format!(
-        "[externs.deposit]\ncommand = [\"sh\", \"-c\", {}]\n",
+        "[externs.deposit]\ncommand = [\"sh\", \"-c\", {}]\n\n[externs.tick]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; echo 1\"]\n",
         toml_string(&script)
     );
     std::fs::write(dir.join("troupe.toml"), toml).unwrap();
@@ -99,6 +219,11 @@ fn host(dir: &Path) -> Host {
     };
     let mut config = HostConfig::new(dir.to_owned());
     config.owner = OWNER.into();
+    if plan_mode(dir) {
+        config.llm = Some(Arc::new(PlanWriter {
+            ledger: dir.join("ledger"),
+        }));
+    }
     // The parent counts the resumptions that continued from a checkpoint.
     config.observer = Some(Arc::new(|n: &troupe_host::Notice| {
         if let troupe_host::Notice::Resuming {
@@ -134,8 +259,13 @@ fn answers() -> serde_json::Map<String, serde_json::Value> {
         .unwrap()
 }
 
-fn compiled() -> Compiled {
-    Compiled::from_source(SOURCE.into(), "crash.troupe", Path::new("."), None).unwrap()
+fn compiled(dir: &Path) -> Compiled {
+    let source = if plan_mode(dir) { PLAN_SOURCE } else { SOURCE };
+    Compiled::from_source(source.into(), "crash.troupe", Path::new("."), None).unwrap()
+}
+
+fn limit(dir: &Path) -> i64 {
+    if plan_mode(dir) { PLAN_LIMIT } else { LIMIT }
 }
 
 /// Runs or resumes the run of the store given by the environment. Does
@@ -164,8 +294,8 @@ fn crash_child() {
         },
         None => {
             host.start(
-                &compiled(),
-                vec![Value::Int(LIMIT)],
+                &compiled(&dir),
+                vec![Value::Int(limit(&dir))],
                 &settings(&dir),
                 StartPolicy::New,
             )
@@ -238,7 +368,7 @@ fn kill_group(c: &mut std::process::Child) {
 fn ledger(dir: &Path) -> BTreeMap<String, usize> {
     let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
     let mut applied = BTreeMap::new();
-    for l in text.lines() {
+    for l in text.lines().filter(|l| !l.starts_with("PLAN ")) {
         *applied
             .entry(l.split(' ').next().unwrap().to_owned())
             .or_default() += 1;
@@ -252,7 +382,7 @@ fn reference_result(dir: &Path) -> serde_json::Value {
     let host = host(dir);
     let started = host
         .start(
-            &compiled(),
+            &compiled(dir),
             vec![Value::Int(LIMIT)],
             &settings(dir),
             StartPolicy::New,
@@ -424,5 +554,150 @@ fn crash_test(kills_wanted: usize, postgres: bool) {
         "crash test ({}): {kills} kills over {runs} runs ({from_checkpoints} with checkpoints; {resumed_from_checkpoints} finishing incarnations resumed from one; {resolutions} resolutions) in {:.1?}",
         if postgres { "PostgreSQL" } else { "SQLite" },
         started.elapsed()
+    );
+}
+
+const PLAN_LIMIT: i64 = 12;
+const PLAN_KILLS: usize = 40;
+
+#[test]
+fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit_once() {
+    if std::env::var("TROUPE_CRASH_CHILD").is_ok() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let seed = std::env::var("TROUPE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x91a9_4e11_0b5e_55ed_u64);
+    let mut rng = Rng(seed);
+    let (mut kills, mut in_planning, mut in_execution, mut runs) = (0usize, 0usize, 0usize, 0usize);
+    let mut resolutions = 0usize;
+    while kills < PLAN_KILLS || in_planning == 0 || in_execution == 0 {
+        assert!(runs < 200, "{kills} kills in {runs} runs");
+        runs += 1;
+        let dir = root.path().join(format!("run{runs}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plan-mode"), "").unwrap();
+        write_config(&dir);
+        if runs % 2 == 0 {
+            std::fs::write(dir.join("checkpoint_every"), format!("{}", 2 + runs % 5)).unwrap();
+        }
+        let mut kills_this_run = 0;
+        let result = loop {
+            let plans_before = plans_written(&dir.join("ledger"));
+            let mut c = child(&dir);
+            let delay = Duration::from_micros(rng.below(if kills_this_run % 2 == 0 {
+                60_000
+            } else {
+                200_000
+            }));
+            std::thread::sleep(delay);
+            let out = match c.try_wait().unwrap() {
+                Some(_) => Some(c.wait_with_output().unwrap()),
+                None if kills_this_run < 6 => {
+                    kill_group(&mut c);
+                    kills += 1;
+                    kills_this_run += 1;
+                    let deposits = ledger(&dir).len() as i64;
+                    if deposits == 0 && plans_written(&dir.join("ledger")) > plans_before {
+                        in_planning += 1;
+                    } else if deposits > 0 && deposits < PLAN_LIMIT {
+                        in_execution += 1;
+                    }
+                    None
+                }
+                None => Some(c.wait_with_output().unwrap()),
+            };
+            let Some(out) = out else { continue };
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "the child failed: {}\n{text}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if let Some(step) = text
+                .lines()
+                .find_map(|l| l.split_once("RESOLVE ").map(|(_, s)| s.trim()))
+                .map(str::to_owned)
+            {
+                // A deposit of the plan started and its end was not
+                // recorded: settle it from the ledger.
+                assert!(
+                    step.starts_with("Desk/solve#0/Bank/deposit#"),
+                    "{step}: {text}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                resolutions += 1;
+                let h = host(&dir);
+                let how = match ledger(&dir).get(&format!("run-1/{step}")) {
+                    Some(_) => {
+                        let k: i64 = step.rsplit('#').next().unwrap().parse().unwrap();
+                        Resolution::Done(serde_json::json!(k))
+                    }
+                    None => Resolution::Retry,
+                };
+                h.resolve(1, &step, how).unwrap();
+                continue;
+            }
+            break text;
+        };
+        let line = result
+            .lines()
+            .find_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("no result in {result:?}"));
+        let got: serde_json::Value = serde_json::from_str(line).unwrap();
+
+        // The ledger in order: the plans written, then the deposits.
+        let lines: Vec<String> = std::fs::read_to_string(dir.join("ledger"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let first_deposit = lines
+            .iter()
+            .position(|l| !l.starts_with("PLAN "))
+            .expect("deposits were made");
+        assert!(
+            lines[first_deposit..]
+                .iter()
+                .all(|l| !l.starts_with("PLAN ")),
+            "run {runs}: a plan was asked for after the plan began to run:\n{}",
+            lines.join("\n")
+        );
+        // The plan that ran is the last one written (a good one: its
+        // number is not that of a first attempt).
+        let last: usize = lines[first_deposit - 1]
+            .strip_prefix("PLAN ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let expected = PLAN_LIMIT * (PLAN_LIMIT - 1) / 2 + last as i64;
+        assert_eq!(
+            got,
+            serde_json::json!({ "total": expected }),
+            "run {runs} after {kills_this_run} kills:\n{}",
+            lines.join("\n")
+        );
+        let applied = ledger(&dir);
+        assert_eq!(applied.len() as i64, PLAN_LIMIT, "one deposit per round");
+        assert!(
+            applied.values().all(|&n| n == 1),
+            "a deposit applied twice: {applied:?}"
+        );
+        assert!(
+            applied
+                .keys()
+                .all(|k| k.starts_with("run-1/Desk/solve#0/Bank/deposit#")),
+            "{applied:?}"
+        );
+        let h = host(&dir);
+        h.verify(1)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("run {runs}: {e}"));
+    }
+    eprintln!(
+        "planner crash test: {kills} kills over {runs} runs ({in_planning} while planning, {in_execution} while the plan ran; {resolutions} resolutions)"
     );
 }

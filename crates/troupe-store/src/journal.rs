@@ -184,8 +184,8 @@ impl StoreJournal {
                         .map(row)
                         .collect::<Result<_, crate::db::DbError>>()?;
                     // With the sub-steps of a pending step (the turns and
-                    // tool calls of a model's conversation): keys under
-                    // `key/`. (SQLite's LIKE ignores ASCII case, so it may
+                    // tool calls of a model's conversation, a `planner`
+                    // call's plan and nested steps): keys under `key/`. (SQLite's LIKE ignores ASCII case, so it may
                     // load a few steps more; they are looked up by exact
                     // key, so they are never used.)
                     for key in &cp.checkpoint.pending {

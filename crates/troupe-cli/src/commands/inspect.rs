@@ -266,6 +266,7 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             );
         }
     }
+    text += &plans_text(&detail.steps, "  ");
     if let Some(r) = &s.result {
         text += &format!("  result    {}\n", sanitize(&r.to_string()));
     }
@@ -354,6 +355,21 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
         }
         out::print(&sanitize_lines(&text))?;
     }
+    // The plans of `planner` calls and their nested runs, after the events.
+    let steps = store.run(run)?.steps;
+    if args.json {
+        for p in plans(&steps) {
+            let doc = serde_json::json!({
+                "kind": "plan",
+                "step": p.step,
+                "source": p.source,
+                "run": p.run,
+            });
+            out::println(&doc.to_string())?;
+        }
+    } else {
+        out::print(&sanitize_lines(&plans_text(&steps, "")))?;
+    }
     // The model calls, after the events: what was asked, answered, spent.
     let calls = store.llm_calls(run)?;
     if args.json {
@@ -394,6 +410,67 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
         out::print(&sanitize_lines(&text))?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// The accepted plan of one `planner` call, and its nested run's trace
+/// once it ended.
+struct Plan {
+    /// The planner call, e.g. `Desk/solve#0`.
+    step: String,
+    source: String,
+    run: Option<String>,
+}
+
+/// The plans recorded among a run's steps (`…/plan#0` and `…/run#0` under
+/// the planner step's key, kind `plan`).
+fn plans(steps: &[troupe_store::StepRow]) -> Vec<Plan> {
+    let text_of = |s: &troupe_store::StepRow| {
+        s.outputs
+            .as_ref()
+            .and_then(|o| o.get(0))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    let mut out: Vec<Plan> = Vec::new();
+    for s in steps.iter().filter(|s| s.kind == "plan") {
+        if let Some(call) = s.key.strip_suffix("/plan#0")
+            && let Some(source) = text_of(s)
+        {
+            out.push(Plan {
+                step: call.to_owned(),
+                source,
+                run: None,
+            });
+        }
+    }
+    for s in steps.iter().filter(|s| s.kind == "plan") {
+        if let Some(call) = s.key.strip_suffix("/run#0")
+            && let Some(p) = out.iter_mut().find(|p| p.step == call)
+        {
+            p.run = text_of(s);
+        }
+    }
+    out
+}
+
+fn plans_text(steps: &[troupe_store::StepRow], indent: &str) -> String {
+    let mut text = String::new();
+    for p in plans(steps) {
+        text += &format!("{indent}plan of {}:\n", p.step);
+        for line in p.source.lines() {
+            text += &format!("{indent}  | {}\n", sanitize(line));
+        }
+        match &p.run {
+            Some(run) => {
+                text += &format!("{indent}  its run:\n");
+                for line in run.lines() {
+                    text += &format!("{indent}  {}\n", sanitize(line));
+                }
+            }
+            None => text += &format!("{indent}  (its run has not ended)\n"),
+        }
+    }
+    text
 }
 
 /// Sanitizes each line of a rendered text, keeping its line breaks.
