@@ -211,7 +211,7 @@ fn a_planner_that_runs_out_of_retries_fails_clearly_and_asks_no_more() {
     assert!(err.contains("E0402"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let status = status(dir.path());
-    assert_eq!(status["summary"]["status"], "failed", "{status:#}");
+    assert_eq!(status["status"], "failed", "{status:#}");
     assert_eq!(
         calls(&status, "User/solve#0/plan#0").len(),
         2,

@@ -278,7 +278,7 @@ impl Parser<'_> {
                 return Ok(None);
             }
             _ => {
-                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool`, `planner`, `workflow` or `import`)");
+                let d = self.error_expected("a declaration (`enum`, `record`, `llm`, `pure`, `effect`, `human`, `tool`, `workflow` or `import`)");
                 if matches!(
                     self.peek(),
                     T::Keyword(K::Msg | K::Act | K::If | K::While | K::For | K::Call | K::Return)
