@@ -82,7 +82,7 @@ impl Checker<'_> {
                     _ => self.bad_field(f, "a whole number from 0 to 10"),
                 },
                 "actions" => {
-                    actions = Some(self.name_list(f, "actions").unwrap_or_else(|| vec![]));
+                    actions = Some(self.name_list(f, "actions").unwrap_or_default());
                     if actions.as_ref().is_some_and(Vec::is_empty)
                         && !matches!(&f.value.kind, ExprKind::List(items) if items.is_empty())
                     {

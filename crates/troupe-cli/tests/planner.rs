@@ -134,6 +134,31 @@ fn the_planner_example_reasks_with_the_diagnostics_and_runs_the_accepted_plan() 
     assert!(shown.contains("Researcher"), "{shown}");
     let shown = text(&troupe(dir.path(), &["status", "run-1", "--store", "db"]).stdout);
     assert!(shown.contains("plan of Desk/solve#0"), "{shown}");
+
+    // The chart of the run draws the plan as a nested box, in both formats.
+    let mermaid = text(
+        &troupe(
+            dir.path(),
+            &["msc", "run-1", "--store", "db", "--format", "mermaid"],
+        )
+        .stdout,
+    );
+    assert!(
+        mermaid.contains("participant P2 as Researcher"),
+        "{mermaid}"
+    );
+    assert!(mermaid.contains("participant P3 as Writer"), "{mermaid}");
+    assert!(mermaid.contains("rect rgb(253, 242, 248)"), "{mermaid}");
+    assert!(
+        mermaid.contains("Note over P2: plan of solve at Desk"),
+        "{mermaid}"
+    );
+    assert!(mermaid.contains("P2->>P3: notes"), "{mermaid}");
+    let svg = text(&troupe(dir.path(), &["msc", "run-1", "--store", "db"]).stdout);
+    assert!(
+        svg.starts_with("<svg") && svg.contains("plan of solve at Desk"),
+        "{svg}"
+    );
 }
 
 /// A workflow whose planner may be re-asked `retries` times.
@@ -259,7 +284,7 @@ fn hostile_plans_are_refused_with_their_diagnostic() {
     ];
     for (plan, expect) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_with_plans(dir.path(), 0, &[plan.clone()]);
+        let out = run_with_plans(dir.path(), 0, std::slice::from_ref(&plan));
         let err = text(&out.stderr);
         let head: String = plan.chars().take(60).collect();
         assert_eq!(out.status.code(), Some(1), "{head:?}: {err}");

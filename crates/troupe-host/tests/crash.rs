@@ -153,7 +153,7 @@ impl troupe_llm::LlmBackend for PlanWriter {
                 .open(&self.ledger)
                 .unwrap();
             writeln!(f, "PLAN {n}").unwrap();
-            let source = if request.key.occurrence % 3 == 0 {
+            let source = if request.key.occurrence.is_multiple_of(3) {
                 BAD_PLAN.to_owned()
             } else {
                 plan_source(n)
@@ -580,14 +580,14 @@ fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("plan-mode"), "").unwrap();
         write_config(&dir);
-        if runs % 2 == 0 {
+        if runs.is_multiple_of(2) {
             std::fs::write(dir.join("checkpoint_every"), format!("{}", 2 + runs % 5)).unwrap();
         }
-        let mut kills_this_run = 0;
+        let mut kills_this_run = 0usize;
         let result = loop {
             let plans_before = plans_written(&dir.join("ledger"));
             let mut c = child(&dir);
-            let delay = Duration::from_micros(rng.below(if kills_this_run % 2 == 0 {
+            let delay = Duration::from_micros(rng.below(if kills_this_run.is_multiple_of(2) {
                 60_000
             } else {
                 200_000

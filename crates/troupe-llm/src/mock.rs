@@ -191,7 +191,14 @@ pub fn write_plan(spec: &PlanSpec, types: &TypeTable) -> Result<String, String> 
     }
     let mut results = Vec::new();
     for (j, slot) in spec.outputs.iter().enumerate() {
-        let name = match find(&vars, &slot.ty) {
+        // A result has exactly the output's type (an `Int` is no `Float`
+        // result, though it is a `Float` argument).
+        let exact = vars
+            .iter()
+            .rev()
+            .find(|(_, t)| *t == slot.ty)
+            .map(|(n, _)| n.clone());
+        let name = match exact {
             Some(n) => n,
             None => {
                 let literal = match &slot.ty {

@@ -473,6 +473,49 @@ pub(crate) fn model_calls(calls: &[LlmCallRow]) -> String {
     out
 }
 
+/// The accepted plans of a run's `planner` calls (steps of kind `plan`:
+/// `…/plan#0` holds the source, `…/run#0` the nested run's trace).
+pub(crate) fn recorded_plans(steps: &[StepRow]) -> Vec<troupe_msc::chart::plan::RecordedPlan> {
+    steps
+        .iter()
+        .filter(|s| s.kind == "plan")
+        .filter_map(|s| {
+            Some(troupe_msc::chart::plan::RecordedPlan {
+                step: s.key.strip_suffix("/plan#0")?.to_owned(),
+                source: s.outputs.as_ref()?.get(0)?.as_str()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The plans section of a run page: each plan's source and, once it ended,
+/// its nested run.
+pub(crate) fn plans(steps: &[StepRow]) -> String {
+    let mut out = String::new();
+    for p in recorded_plans(steps) {
+        let run = steps
+            .iter()
+            .find(|s| s.kind == "plan" && s.key == format!("{}/run#0", p.step))
+            .and_then(|s| s.outputs.as_ref()?.get(0)?.as_str().map(str::to_owned));
+        out.push_str(&format!(
+            "<div class=\"card plan\"><p class=\"meta\">plan of {}</p><pre class=\"mono\">{}</pre>{}</div>",
+            escape(&p.step),
+            escape(&clip(&p.source, 20_000)),
+            match run {
+                Some(r) => format!(
+                    "<p class=\"meta\">its run</p><pre class=\"mono\">{}</pre>",
+                    escape(&clip(&r, 20_000))
+                ),
+                None => "<p class=\"meta\">its run has not ended</p>".to_owned(),
+            }
+        ));
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("<h2>Plans</h2><div id=\"plans\">{out}</div>")
+}
+
 /// The steps of kind tool (and effects, mocked ones too): what each
 /// returned and how long it took.
 pub(crate) fn tool_calls(steps: &[StepRow]) -> String {

@@ -61,6 +61,8 @@ pub(crate) struct RunView {
     total: u64,
     /// The chunk after the last one read, to follow the run.
     next_chunk: i64,
+    /// The accepted plans of its `planner` calls, drawn as nested boxes.
+    plans: Vec<troupe_msc::chart::plan::RecordedPlan>,
 }
 
 impl RunView {
@@ -101,6 +103,7 @@ impl RunView {
             events: events.into(),
             // A page of the past is not followed.
             next_chunk: if live { next_chunk } else { i64::MAX },
+            plans: crate::console::recorded_plans(&detail.steps),
         })
     }
 
@@ -211,6 +214,12 @@ impl RunView {
         if self.first == 0 {
             chart = with_chosen_calls(chart, program, &program.workflows[*i], &exec, chosen);
         }
+        troupe_msc::chart::plan::nest_plans(
+            &mut chart,
+            program,
+            &program.workflows[*i],
+            &self.plans,
+        );
         let mut svg = String::new();
         if self.first > 0 {
             svg.push_str(&format!(
@@ -342,6 +351,8 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
             let view = match view {
                 Some(mut v) => {
                     v.refresh(&store)?;
+                    // A plan accepted since: drawn from now on.
+                    v.plans = crate::console::recorded_plans(&detail.steps);
                     v
                 }
                 None => RunView::load(&store, &detail, None)?,

@@ -275,11 +275,12 @@ pub(crate) fn run_activity(
 ) -> Result<String, StoreError> {
     let calls = store.llm_calls(detail.summary.id)?;
     Ok(format!(
-        "<h2>Timeline</h2>{}{}{}{}",
+        "<h2>Timeline</h2>{}{}{}{}{}",
         console::timeline(detail, lifelines, tasks, &calls),
         console::model_calls(&calls),
         console::chosen_calls(&troupe_host::chosen::chosen_calls(detail, tasks)),
-        console::tool_calls(&detail.steps)
+        console::tool_calls(&detail.steps),
+        console::plans(&detail.steps)
     ))
 }
 

@@ -159,6 +159,7 @@ pub struct MscArgs {
 }
 
 pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
+    use troupe_msc::chart::plan::{RecordedPlan, nest_plans};
     let opts = ChartOptions {
         show_control: args.show_control,
         inline: args.inline,
@@ -186,7 +187,21 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
                 word.push(e);
             }
         }
-        troupe_msc::execution_chart(&program, wf, &exec, &opts)
+        let mut chart = troupe_msc::execution_chart(&program, wf, &exec, &opts);
+        // The plans of `planner` calls, as nested boxes.
+        let plans: Vec<RecordedPlan> = detail
+            .steps
+            .iter()
+            .filter(|s| s.kind == "plan")
+            .filter_map(|s| {
+                Some(RecordedPlan {
+                    step: s.key.strip_suffix("/plan#0")?.to_owned(),
+                    source: s.outputs.as_ref()?.get(0)?.as_str()?.to_owned(),
+                })
+            })
+            .collect();
+        nest_plans(&mut chart, &program, wf, &plans);
+        chart
     } else {
         let Some(program) = load(path, color)? else {
             return Ok(ExitStatus::Failure);

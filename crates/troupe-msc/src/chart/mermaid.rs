@@ -73,12 +73,16 @@ pub fn render(chart: &Chart) -> String {
                 let _ = writeln!(out, "{}Note over P{over}: {}", pad(depth), escape(text));
             }
             Item::FrameStart {
-                kind: FrameKind::Call,
+                kind: kind @ (FrameKind::Call | FrameKind::Plan),
                 label,
                 owner,
             } => {
                 // Mermaid has no `ref` fragment: a tinted `rect`, named by a note.
-                let _ = writeln!(out, "{}rect rgb(236, 253, 245)", pad(depth));
+                let tint = match kind {
+                    FrameKind::Plan => "rgb(253, 242, 248)",
+                    _ => "rgb(236, 253, 245)",
+                };
+                let _ = writeln!(out, "{}rect {tint}", pad(depth));
                 depth += 1;
                 open += 1;
                 kinds.push(FrameKind::Call);

@@ -7,6 +7,7 @@
 //! [`mermaid::render`] draw any chart.
 
 pub mod mermaid;
+pub mod plan;
 pub mod svg;
 
 use crate::event::{Event, Execution, Message};
@@ -29,6 +30,8 @@ pub enum FrameKind {
     /// A `par` (or a `coregion`): one section per branch, separated by
     /// [`Item::FrameElse`] (Mermaid's `and`).
     Par,
+    /// The accepted plan of a `planner` call, nested in a run's chart.
+    Plan,
 }
 
 impl FrameKind {
@@ -40,6 +43,7 @@ impl FrameKind {
             FrameKind::Loop => "loop",
             FrameKind::Call => "call",
             FrameKind::Par => "par",
+            FrameKind::Plan => "plan",
         }
     }
 }

@@ -304,6 +304,7 @@ pub fn render(chart: &Chart) -> String {
             FrameKind::Loop => ("#d97706", "#fffbeb"),
             FrameKind::Call => ("#059669", "#ecfdf5"),
             FrameKind::Par => ("#7c3aed", "#f5f3ff"),
+            FrameKind::Plan => ("#db2777", "#fdf2f8"),
         };
         let (l, r) = (f.left + dx, f.right + dx);
         let _ = writeln!(
