@@ -336,3 +336,169 @@ fn a_plan_that_fails_once_is_accepted_on_the_reask() {
         json!([GOOD])
     );
 }
+
+/// A fake OpenAI-compatible provider: answers request `n` with `answers[n]`
+/// (the last one again after the list), and keeps every request body.
+fn provider(answers: Vec<String>) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            log.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let content = answers[n.min(answers.len() - 1)].clone();
+            let text = json!({
+                "id": "c", "object": "chat.completion", "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            })
+            .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_real_provider_is_told_the_language_the_actions_and_the_lifelines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.troupe"), planner_workflow(0)).unwrap();
+    // A model that fences its plan, as models do.
+    let (port, seen) = provider(vec![
+        format!("```troupe\n{GOOD}\n```"),
+        "facts".into(),
+        "a summary".into(),
+    ]);
+    let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "w.troupe",
+            "-i",
+            "question=why is the sky blue?",
+            "--llm",
+            "openai:gpt-4o-mini",
+            "--mock-externs",
+        ])
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "answer = a summary\n");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "the plan, then its two model calls");
+    let asked = seen[0].to_string();
+    for part in [
+        "Write a troupe workflow that answers: why is the sky blue?",
+        "A workflow is a message sequence chart between lifelines",
+        "workflow plan(task: Text @ …)",
+        "llm search(query: Text) -> (notes: Text)",
+        "llm summarize(notes: Text) -> (summary: Text)",
+        "Lifelines you may use: Researcher, Writer.",
+    ] {
+        let part = serde_json::to_string(part).unwrap();
+        let part = &part[1..part.len() - 1];
+        assert!(asked.contains(part), "{part} not sent:\n{asked}");
+    }
+    assert!(
+        !asked.contains("publish"),
+        "an unlisted action is not offered"
+    );
+    // The plan's own calls are the plan's prompts.
+    assert!(
+        seen[1]
+            .to_string()
+            .contains("Find facts about: why is the sky blue?")
+    );
+}
+
+#[test]
+fn a_plan_that_breaks_a_tool_contract_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let contracts = workspace().join("examples/train_booking.contracts.json");
+    let workflow = format!(
+        r#"
+enum TravelClass {{ economy, business }}
+record Ticket {{ id: Text, origin: Text, destination: Text, date: Text, class: TravelClass, price: Float }}
+mcp booking {{
+  command: "no-such-server"
+  contracts: {}
+}}
+tool book_ticket(user_id: Text, origin: Text, destination: Text, date: Text, class: TravelClass, price: Float) -> Ticket {{ server: booking }}
+human confirm_booking(summary: Text) -> Bool {{ ask: "Book?\n{{summary}}" }}
+planner book(user: Text) -> (ticket: Text) {{
+  prompt: "Book a ticket for {{user}}"
+  actions: [book_ticket, confirm_booking]
+  lifelines: [Agent]
+  retries: 0
+}}
+workflow w(user: Text @ User) {{
+  act User: ticket = book(user)
+  return ticket @ User
+}}
+"#,
+        serde_json::to_string(contracts.to_str().unwrap()).unwrap()
+    );
+    std::fs::write(dir.path().join("w.troupe"), workflow).unwrap();
+    // The booking is not guarded by a person's confirmation.
+    let plan = "workflow plan(user: Text @ Agent) {
+  act Agent: t = book_ticket(user, \"Paris\", \"Lyon\", \"2026-12-24\", economy, 10.0)
+  act Agent: id = t.id
+  return id @ Agent
+}";
+    std::fs::write(
+        dir.path().join("script.json"),
+        json!({ "book": [plan] }).to_string(),
+    )
+    .unwrap();
+    let out = troupe(
+        dir.path(),
+        &[
+            "run",
+            "w.troupe",
+            "-i",
+            "user=u1",
+            "--llm",
+            "scripted:script.json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("asked the model for a plan 1 time(s)"),
+        "{err}"
+    );
+    assert!(err.contains("E0601"), "{err}");
+    assert!(
+        !err.contains("no-such-server"),
+        "the tool was never called: {err}"
+    );
+}

@@ -10,6 +10,12 @@
 //! is itself a list is therefore scripted as a list of lists:
 //! `"find_tickets": [[{…}, {…}], []]`.
 //!
+//! A `planner` is scripted like an `llm` with one `Text` output: each answer
+//! is a plan's source. Attempt `j` of the `k`-th call of a planner at a
+//! lifeline is occurrence `k·(retries + 1) + j`, so
+//! `"solve": ["a plan that does not check", "one that does"]` scripts a
+//! re-ask; the plan's own model calls are keyed by its lifelines.
+//!
 //! ```json
 //! {
 //!   "make_plan": "1. Book a room\n2. Send invites",
