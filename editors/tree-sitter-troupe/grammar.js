@@ -81,7 +81,7 @@ module.exports = grammar({
         optional(field('body', choice($.extern_body, $.expression_body, $.field_body))),
       ),
 
-    action_kind: (_) => choice('llm', 'pure', 'effect', 'human', 'tool'),
+    action_kind: (_) => choice('llm', 'pure', 'effect', 'human', 'tool', 'planner'),
 
     parameter_list: ($) => seq('(', commaSep($.parameter), ')'),
 
@@ -91,7 +91,9 @@ module.exports = grammar({
 
     field_body: ($) => seq('{', repeat(seq($.action_field, optional(choice(',', ';')))), '}'),
 
-    action_field: ($) => seq(field('name', $.identifier), ':', field('value', $._expression)),
+    // `lifelines:` of a `planner` is the one keyword that names a field.
+    action_field: ($) =>
+      seq(field('name', choice($.identifier, alias('lifelines', $.identifier))), ':', field('value', $._expression)),
 
     mcp_declaration: ($) => seq('mcp', field('name', $.identifier), field('body', $.field_body)),
 
