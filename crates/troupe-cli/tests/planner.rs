@@ -502,3 +502,94 @@ workflow w(user: Text @ User) {{
         "the tool was never called: {err}"
     );
 }
+
+#[test]
+fn a_plans_human_task_belongs_to_the_run_under_the_planner_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = r#"
+llm draft(task: Text) -> (text: Text) { prompt: "Draft: {task}" }
+human approve(text: Text) -> Bool { ask: "Approve?\n{text}" }
+planner solve(task: Text) -> (answer: Text, ok: Bool) {
+  prompt: "Plan: {task}"
+  actions: [draft, approve]
+  lifelines: [Writer, Boss]
+  retries: 0
+}
+workflow w(task: Text @ User) {
+  act User: answer, ok = solve(task)
+  return (answer @ User, ok @ User)
+}
+"#;
+    std::fs::write(dir.path().join("w.troupe"), workflow).unwrap();
+    let plan = "workflow plan(task: Text @ Writer) {
+  act Writer: text = draft(task)
+  msg Writer(text) -> Boss(text)
+  act Boss: ok = approve(text)
+  msg Boss(ok) -> Writer(ok)
+  return (text @ Writer, ok @ Writer)
+}";
+    std::fs::write(
+        dir.path().join("script.json"),
+        json!({ "solve": [plan], "draft": "a draft" }).to_string(),
+    )
+    .unwrap();
+    // A durable run in the background; the plan's task is answered from
+    // another process, as a person would.
+    let out = troupe(
+        dir.path(),
+        &[
+            "run",
+            "w.troupe",
+            "--store",
+            "db",
+            "-i",
+            "task=t",
+            "--llm",
+            "scripted:script.json",
+            "--detach",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let wait = |what: &str, f: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !f() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "timed out: {what}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let tasks = || -> Value {
+        serde_json::from_slice(&troupe(dir.path(), &["tasks", "--store", "db", "--json"]).stdout)
+            .unwrap_or(Value::Null)
+    };
+    wait("the plan's task", &|| {
+        tasks().as_array().is_some_and(|t| !t.is_empty())
+    });
+    let task = tasks()[0].clone();
+    assert_eq!(task["run"], "run-1");
+    assert_eq!(task["key"], "User/solve#0/Boss/approve#0");
+    assert_eq!(task["prompt"], "Approve?\na draft");
+    let out = troupe(
+        dir.path(),
+        &[
+            "answer",
+            task["id"].as_str().unwrap(),
+            "--yes",
+            "--store",
+            "db",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    wait("the run's end", &|| status(dir.path())["status"] == "done");
+    let status = status(dir.path());
+    assert_eq!(
+        status["result"],
+        json!({ "answer": "a draft", "ok": true }),
+        "{status:#}"
+    );
+    let approval = step(&status, "User/solve#0/Boss/approve#0");
+    assert_eq!(approval["kind"], "human");
+    assert_eq!(approval["outputs"], json!([true]));
+}
