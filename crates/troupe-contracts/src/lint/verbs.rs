@@ -202,7 +202,12 @@ pub fn word_effect(word: &str) -> Option<Effect> {
             candidates.push(stem.to_owned());
             // running → run, stopped → stop
             let bytes = stem.as_bytes();
-            if bytes.len() >= 3 && bytes[bytes.len() - 1] == bytes[bytes.len() - 2] {
+            // (ASCII letters only: the last byte of a multi-byte character
+            // is no character of its own.)
+            if bytes.len() >= 3
+                && bytes[bytes.len() - 1].is_ascii()
+                && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+            {
                 candidates.push(stem[..stem.len() - 1].to_owned());
             }
             // deleting → delete, created → create
