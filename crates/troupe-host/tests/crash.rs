@@ -562,10 +562,22 @@ const PLAN_KILLS: usize = 40;
 
 #[test]
 fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit_once() {
+    planner_crash_test(PLAN_KILLS, false);
+}
+
+/// The same on a PostgreSQL store (each run a database of its own).
+#[test]
+fn planner_runs_on_postgres_killed_while_planning_and_running_the_plan_plan_once_and_deposit_once()
+{
+    planner_crash_test(PLAN_KILLS / 2, true);
+}
+
+fn planner_crash_test(kills_wanted: usize, postgres: bool) {
     if std::env::var("TROUPE_CRASH_CHILD").is_ok() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
+    let mut databases = Vec::new();
     let seed = std::env::var("TROUPE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -573,13 +585,18 @@ fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit
     let mut rng = Rng(seed);
     let (mut kills, mut in_planning, mut in_execution, mut runs) = (0usize, 0usize, 0usize, 0usize);
     let mut resolutions = 0usize;
-    while kills < PLAN_KILLS || in_planning == 0 || in_execution == 0 {
+    while kills < kills_wanted || in_planning == 0 || in_execution == 0 {
         assert!(runs < 200, "{kills} kills in {runs} runs");
         runs += 1;
         let dir = root.path().join(format!("run{runs}"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("plan-mode"), "").unwrap();
         write_config(&dir);
+        if postgres {
+            let db = troupe_store::testing::TestDatabase::new();
+            std::fs::write(dir.join("store_url"), &db.url).unwrap();
+            databases.push(db);
+        }
         if runs.is_multiple_of(2) {
             std::fs::write(dir.join("checkpoint_every"), format!("{}", 2 + runs % 5)).unwrap();
         }
@@ -587,11 +604,17 @@ fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit
         let result = loop {
             let plans_before = plans_written(&dir.join("ledger"));
             let mut c = child(&dir);
-            let delay = Duration::from_micros(rng.below(if kills_this_run.is_multiple_of(2) {
-                60_000
-            } else {
-                200_000
-            }));
+            // A PostgreSQL run starts and commits more slowly: its kills
+            // are spread over longer.
+            let scale = if postgres { 4 } else { 1 };
+            let delay = Duration::from_micros(
+                scale
+                    * rng.below(if kills_this_run.is_multiple_of(2) {
+                        60_000
+                    } else {
+                        200_000
+                    }),
+            );
             std::thread::sleep(delay);
             let out = match c.try_wait().unwrap() {
                 Some(_) => Some(c.wait_with_output().unwrap()),
@@ -698,6 +721,7 @@ fn planner_runs_killed_while_planning_and_running_the_plan_plan_once_and_deposit
             .unwrap_or_else(|e| panic!("run {runs}: {e}"));
     }
     eprintln!(
-        "planner crash test: {kills} kills over {runs} runs ({in_planning} while planning, {in_execution} while the plan ran; {resolutions} resolutions)"
+        "planner crash test ({}): {kills} kills over {runs} runs ({in_planning} while planning, {in_execution} while the plan ran; {resolutions} resolutions)",
+        if postgres { "PostgreSQL" } else { "SQLite" }
     );
 }
