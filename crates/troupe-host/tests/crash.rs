@@ -165,6 +165,7 @@ impl troupe_llm::LlmBackend for PlanWriter {
                 latency: Duration::from_millis(15),
                 attempts: 1,
                 detail: Default::default(),
+                tool_calls: Vec::new(),
             })
         })
     }
