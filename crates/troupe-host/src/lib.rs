@@ -399,6 +399,8 @@ pub struct Host {
     backends: Backends,
     /// Recorded programs by run, for typed answers.
     recorded: Arc<Mutex<HashMap<i64, Arc<Compiled>>>>,
+    /// Lease renewals so far (a worker's metric).
+    renewals: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Host {
@@ -417,6 +419,7 @@ impl Host {
             backends: Backends::new(config.clone(), tools),
             config,
             recorded: Arc::default(),
+            renewals: Arc::default(),
         }
     }
 
@@ -430,6 +433,11 @@ impl Host {
 
     pub fn config(&self) -> &HostConfig {
         &self.config
+    }
+
+    /// Leases this host renewed so far.
+    pub fn renewals(&self) -> u64 {
+        self.renewals.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn notify(&self, notice: Notice) {
@@ -778,7 +786,10 @@ impl Host {
             }
             since = Duration::ZERO;
             match self.store.renew(run, &self.config.owner, self.config.lease) {
-                Ok(Renewal::Held { cancel: None }) => {}
+                Ok(Renewal::Held { cancel: None }) => {
+                    self.renewals
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(Renewal::Held {
                     cancel: Some(reason),
                 }) => return Stop::Cancel(reason),

@@ -109,6 +109,16 @@ impl Host {
             }
             if last_report.elapsed() >= config.sweep {
                 let _ = store.worker_report(&owner, running.len() as u64, stopping);
+                // The worker's metrics, for logs and collectors.
+                tracing::info!(
+                    target: "troupe::worker",
+                    worker = %owner,
+                    runs_claimed = report.claimed,
+                    runs_running = running.len(),
+                    lease_renewals = self.renewals(),
+                    queue_depth = store.runnable().unwrap_or(0),
+                    "worker metrics"
+                );
                 last_report = tokio::time::Instant::now();
             }
             let done_enough = config
