@@ -501,7 +501,7 @@ fn like_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Durability, NewRun};
+    use crate::Durability;
     use troupe_check::ir::StmtId;
     use troupe_runtime::{Checkpoint, LaneState};
 
@@ -510,22 +510,7 @@ mod tests {
         crate::testing::both(dir, Durability::Normal)
             .into_iter()
             .map(|(store, db)| {
-                let run = store
-                    .create_run(&NewRun {
-                        workflow: "w".into(),
-                        file: None,
-                        source: String::new(),
-                        fingerprint: "fp".into(),
-                        canonical: String::new(),
-                        inputs_json: "{}".into(),
-                        inputs: Vec::new(),
-                        seed: 0,
-                        lifelines: 1,
-                        llm: "mock".into(),
-                        settings: "{}".into(),
-                        owner: None,
-                    })
-                    .unwrap();
+                let run = store.create_run(&crate::testing::bare_run("fp")).unwrap();
                 (store, run, db)
             })
             .collect()

@@ -938,22 +938,7 @@ mod tests {
     fn exactly_one_of_many_claims_wins_until_the_lease_expires() {
         let dir = tempfile::tempdir().unwrap();
         for (store, _db) in testing::both(dir.path(), Durability::Normal) {
-            let run = store
-                .create_run(&NewRun {
-                    workflow: "w".into(),
-                    file: None,
-                    source: String::new(),
-                    fingerprint: String::new(),
-                    canonical: String::new(),
-                    inputs_json: "{}".into(),
-                    inputs: Vec::new(),
-                    seed: 0,
-                    lifelines: 1,
-                    llm: "mock".into(),
-                    settings: "{}".into(),
-                    owner: None,
-                })
-                .unwrap();
+            let run = store.create_run(&testing::bare_run("")).unwrap();
             // Long enough that no stall of a loaded machine expires it early.
             let lease = std::time::Duration::from_secs(2);
             let wins: Vec<bool> = std::thread::scope(|s| {

@@ -106,3 +106,22 @@ pub fn both(
     let postgres = crate::Store::open(&db.url, durability).expect("a PostgreSQL store");
     vec![(sqlite, None), (postgres, Some(db))]
 }
+
+/// A queued run of a workflow `w` with one lifeline and no inputs, with
+/// fingerprint `fp`: what the store's own tests record.
+pub fn bare_run(fingerprint: &str) -> crate::NewRun {
+    crate::NewRun {
+        workflow: "w".into(),
+        file: None,
+        source: String::new(),
+        fingerprint: fingerprint.into(),
+        canonical: String::new(),
+        inputs_json: "{}".into(),
+        inputs: Vec::new(),
+        seed: 0,
+        lifelines: 1,
+        llm: "mock".into(),
+        settings: "{}".into(),
+        owner: None,
+    }
+}
