@@ -675,9 +675,11 @@ fn validity_agrees_with_a_naive_check() {
         }
     }
     eprintln!("{invalid} invalid and {valid} valid variants compared");
+    // Enough of each kind that the comparison means something; the count
+    // of valid variants varies with the seed (94 was seen over 300 cases).
     if seeds.cases >= 100 {
         assert!(
-            invalid >= 500 && valid >= 100,
+            invalid >= 500 && valid >= 50,
             "{invalid} invalid, {valid} valid"
         );
     }
