@@ -166,11 +166,7 @@ impl Host {
         report.released += running.len() as u64;
         running.abort_all();
         while running.join_next().await.is_some() {}
-        for r in store.runs(None)? {
-            if r.owner.as_deref() == Some(owner.as_str()) {
-                let _ = store.release(r.id, &owner);
-            }
-        }
+        let _ = store.release_all(&owner);
         let _ = store.unregister_worker(&owner);
         Ok(report)
     }

@@ -113,6 +113,17 @@ impl Store {
         })
     }
 
+    /// Gives up every lease `owner` holds (a worker that stops); returns
+    /// how many runs it handed back.
+    pub fn release_all(&self, owner: &str) -> Result<u64, StoreError> {
+        self.with("release the leases", |db| {
+            db.execute(
+                "UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE lease_owner = ?1",
+                args![owner],
+            )
+        })
+    }
+
     /// Forgets a worker that stopped.
     pub fn unregister_worker(&self, id: &str) -> Result<(), StoreError> {
         self.with("forget the worker", |db| {
