@@ -208,3 +208,44 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     let workers = json(dir, &["workers", "--store", &db.url, "--json"]);
     assert_eq!(workers["workers"], serde_json::json!([]), "{workers}");
 }
+
+#[test]
+fn the_shared_store_is_named_once_in_the_environment_or_troupe_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("ask.troupe"), WORKFLOW).unwrap();
+    let db = TestDatabase::new();
+    let queued = troupe(
+        dir,
+        &[
+            "run",
+            "ask.troupe",
+            "--store",
+            "-i",
+            "request=a",
+            "--detach",
+        ],
+    )
+    .env("TROUPE_STORE", &db.url)
+    .output()
+    .unwrap();
+    assert!(queued.status.success(), "{}", text(&queued));
+    assert!(!dir.join(".troupe").exists(), "the default file was used");
+    std::fs::write(
+        dir.join("troupe.toml"),
+        format!(
+            "[store]\npath = {}\n",
+            serde_json::Value::String(db.url.clone())
+        ),
+    )
+    .unwrap();
+    let runs = json(dir, &["runs", "--json"]);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    // The flag wins over both.
+    let other = output(dir, &["runs", "--store", "elsewhere.db"]);
+    assert!(
+        text(&other).contains("no store at elsewhere.db"),
+        "{}",
+        text(&other)
+    );
+}

@@ -46,21 +46,56 @@ impl From<DurabilityArg> for DurabilitySetting {
 #[derive(Debug, Args)]
 pub struct StoreArg {
     /// The store: an SQLite file, or a PostgreSQL database that many
-    /// processes share (`postgres://user@host/db`).
+    /// processes share (`postgres://user@host/db`). Without it:
+    /// `$TROUPE_STORE`, then `[store] path` in troupe.toml, then the file
+    /// below.
     #[arg(long, value_name = "DB", default_value = DEFAULT_STORE)]
     pub store: PathBuf,
 }
 
+/// The environment variable that names the store when `--store` does not.
+pub const STORE_ENV: &str = "TROUPE_STORE";
+
+/// The store to use: `--store` when given, else `TROUPE_STORE`, else
+/// `[store] path` in `troupe.toml`, else the default file. A fleet's
+/// machines name their shared database once, in the environment or the
+/// project's configuration.
+pub fn store_address(given: &Path) -> Result<PathBuf> {
+    if given != Path::new(DEFAULT_STORE) {
+        return Ok(given.to_owned());
+    }
+    if let Ok(s) = std::env::var(STORE_ENV)
+        && !s.trim().is_empty()
+    {
+        return Ok(PathBuf::from(s.trim()));
+    }
+    let Ok(text) = std::fs::read_to_string(troupe_llm::config::CONFIG_FILE) else {
+        return Ok(given.to_owned());
+    };
+    let table: toml::Table = text
+        .parse()
+        .with_context(|| format!("cannot read {}", troupe_llm::config::CONFIG_FILE))?;
+    match table.get("store").and_then(|t| t.get("path")) {
+        None => Ok(given.to_owned()),
+        Some(toml::Value::String(p)) => Ok(PathBuf::from(p)),
+        Some(_) => anyhow::bail!(
+            "{}: [store] path must be a file or a postgres:// address, as a string",
+            troupe_llm::config::CONFIG_FILE
+        ),
+    }
+}
+
 impl StoreArg {
     pub fn open(&self) -> Result<Store> {
-        if !troupe_store::exists(&self.store) {
+        let store = store_address(&self.store)?;
+        if !troupe_store::exists(&store) {
             anyhow::bail!(
                 "no store at {}; runs are recorded with `troupe run FILE --store {}`",
-                self.store.display(),
-                self.store.display()
+                store.display(),
+                store.display()
             );
         }
-        open_store(&self.store, Durability::Full)
+        open_store(&store, Durability::Full)
     }
 
     pub fn host(&self) -> Result<Host> {
@@ -515,6 +550,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         Ok(i) => i,
         Err(e) => return report_error(&e, color),
     };
+    let store_path = &store_address(store_path)?;
     let store = open_store(store_path, settings.durability.into())?;
     let host = host(store)?;
     if args.detach && host.store().dialect() == troupe_store::Dialect::Postgres {

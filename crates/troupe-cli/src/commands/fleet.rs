@@ -43,7 +43,8 @@ pub struct WorkerArgs {
 
 /// `troupe worker`.
 pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
-    let store = crate::commands::durable::open_store(&args.store.store, Durability::Full)?;
+    let address = crate::commands::durable::store_address(&args.store.store)?;
+    let store = crate::commands::durable::open_store(&address, Durability::Full)?;
     let host = Arc::new(Host::new(
         store,
         host_config()?,
