@@ -15,7 +15,6 @@
 
 use crate::{Host, Overrides, RunEnd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::task::JoinSet;
 
@@ -83,16 +82,12 @@ impl Host {
         store.register_worker(&owner, &host_name, &config.labels)?;
         let mut wakeups = store.listen()?;
         let mut report = WorkerReport::default();
-        let mut running: JoinSet<(String, Result<crate::Finished, crate::HostError>)> =
-            JoinSet::new();
-        let ended = Arc::new(AtomicU64::new(0));
+        let mut running: JoinSet<Driven> = JoinSet::new();
         tokio::pin!(stop);
-        let mut stopping = false;
         let mut last_report = tokio::time::Instant::now();
         loop {
             // Claim while there is room.
-            while !stopping
-                && running.len() < config.concurrency
+            while running.len() < config.concurrency
                 && config.max_runs.is_none_or(|m| report.claimed < m)
             {
                 let Some(run) = store.claim_next(&owner, lease)? else {
@@ -108,7 +103,7 @@ impl Host {
                 });
             }
             if last_report.elapsed() >= config.sweep {
-                let _ = store.worker_report(&owner, running.len() as u64, stopping);
+                let _ = store.worker_report(&owner, running.len() as u64, false);
                 // The worker's metrics, for logs and collectors.
                 tracing::info!(
                     target: "troupe::worker",
@@ -127,38 +122,25 @@ impl Host {
             if done_enough && running.is_empty() {
                 break;
             }
-            if stopping && running.is_empty() {
-                break;
-            }
             if config.exit_when_idle && running.is_empty() && store.runnable()? == 0 {
                 break;
             }
             tokio::select! {
                 Some(joined) = running.join_next(), if !running.is_empty() => {
-                    ended.fetch_add(1, Ordering::Relaxed);
-                    let (run, outcome) = match joined {
-                        Ok((run, Ok(f))) => {
-                            let outcome = match &f.end {
-                                RunEnd::Done { verified: Ok(_), .. } => { report.done += 1; "done".to_owned() }
-                                RunEnd::Done { verified: Err(e), .. } => { report.failed += 1; format!("done, but it does not verify: {e}") }
-                                RunEnd::Failed(e) => { report.failed += 1; format!("failed: {e}") }
-                                RunEnd::NeedsResolution { step, .. } => { report.failed += 1; format!("needs resolution of {step}") }
-                                RunEnd::Cancelled { reason } => { report.failed += 1; format!("cancelled: {reason}") }
-                                RunEnd::LeaseLost => { report.released += 1; "lost its lease to another worker".to_owned() }
-                            };
-                            (run, outcome)
-                        }
-                        Ok((run, Err(e))) => { report.failed += 1; (run, format!("error: {e}")) }
-                        Err(e) => { report.failed += 1; ("?".to_owned(), format!("the run's task ended: {e}")) }
-                    };
-                    on_event(WorkerEvent::Ended { run, outcome });
+                    on_event(tally(joined, &mut report));
                 }
-                _ = wakeups.next(config.sweep), if !stopping => {}
-                () = &mut stop, if !stopping => {
-                    stopping = true;
+                _ = wakeups.next(config.sweep) => {}
+                () = &mut stop => {
                     on_event(WorkerEvent::Draining { running: running.len() });
                     let _ = store.worker_report(&owner, running.len() as u64, true);
-                    break_after_drain(&mut running, config.drain, &mut report).await;
+                    let deadline = tokio::time::Instant::now() + config.drain;
+                    while let Ok(Some(joined)) =
+                        tokio::time::timeout_at(deadline, running.join_next()).await
+                    {
+                        on_event(tally(joined, &mut report));
+                    }
+                    // The drain is over: what still runs is handed back below.
+                    break;
                 }
             }
         }
@@ -172,23 +154,52 @@ impl Host {
     }
 }
 
-/// Waits up to `drain` for the runs in flight to end, counting them.
-async fn break_after_drain(
-    running: &mut JoinSet<(String, Result<crate::Finished, crate::HostError>)>,
-    drain: Duration,
-    report: &mut WorkerReport,
-) {
-    let deadline = tokio::time::Instant::now() + drain;
-    while !running.is_empty() {
-        match tokio::time::timeout_at(deadline, running.join_next()).await {
-            Ok(Some(Ok((_, Ok(f))))) => match f.end {
+type Driven = (String, Result<crate::Finished, crate::HostError>);
+
+/// Counts how a driven run ended, and says so.
+fn tally(joined: Result<Driven, tokio::task::JoinError>, report: &mut WorkerReport) -> WorkerEvent {
+    let (run, outcome) = match joined {
+        Ok((run, Ok(f))) => {
+            let outcome = match &f.end {
                 RunEnd::Done {
                     verified: Ok(_), ..
-                } => report.done += 1,
-                _ => report.failed += 1,
-            },
-            Ok(Some(_)) => report.failed += 1,
-            Ok(None) | Err(_) => break,
+                } => {
+                    report.done += 1;
+                    "done".to_owned()
+                }
+                RunEnd::Done {
+                    verified: Err(e), ..
+                } => {
+                    report.failed += 1;
+                    format!("done, but it does not verify: {e}")
+                }
+                RunEnd::Failed(e) => {
+                    report.failed += 1;
+                    format!("failed: {e}")
+                }
+                RunEnd::NeedsResolution { step, .. } => {
+                    report.failed += 1;
+                    format!("needs resolution of {step}")
+                }
+                RunEnd::Cancelled { reason } => {
+                    report.failed += 1;
+                    format!("cancelled: {reason}")
+                }
+                RunEnd::LeaseLost => {
+                    report.released += 1;
+                    "lost its lease to another worker".to_owned()
+                }
+            };
+            (run, outcome)
         }
-    }
+        Ok((run, Err(e))) => {
+            report.failed += 1;
+            (run, format!("error: {e}"))
+        }
+        Err(e) => {
+            report.failed += 1;
+            ("?".to_owned(), format!("the run's task ended: {e}"))
+        }
+    };
+    WorkerEvent::Ended { run, outcome }
 }
