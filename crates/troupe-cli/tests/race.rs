@@ -487,8 +487,11 @@ fn booking_trial(root: &Path, trial: usize) {
         if stderr.contains("run-1 done; verified") || stdout.trim() == "run-1" {
             owners += 1;
         } else {
+            // A starter that came after the owner finished ran nothing
+            // either: it says so, or (a `run`) started a run of its own.
             assert!(
                 stderr.contains("is being run by")
+                    || stderr.contains("run-1 is done already")
                     || stderr.contains("run-2")
                     || stdout.trim() == "run-2",
                 "booking {trial}:\n{report}"
