@@ -23,6 +23,7 @@ use crate::agent::{Agent, Offered, Runner, Stop};
 use crate::checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 use crate::error::{Location, RunError};
 use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
+use crate::remote::{Elsewhere, Remote, RemoteChannel};
 use crate::trace::{Trace, TraceEntry};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -500,6 +501,10 @@ pub struct RunOptions {
     pub schedule: Schedule,
     /// Where the run is recorded durably (none: in memory only).
     pub journal: Option<Arc<dyn RunJournal>>,
+    /// For one part of a placed run: which lifelines run here, and how the
+    /// others are reached (none: every lifeline runs here). A part takes no
+    /// checkpoints; a resumed part replays from the start.
+    pub remote: Option<Arc<dyn Remote>>,
 }
 
 impl std::fmt::Debug for dyn RunJournal {
@@ -516,6 +521,7 @@ impl Default for RunOptions {
             trace: true,
             schedule: Schedule::RunToBlock,
             journal: None,
+            remote: None,
         }
     }
 }
@@ -586,7 +592,12 @@ impl Engine {
         let mut run = RunState::new(self.inner.clone(), options);
         // A resumed run continues from its latest checkpoint, if it has
         // one; otherwise it replays from the start.
-        let resumed = match journal.as_ref().and_then(|j| j.resume_from()) {
+        let placed = run.remote.is_some();
+        let resumed = match journal
+            .as_ref()
+            .filter(|_| !placed)
+            .and_then(|j| j.resume_from())
+        {
             Some(checkpoint) => run
                 .restore(checkpoint)
                 .map_err(|message| RunError::Journal {
@@ -607,7 +618,11 @@ impl Engine {
                 }
             }
         }
-        if let Some(every) = journal.as_ref().and_then(|j| j.checkpoint_every()) {
+        if let Some(every) = journal
+            .as_ref()
+            .filter(|_| !placed)
+            .and_then(|j| j.checkpoint_every())
+        {
             run.next_checkpoint = run.events.saturating_add(every.max(1));
         }
         let outcome = match resumed {
@@ -618,7 +633,9 @@ impl Engine {
             // A run that needs a person to settle an effect is not over.
             if !matches!(
                 outcome,
-                Err(RunError::NeedsResolution { .. } | RunError::Journal { .. })
+                Err(RunError::NeedsResolution { .. }
+                    | RunError::Journal { .. }
+                    | RunError::Stopped { .. })
             ) {
                 let ended = outcome.as_ref().map(|o| o.results.as_slice());
                 journal
@@ -656,6 +673,30 @@ impl Engine {
             monitor.event(e.lifeline, &e.event).map_err(not_member)?;
         }
         monitor.finish(prefix).map_err(not_member)
+    }
+
+    /// Checks an execution whose lifelines were recorded apart (the parts
+    /// of a placed run, each in its own process): its local words are put
+    /// in an order in which they could have happened (every receive after
+    /// its send, per channel and `par` lane), which the online monitor then
+    /// checks. An execution with no such order is not a run.
+    pub fn verify_execution(
+        &self,
+        run_id: &str,
+        exec: &troupe_msc::Execution,
+        prefix: bool,
+    ) -> Result<(), RunError> {
+        let lanes = &self.inner.lanes;
+        let Some(events) = exec.linearize_lanes(&|s| lanes.of(s)) else {
+            return Err(RunError::NotMember {
+                run: run_id.to_owned(),
+                message:
+                    "its lifelines' events fit no order: a message is received that was never sent"
+                        .into(),
+            });
+        };
+        let trace = Trace::from_events(0, events);
+        self.verify_with(run_id, &trace, prefix)
     }
 
     /// A fresh online monitor of this engine's workflow (its plans are
@@ -706,13 +747,23 @@ enum Wait {
 /// A channel into a lifeline: (sender, lane).
 type ChannelKey = (u32, u32);
 
+/// A channel out of a lifeline: (receiver, sender, lane).
+type ChannelKeyTo = (u32, u32, u32);
+
 /// One channel into a lifeline, and the task waiting on it.
 struct Inbox {
     key: ChannelKey,
     queue: VecDeque<Msg>,
     /// The task blocked on a receive from it (`NO_PARENT`: none).
     waiter: u32,
+    /// From a lifeline of another part: the number of the next message to
+    /// fetch, and whether a fetch is under way.
+    fetched: u64,
+    fetching: bool,
 }
+
+/// Messages fetched from another part: for `to`, on channel `key`.
+type Arrival = (u32, ChannelKey, Result<Vec<Queued>, Elsewhere>);
 
 /// The parent of a lifeline's first task.
 const NO_PARENT: u32 = u32::MAX;
@@ -822,6 +873,13 @@ struct RunState {
     /// Asynchronous actions in flight. Polled by the run's own task, so an
     /// action's completion wakes the run without crossing threads.
     pending: FuturesUnordered<troupe_llm::BoxFuture<'static, Pending>>,
+    /// One part of a placed run: whether each lifeline runs here (empty:
+    /// all do), the transport to the others, the fetches under way from
+    /// them, and per channel to them how many messages were sent.
+    local: Vec<bool>,
+    remote: Option<Arc<dyn Remote>>,
+    arrivals: FuturesUnordered<troupe_llm::BoxFuture<'static, Arrival>>,
+    sent: BTreeMap<ChannelKeyTo, u64>,
     trace: Option<Vec<TraceEntry>>,
     /// One span per lifeline, the parent of its steps' spans.
     spans: Vec<tracing::Span>,
@@ -866,11 +924,21 @@ impl RunState {
                 replay: VecDeque::new(),
             })
             .collect();
-        let tasks = (0..n)
+        let remote = options.remote.clone();
+        let local: Vec<bool> = match &remote {
+            Some(r) => (0..n as u32).map(|l| r.is_local(LifelineId(l))).collect(),
+            None => Vec::new(),
+        };
+        let tasks: Vec<Task> = (0..n)
             .map(|lane| Task {
                 lane: lane as u32,
                 pc: 0,
-                wait: Wait::Ready,
+                // Another part's lifelines run there: here they count as done.
+                wait: if local.get(lane) == Some(&false) {
+                    Wait::Done
+                } else {
+                    Wait::Ready
+                },
                 parent: NO_PARENT,
                 children: 0,
                 deferred: None,
@@ -881,6 +949,7 @@ impl RunState {
             Schedule::Random(seed) => seed | 1,
             Schedule::RunToBlock => 1,
         };
+
         let spans = wf
             .lifelines
             .iter()
@@ -891,16 +960,22 @@ impl RunState {
             trace: options.trace.then(Vec::new),
             options,
             lanes,
-            tasks,
             free: Vec::new(),
             queues: (0..n).map(|_| Vec::new()).collect(),
-            ready: (0..n as u32).collect(),
+            ready: (0..n as u32)
+                .filter(|&l| tasks[l as usize].wait == Wait::Ready)
+                .collect(),
+            done: tasks.iter().filter(|t| t.wait == Wait::Done).count(),
+            tasks,
             pending: FuturesUnordered::new(),
+            local,
+            remote,
+            arrivals: FuturesUnordered::new(),
+            sent: BTreeMap::new(),
             clock: 0,
             steps: 0,
             events: 0,
             next_checkpoint: u64::MAX,
-            done: 0,
             rng,
             engine,
             tool_log: Arc::default(),
@@ -1129,6 +1204,8 @@ impl RunState {
                 return Err("a channel holds the messages of two branches".into());
             }
             self.queues[to as usize].push(Inbox {
+                fetched: 0,
+                fetching: false,
                 key: (from, lane),
                 queue: channel.messages.into(),
                 waiter: NO_PARENT,
@@ -1183,16 +1260,28 @@ impl RunState {
             if self.done == n {
                 break;
             }
-            let Some((lane, result)) = self.pending.next().await else {
-                return Err(self.deadlock());
-            };
-            self.complete(lane, result)?;
+            if self.arrivals.is_empty() {
+                let Some((lane, result)) = self.pending.next().await else {
+                    return Err(self.deadlock());
+                };
+                self.complete(lane, result)?;
+                continue;
+            }
+            // A part of a placed run also waits for other parts' messages.
+            tokio::select! {
+                Some((lane, result)) = self.pending.next(), if !self.pending.is_empty() => {
+                    self.complete(lane, result)?;
+                }
+                Some(arrival) = self.arrivals.next() => self.arrive(arrival)?,
+            }
         }
         let engine = self.engine.clone();
         let wf = &engine.program.workflows[engine.workflow];
         let results = wf
             .results
             .iter()
+            // A part of a placed run returns its own lifelines' results.
+            .filter(|var| self.local.get(wf.var(**var).lifeline.0 as usize) != Some(&false))
             .map(|var| {
                 let v = wf.var(*var);
                 let value = self.lanes[v.lifeline.0 as usize]
@@ -1313,6 +1402,8 @@ impl RunState {
                     key,
                     queue: VecDeque::new(),
                     waiter: NO_PARENT,
+                    fetched: 0,
+                    fetching: false,
                 });
                 inbox.len() - 1
             }
@@ -1323,6 +1414,9 @@ impl RunState {
     /// from `from` to `to`, and wakes the task of `to` that waits for it.
     fn push(&mut self, task: u32, to: u32, chan: u32, msg: Msg) {
         let from = self.tasks[task as usize].lane;
+        if self.local.get(to as usize) == Some(&false) {
+            return self.send_away(from, to, chan, msg);
+        }
         let i = self.inbox(to, (from, chan), self.tasks[task as usize].hints[0]);
         self.tasks[task as usize].hints[0] = i as u32;
         let inbox = &mut self.queues[to as usize][i];
@@ -1347,8 +1441,71 @@ impl RunState {
         let msg = inbox.queue.pop_front();
         if msg.is_none() {
             inbox.waiter = task;
+            if self.local.get(from as usize) == Some(&false) && !inbox.fetching {
+                inbox.fetching = true;
+                let seq = inbox.fetched;
+                self.fetch(to, (from, chan), seq);
+            }
         }
         msg
+    }
+
+    /// Hands a message for a lifeline of another part to the transport,
+    /// numbered on its channel.
+    fn send_away(&mut self, from: u32, to: u32, chan: u32, msg: Msg) {
+        let Some(remote) = &self.remote else { return };
+        let seq = self.sent.entry((to, from, chan)).or_default();
+        remote.send(
+            RemoteChannel {
+                from: LifelineId(from),
+                to: LifelineId(to),
+                lane: chan,
+            },
+            *seq,
+            &msg,
+        );
+        *seq += 1;
+    }
+
+    /// Asks the transport for the messages of channel `key` into `to`
+    /// from number `seq` on.
+    fn fetch(&mut self, to: u32, key: ChannelKey, seq: u64) {
+        let Some(remote) = &self.remote else { return };
+        let channel = RemoteChannel {
+            from: LifelineId(key.0),
+            to: LifelineId(to),
+            lane: key.1,
+        };
+        let got = remote.receive(channel, seq);
+        self.arrivals
+            .push(Box::pin(async move { (to, key, got.await) }));
+    }
+
+    /// Messages fetched from another part arrived: they join their queue,
+    /// and the task waiting on it goes on.
+    fn arrive(&mut self, (to, key, got): Arrival) -> Result<(), RunError> {
+        let msgs = got.map_err(|e| e.into_error(&self.options.run_id))?;
+        let i = self.inbox(to, key, 0);
+        let inbox = &mut self.queues[to as usize][i];
+        inbox.fetching = false;
+        inbox.fetched += msgs.len() as u64;
+        inbox.queue.extend(msgs);
+        if inbox.queue.is_empty() {
+            // Nothing yet (a transport may answer empty): ask again.
+            inbox.fetching = true;
+            let seq = inbox.fetched;
+            self.fetch(to, key, seq);
+            return Ok(());
+        }
+        let waiter = std::mem::replace(&mut inbox.waiter, NO_PARENT);
+        if let Some(t) = self.tasks.get_mut(waiter as usize)
+            && t.lane == to
+            && t.wait == Wait::Recv(key.0, key.1)
+        {
+            t.wait = Wait::Ready;
+            self.ready.push_back(waiter);
+        }
+        Ok(())
     }
 
     /// Whether `lane` may record an event of statement `stmt` now: not

@@ -52,6 +52,11 @@ pub enum RunError {
         attempts: u32,
         diagnostics: String,
     },
+    /// One part of a placed run stopped because the run ended elsewhere
+    /// (another part failed, a person cancelled it) or cannot reach the
+    /// other parts: it records no end of its own.
+    #[error("run {run}: {message}")]
+    Stopped { run: String, message: String },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

@@ -33,6 +33,7 @@ pub mod checkpoint;
 pub mod engine;
 pub mod error;
 pub mod journal;
+pub mod remote;
 pub mod trace;
 pub mod watch;
 
@@ -48,5 +49,6 @@ pub use engine::{
 };
 pub use error::{Location, RunError};
 pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
+pub use remote::{Elsewhere, Remote, RemoteChannel};
 pub use trace::{Trace, TraceEntry};
 pub use watch::{EventSink, Watched};

@@ -241,6 +241,7 @@ fn concurrent_workflows_run_as_the_global_workflow_up_to_interleaving() {
                         trace: true,
                         schedule,
                         journal: None,
+                        remote: None,
                     },
                 ))
                 .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));
@@ -346,6 +347,7 @@ fn runs_with_asynchronous_actions_are_the_global_workflows_execution() {
                         trace: true,
                         schedule,
                         journal: None,
+                        remote: None,
                     },
                 ))
                 .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));

@@ -44,6 +44,7 @@ fn random_workflows_under_random_schedules_complete_and_conform() {
                 trace: true,
                 schedule,
                 journal: None,
+                remote: None,
             };
             let outcome = rt
                 .block_on(engine.run(inputs.clone(), options))

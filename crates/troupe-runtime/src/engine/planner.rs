@@ -315,6 +315,7 @@ impl PlannerCall {
                     trace: true,
                     schedule: crate::Schedule::RunToBlock,
                     journal,
+                    remote: None,
                 },
             )
             .await
