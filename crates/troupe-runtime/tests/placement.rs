@@ -254,8 +254,8 @@ fn placed_parts_with_one_killed_and_restarted_run_the_chart() {
         let count = 2 + rng.below(n - 1);
         let mut parts: Vec<usize> = (0..n).map(|_| rng.below(count)).collect();
         // Every part has a lifeline.
-        for p in 0..count.min(n) {
-            parts[p] = p;
+        for (p, part) in parts.iter_mut().enumerate().take(count) {
+            *part = p;
         }
         let count = parts.iter().max().unwrap() + 1;
         let victim = rng.below(count);
