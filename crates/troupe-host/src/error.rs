@@ -68,6 +68,11 @@ pub enum HostError {
         step: String,
         message: String,
     },
+    /// A placed run is driven part by part by workers, never whole.
+    #[error(
+        "{run} is placed: its parts run on workers with their labels (`troupe worker --labels …`), not in this process; `troupe status {run}` shows its parts"
+    )]
+    Placed { run: String },
     #[error("{run} is {status}; {hint}")]
     WrongState {
         run: String,

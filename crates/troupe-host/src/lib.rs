@@ -49,8 +49,8 @@ use troupe_runtime::{
     Engine, EngineBuilder, Externs, HumanInbox, HumanTask, RunError, RunOptions, StepKey, ToolHost,
 };
 use troupe_store::{
-    Claim, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreError, StoreInbox,
-    TaskKind, TaskRow, TaskStatus,
+    Claim, NewPart, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreChannels,
+    StoreError, StoreInbox, TaskKind, TaskRow, TaskStatus,
 };
 
 /// The lease a run is claimed for unless configured otherwise.
@@ -255,6 +255,12 @@ pub enum RunEnd {
     },
     /// The lease expired and another process took the run over.
     LeaseLost,
+    /// One part of a placed run ended. `run` is how the whole run ended
+    /// when this part was its last (verified, as [`RunEnd::Done`]'s).
+    PartDone {
+        part: u32,
+        run: Option<Result<u64, String>>,
+    },
 }
 
 /// A driven run and the workflow it ran.
@@ -511,8 +517,9 @@ impl Host {
                         Claim::Unclaimable(RunStatus::NeedsResolution) => {
                             return Err(needs_resolution(&self.store.run(r.id)?));
                         }
-                        // It ended meanwhile: start a new one.
-                        Claim::Unclaimable(_) => {}
+                        // It ended meanwhile, or it runs in parts: start
+                        // a new one.
+                        Claim::Unclaimable(_) | Claim::Placed => {}
                     },
                 }
             }
@@ -574,6 +581,12 @@ impl Host {
         let settings_json = serde_json::to_string(settings)
             .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
         let wf = compiled.workflow();
+        let parts = parts_of(compiled, &settings.placement)?;
+        if !parts.is_empty() && owner.is_some() {
+            return Err(HostError::Config(
+                "a run with placed lifelines runs in parts on labelled workers, not in this process: queue it with `--detach` on a store the workers share".into(),
+            ));
+        }
         Ok(self.store.create_run(&NewRun {
             workflow: wf.name.clone(),
             file: Some(compiled.file.clone()),
@@ -587,6 +600,7 @@ impl Host {
             llm: settings.llm_label(),
             settings: settings_json,
             owner,
+            parts,
         })?)
     }
 
@@ -609,6 +623,9 @@ impl Host {
             Claim::Unclaimable(RunStatus::NeedsResolution) => {
                 Err(needs_resolution(&self.store.run(run)?))
             }
+            Claim::Placed => Err(HostError::Placed {
+                run: Store::run_name(run),
+            }),
             Claim::Unclaimable(status) => Err(HostError::WrongState {
                 run: Store::run_name(run),
                 status,
@@ -644,7 +661,7 @@ impl Host {
         overrides: &Overrides,
         answers: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Finished, HostError> {
-        let result = self.drive_claimed(run, overrides, answers).await;
+        let result = self.drive_claimed(run, None, overrides, answers).await;
         let _ = self.store.release(run, &self.config.owner);
         // A long-lived host (a worker) drives many runs: keep the cache to
         // the runs in flight.
@@ -654,15 +671,51 @@ impl Host {
         result
     }
 
+    /// Runs part `part` of the placed run `run` (whose lease this process
+    /// holds, `Store::claim_part`) to its end: its lifelines only, their
+    /// messages to and from the other parts through the store. Releases
+    /// the part's lease at the end. The part that ends last ends the run,
+    /// and verifies the whole run's recorded execution.
+    pub async fn drive_part(&self, run: i64, part: u32) -> Result<Finished, HostError> {
+        let result = self
+            .drive_claimed(run, Some(part), &Overrides::default(), None)
+            .await;
+        let _ = self.store.release_part(run, part, &self.config.owner);
+        if let Ok(mut m) = self.recorded.lock() {
+            m.remove(&run);
+        }
+        result
+    }
+
     async fn drive_claimed(
         &self,
         run: i64,
+        part: Option<u32>,
         overrides: &Overrides,
         answers: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Finished, HostError> {
         let detail = self.store.run(run)?;
         let name = detail.summary.name.clone();
         let compiled = self.recorded(run)?;
+        // A part of a placed run: its number, how many there are, and which
+        // lifelines it runs.
+        let placed = match part {
+            None => None,
+            Some(p) => {
+                let parts = self.store.parts(run)?;
+                let me = parts
+                    .iter()
+                    .find(|x| x.part == p)
+                    .ok_or_else(|| HostError::Config(format!("{name} has no part {p}")))?;
+                let local: Vec<bool> = compiled
+                    .workflow()
+                    .lifelines
+                    .iter()
+                    .map(|l| me.lifelines.contains(&l.name))
+                    .collect();
+                Some((p, parts.len() as u32, local))
+            }
+        };
         let mut settings: RunSettings = serde_json::from_value(detail.settings.clone())
             .unwrap_or_else(|_| RunSettings {
                 llm: detail.llm.clone().filter(|l| l != "default"),
@@ -706,15 +759,24 @@ impl Host {
         let (engine, tools) = self
             .backends
             .engine(&compiled, &settings, &name, Arc::new(inbox))?;
+        let journal_options = match &placed {
+            None => settings.journal(),
+            Some((p, n, _)) => troupe_store::JournalOptions {
+                part: Some((*p, *n)),
+                ..troupe_store::JournalOptions::default()
+            },
+        };
         let stored =
-            store.journal_with(run, Arc::new(compiled.types().clone()), settings.journal())?;
+            store.journal_with(run, Arc::new(compiled.types().clone()), journal_options)?;
         let recorded_steps = stored.recorded_steps();
         let checkpoint = stored.resumes_at();
         // Verified online as it goes (a resumed run continues the monitor
         // from its checkpoint, or replays its events from the start),
         // recorded by the store; nothing keeps the events in memory.
+        // A part sees only its own lifelines: the whole run is verified
+        // from the store when its last part ends.
         let journal = Arc::new(troupe_runtime::Watched::new(
-            Some(engine.monitor()),
+            placed.is_none().then(|| engine.monitor()),
             None,
             Some(stored as Arc<dyn troupe_runtime::RunJournal>),
         ));
@@ -725,14 +787,20 @@ impl Host {
                 checkpoint,
             });
         }
+        let remote = match placed {
+            Some((_, _, local)) => Some(Arc::new(StoreChannels::new(&store, run, local)?)
+                as Arc<dyn troupe_runtime::Remote>),
+            None => None,
+        };
         let options = RunOptions {
             run_id: name.clone(),
             seed: detail.seed,
             trace: false,
             journal: Some(journal.clone()),
+            remote,
             ..RunOptions::default()
         };
-        let renewal = self.renew_until_stopped(run);
+        let renewal = self.renew_until_stopped(run, part);
         let outcome = tokio::select! {
             outcome = engine.run(detail.input_values.clone(), options) => Ok(outcome),
             stop = renewal => Err(stop),
@@ -741,10 +809,23 @@ impl Host {
             close().await;
         }
         let end = match outcome {
+            Ok(Ok(_)) if let Some(p) = part => {
+                let done = self.store.run(run)?.summary.status == RunStatus::Done;
+                RunEnd::PartDone {
+                    part: p,
+                    run: if done {
+                        Some(self.verify(run)?.map(|v| v.events))
+                    } else {
+                        None
+                    },
+                }
+            }
             Ok(Ok(o)) => RunEnd::Done {
                 verified: journal.verdict(false),
                 results: o.results,
             },
+            // Another part ended the run, or someone cancelled it.
+            Ok(Err(RunError::Stopped { message, .. })) => RunEnd::Cancelled { reason: message },
             Ok(Err(RunError::NeedsResolution { step, .. })) => {
                 let message = format!(
                     "the effect {step} started before a crash and did not finish; it is not declared idempotent"
@@ -754,7 +835,11 @@ impl Host {
             }
             Ok(Err(e)) => RunEnd::Failed(e),
             Err(Stop::Cancel(reason)) => {
-                self.store.mark_cancelled(run, &reason)?;
+                // A placed run is cancelled at once (it has no owner); a
+                // part stops because it was.
+                if part.is_none() {
+                    self.store.mark_cancelled(run, &reason)?;
+                }
                 RunEnd::Cancelled { reason }
             }
             Err(Stop::Lost) => RunEnd::LeaseLost,
@@ -769,7 +854,7 @@ impl Host {
 
     /// Renews the lease on `run` every third of its length; resolves when
     /// the run must stop (a cancellation request, or the lease lost).
-    async fn renew_until_stopped(&self, run: i64) -> Stop {
+    async fn renew_until_stopped(&self, run: i64, part: Option<u32>) -> Stop {
         let every = (self.config.lease / 3).max(Duration::from_millis(50));
         // A cancellation is looked for often (a read), the lease renewed
         // every third of its length (a write).
@@ -779,13 +864,23 @@ impl Host {
             tokio::time::sleep(look).await;
             since += look;
             if since < every {
-                if let Ok(Some(reason)) = self.store.cancel_request(run) {
+                let stop = match part {
+                    None => self.store.cancel_request(run),
+                    Some(_) => self.store.stopped_elsewhere(run),
+                };
+                if let Ok(Some(reason)) = stop {
                     return Stop::Cancel(reason);
                 }
                 continue;
             }
             since = Duration::ZERO;
-            match self.store.renew(run, &self.config.owner, self.config.lease) {
+            let renewed = match part {
+                None => self.store.renew(run, &self.config.owner, self.config.lease),
+                Some(p) => self
+                    .store
+                    .renew_part(run, p, &self.config.owner, self.config.lease),
+            };
+            match renewed {
                 Ok(Renewal::Held { cancel: None }) => {
                     self.renewals
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -956,6 +1051,9 @@ impl Host {
             .mock_unbound_externs(Arc::new(MockBackend::new()))
             .build()?;
         let done = self.store.run(run)?.summary.status == RunStatus::Done;
+        if !self.store.parts(run)?.is_empty() {
+            return Ok(verify_placed(&self.store, run, &engine, !done));
+        }
         Ok(verify_recorded(&self.store, run, &engine, !done))
     }
 }
@@ -963,6 +1061,55 @@ impl Host {
 enum Stop {
     Cancel(String),
     Lost,
+}
+
+/// The parts of a run placed by `placement` (lifeline → label): one per
+/// label, in the order of their first lifelines, the unpinned lifelines
+/// together in a part any worker may claim. None without a placement.
+fn parts_of(
+    compiled: &Compiled,
+    placement: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<NewPart>, HostError> {
+    if placement.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wf = compiled.workflow();
+    let names: Vec<&str> = wf.lifelines.iter().map(|l| l.name.as_str()).collect();
+    for (lifeline, label) in placement {
+        if !names.contains(&lifeline.as_str()) {
+            return Err(HostError::Config(format!(
+                "the placement pins `{lifeline}`, which is not a lifeline of workflow `{}`; its lifelines are {}",
+                wf.name,
+                names.join(", ")
+            )));
+        }
+        if !valid_label(label) {
+            return Err(HostError::Config(format!(
+                "the placement pins `{lifeline}` to {label:?}: a label is one word of letters, digits, `-`, `_`, `.` or `:` (as `troupe worker --labels` takes them)"
+            )));
+        }
+    }
+    let mut parts: Vec<NewPart> = Vec::new();
+    for name in names {
+        let label = placement.get(name).cloned().unwrap_or_default();
+        match parts.iter_mut().find(|p| p.label == label) {
+            Some(p) => p.lifelines.push(name.to_owned()),
+            None => parts.push(NewPart {
+                label,
+                lifelines: vec![name.to_owned()],
+            }),
+        }
+    }
+    Ok(parts)
+}
+
+/// Whether `label` is a worker label: one non-empty word.
+pub fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
 fn needs_resolution(detail: &RunDetail) -> HostError {
@@ -1038,6 +1185,31 @@ fn verify_recorded(
         events: monitor.events(),
         from,
     })
+}
+
+/// [`verify_recorded`] for a placed run: its parts recorded their
+/// lifelines' events apart, so the events are gathered per lifeline and
+/// put in an order in which they could have happened before the monitor
+/// checks them. A placed run keeps its whole history (no checkpoints).
+fn verify_placed(
+    store: &Store,
+    run: i64,
+    engine: &Engine,
+    prefix: bool,
+) -> Result<Verified, String> {
+    let name = Store::run_name(run);
+    let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
+    let events = store
+        .for_each_event_from(run, 0, |l, e| {
+            if let Some(word) = exec.words.get_mut(l.0 as usize) {
+                word.push(e.clone());
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    engine
+        .verify_execution(&name, &exec, prefix)
+        .map_err(|e| e.to_string())?;
+    Ok(Verified { events, from: 0 })
 }
 
 /// What a verification of a recorded run covered.

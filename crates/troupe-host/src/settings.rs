@@ -48,6 +48,11 @@ pub struct RunSettings {
     pub checkpoint_every: Option<u64>,
     /// Overrides given when the run was resumed, oldest first.
     pub overrides: Vec<String>,
+    /// Lifelines pinned to worker labels (`troupe.toml`'s `[placement]`,
+    /// `--place LIFELINE=LABEL`): the run is driven in parts, one per
+    /// label, by workers with that label (none: the run runs whole).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub placement: std::collections::BTreeMap<String, String>,
 }
 
 impl RunSettings {
@@ -120,6 +125,7 @@ impl RunSettings {
                 None => troupe_store::History::All,
             },
             checkpoint_every: self.checkpoint_every,
+            part: None,
         }
     }
 }

@@ -2,8 +2,9 @@
 //! shared store, drives them, and gives them back when it stops.
 //!
 //! The loop: claim the oldest runnable run (new, resumable, or whose
-//! owner's lease expired — `Store::claim_next`), drive it on this process's
-//! runtime beside the others it drives, and claim again when a slot frees
+//! owner's lease expired — `Store::claim_next`), else the oldest part of a
+//! placed run whose label is one of the worker's (`Store::claim_part`),
+//! drive it on this process's runtime beside the others it drives, and claim again when a slot frees
 //! or a notification says a run became runnable; sweep every
 //! [`WorkerConfig::sweep`] for leases that expired without a notification.
 //! Every run's lease is renewed while it runs (`Host::drive`), so a worker
@@ -90,15 +91,27 @@ impl Host {
             while running.len() < config.concurrency
                 && config.max_runs.is_none_or(|m| report.claimed < m)
             {
-                let Some(run) = store.claim_next(&owner, lease)? else {
-                    break;
+                // A whole run, else a part of a placed run this worker's
+                // labels allow.
+                let (run, part) = match store.claim_next(&owner, lease)? {
+                    Some(run) => (run, None),
+                    None => match store.claim_part(&owner, &config.labels, lease)? {
+                        Some((run, part)) => (run, Some(part)),
+                        None => break,
+                    },
                 };
                 report.claimed += 1;
-                let name = troupe_store::Store::run_name(run);
+                let name = match part {
+                    None => troupe_store::Store::run_name(run),
+                    Some(p) => format!("{} part {p}", troupe_store::Store::run_name(run)),
+                };
                 on_event(WorkerEvent::Claimed { run: name.clone() });
                 let host = self.clone();
                 running.spawn(async move {
-                    let finished = host.drive(run, &Overrides::default(), None).await;
+                    let finished = match part {
+                        None => host.drive(run, &Overrides::default(), None).await,
+                        Some(p) => host.drive_part(run, p).await,
+                    };
                     (name, finished)
                 });
             }
@@ -188,6 +201,24 @@ fn tally(joined: Result<Driven, tokio::task::JoinError>, report: &mut WorkerRepo
                 RunEnd::LeaseLost => {
                     report.released += 1;
                     "lost its lease to another worker".to_owned()
+                }
+                RunEnd::PartDone { part, run: None } => {
+                    report.done += 1;
+                    format!("part {part} done; the run waits for its other parts")
+                }
+                RunEnd::PartDone {
+                    part,
+                    run: Some(Ok(_)),
+                } => {
+                    report.done += 1;
+                    format!("part {part} done, the last: the run is done")
+                }
+                RunEnd::PartDone {
+                    part,
+                    run: Some(Err(e)),
+                } => {
+                    report.failed += 1;
+                    format!("part {part} done, the last, but the run does not verify: {e}")
                 }
             };
             (run, outcome)

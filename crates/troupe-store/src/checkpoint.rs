@@ -21,6 +21,38 @@ const VERSION: u8 = 2;
 /// (as deep as constructs nest).
 const MAX_PART_DEPTH: usize = 256;
 
+/// One message on a channel: in a checkpoint, and between the parts of a
+/// placed run.
+pub(crate) fn encode_queued(out: &mut Vec<u8>, m: &Queued) {
+    match m {
+        Queued::Data { stmt, values } => {
+            out.push(0);
+            put_varint(out, u64::from(stmt.0));
+            crate::codec::encode_values(out, values);
+        }
+        Queued::Control { tag, decision } => {
+            out.push(1);
+            out.extend_from_slice(&tag.0.to_le_bytes());
+            out.push(u8::from(*decision));
+        }
+    }
+}
+
+/// The message [`encode_queued`] wrote.
+pub(crate) fn decode_queued(r: &mut Reader<'_>) -> Result<Queued, DecodeError> {
+    Ok(match r.byte()? {
+        0 => Queued::Data {
+            stmt: StmtId(r.u32()?),
+            values: r.values()?,
+        },
+        1 => Queued::Control {
+            tag: ControlTag(r.u64_le()?),
+            decision: r.byte()? != 0,
+        },
+        _ => return r.fail("unknown message tag"),
+    })
+}
+
 /// A checkpoint with the journal's cursor.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Stored {
@@ -72,18 +104,7 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
         put_varint(&mut out, u64::from(c.to.0));
         put_varint(&mut out, c.messages.len() as u64);
         for m in &c.messages {
-            match m {
-                Queued::Data { stmt, values } => {
-                    out.push(0);
-                    put_varint(&mut out, u64::from(stmt.0));
-                    crate::codec::encode_values(&mut out, values);
-                }
-                Queued::Control { tag, decision } => {
-                    out.push(1);
-                    out.extend_from_slice(&tag.0.to_le_bytes());
-                    out.push(u8::from(*decision));
-                }
-            }
+            encode_queued(&mut out, m);
         }
     }
     put_varint(&mut out, cp.steps);
@@ -237,17 +258,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         let to = LifelineId(r.u32()?);
         let mut messages = Vec::new();
         for _ in 0..r.len()? {
-            messages.push(match r.byte()? {
-                0 => Queued::Data {
-                    stmt: StmtId(r.u32()?),
-                    values: r.values()?,
-                },
-                1 => Queued::Control {
-                    tag: ControlTag(r.u64_le()?),
-                    decision: r.byte()? != 0,
-                },
-                _ => return r.fail("unknown message tag"),
-            });
+            messages.push(decode_queued(&mut r)?);
         }
         channels.push(Channel { from, to, messages });
     }

@@ -53,7 +53,7 @@ impl Store {
                         status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
                         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
                      WHERE id = (SELECT id FROM runs
-                                 WHERE status IN ('queued', 'running', 'waiting')
+                                 WHERE status IN ('queued', 'running', 'waiting') AND placed = 0
                                    AND (lease_owner IS NULL OR lease_expires < {NOW_MS})
                                  ORDER BY id LIMIT 1{lock})
                        AND status IN ('queued', 'running', 'waiting')
@@ -117,10 +117,13 @@ impl Store {
     /// how many runs it handed back.
     pub fn release_all(&self, owner: &str) -> Result<u64, StoreError> {
         self.with("release the leases", |db| {
-            db.execute(
+            Ok(db.execute(
                 "UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE lease_owner = ?1",
                 args![owner],
-            )
+            )? + db.execute(
+                "UPDATE parts SET lease_owner = NULL, lease_expires = 0 WHERE lease_owner = ?1",
+                args![owner],
+            )?)
         })
     }
 
@@ -140,6 +143,7 @@ impl Store {
                     "SELECT w.id, w.host, w.pid, w.labels, w.started_at, {NOW_MS} - w.seen, w.running,
                        w.claimed, w.stopping,
                        (SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.lease_expires > {NOW_MS})
+                       + (SELECT count(*) FROM parts p WHERE p.lease_owner = w.id AND p.lease_expires > {NOW_MS})
                      FROM workers w ORDER BY w.started_at, w.id"
                 ),
                 &[],
@@ -169,8 +173,11 @@ impl Store {
         self.with("count the runnable runs", |db| {
             db.query_one(
                 &format!(
-                    "SELECT count(*) FROM runs WHERE status IN ('queued', 'running', 'waiting')
-                       AND (lease_owner IS NULL OR lease_expires < {NOW_MS})"
+                    "SELECT (SELECT count(*) FROM runs WHERE status IN ('queued', 'running', 'waiting')
+                       AND placed = 0 AND (lease_owner IS NULL OR lease_expires < {NOW_MS}))
+                     + (SELECT count(*) FROM parts p JOIN runs r ON r.id = p.run
+                       WHERE p.status = 'open' AND r.status IN ('queued', 'running', 'waiting')
+                       AND (p.lease_owner IS NULL OR p.lease_expires < {NOW_MS}))"
                 ),
                 &[],
             )?

@@ -41,6 +41,10 @@ pub struct JournalOptions {
     /// Events between checkpoints; `None`: chosen by the journal (at least
     /// 100,000, more for a large state, fewer to honour `history`).
     pub checkpoint_every: Option<u64>,
+    /// The journal of one part of a placed run: `(part, parts)`. It writes
+    /// the chunks numbered `part + k × parts`, takes no checkpoints, keeps
+    /// the whole history, and its end is the part's (see `placement.rs`).
+    pub part: Option<(u32, u32)>,
 }
 
 /// How much of a run's history the store keeps (see `retention.rs`).
@@ -154,6 +158,7 @@ impl StoreJournal {
         };
         let seen = stored.clone();
         let mut next_chunk = first_chunk;
+        let mut mine: Option<i64> = None;
         let chunks = store.chunks(run, first_chunk, None)?;
         let mut tail: Vec<Vec<StmtId>> = vec![Vec::new(); stored.len()];
         for (chunk, data) in chunks {
@@ -168,6 +173,14 @@ impl StoreJournal {
                 }
             }
             next_chunk = chunk + 1;
+            if let Some((part, parts)) = options.part
+                && chunk.rem_euclid(i64::from(parts.max(1))) == i64::from(part)
+            {
+                mine = Some(chunk);
+            }
+        }
+        if let Some((part, parts)) = options.part {
+            next_chunk = mine.map_or(i64::from(part), |c| c + i64::from(parts.max(1)));
         }
         // The steps a resumed run may ask for: after a checkpoint, those
         // recorded after it and the ones it was waiting for.
@@ -274,7 +287,10 @@ impl StoreJournal {
             count: buf.count,
             data,
         };
-        buf.next_chunk += 1;
+        buf.next_chunk += self
+            .options
+            .part
+            .map_or(1, |(_, parts)| i64::from(parts.max(1)));
         buf.count = 0;
         Some(op)
     }
@@ -349,6 +365,9 @@ impl RunJournal for StoreJournal {
     }
 
     fn checkpoint_every(&self) -> Option<u64> {
+        if self.options.part.is_some() {
+            return None;
+        }
         Some(self.interval(0))
     }
 
@@ -468,6 +487,13 @@ impl RunJournal for StoreJournal {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.to_json(&self.types)))
                     .collect();
+                if let Some((part, _)) = self.options.part {
+                    return self.durable(Op::FinishPart {
+                        run: self.run,
+                        part,
+                        result: serde_json::Value::Object(obj).to_string(),
+                    });
+                }
                 Op::Finish {
                     run: self.run,
                     status: crate::RunStatus::Done,

@@ -32,6 +32,9 @@ pub enum Claim {
     /// The run is in a state no claim changes (done, failed, cancelled, or
     /// waiting for `troupe resolve`).
     Unclaimable(RunStatus),
+    /// The run is placed: its parts are claimed one by one by workers with
+    /// their labels (`Store::claim_part`), never the run as a whole.
+    Placed,
 }
 
 /// The answer to a renewal.
@@ -54,7 +57,7 @@ impl Store {
                     "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
                         status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
                         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting')
+                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting') AND placed = 0
                        AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires < {NOW_MS})"
                 ),
                 args![run, owner, millis(lease)],
@@ -66,19 +69,27 @@ impl Store {
         let row = self.with("read the lease", |db| {
             db.query_opt(
                 &format!(
-                    "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1"
+                    "SELECT status, lease_owner, lease_expires - {NOW_MS}, placed FROM runs WHERE id = ?1"
                 ),
                 args![run],
             )?
             .map(|r| {
-                Ok::<(String, Option<String>, i64), DbError>((r.get(0)?, r.get(1)?, r.get(2)?))
+                Ok::<(String, Option<String>, i64, i64), DbError>((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                ))
             })
             .transpose()
         })?;
-        let Some((status, lease_owner, left)) = row else {
+        let Some((status, lease_owner, left, placed)) = row else {
             return Err(StoreError::UnknownRun(Store::run_name(run)));
         };
         let status: RunStatus = status.parse().map_err(StoreError::Sql)?;
+        if placed != 0 && !status.is_final() {
+            return Ok(Claim::Placed);
+        }
         match lease_owner {
             Some(owner) if !status.is_final() && status != RunStatus::NeedsResolution => {
                 Ok(Claim::Owned {

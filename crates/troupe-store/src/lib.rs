@@ -29,6 +29,7 @@ mod fleet;
 mod inbox;
 mod journal;
 mod lease;
+mod placement;
 mod postgres;
 mod query;
 mod retention;
@@ -43,6 +44,7 @@ pub use fleet::{Wakeups, WorkerRow};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Renewal};
+pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
 pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 
@@ -377,6 +379,32 @@ CREATE TABLE workers(
   running INTEGER NOT NULL DEFAULT 0,
   claimed INTEGER NOT NULL DEFAULT 0,
   stopping INTEGER NOT NULL DEFAULT 0
+);
+",
+    // 6: placed runs, whose lifelines run in parts on labelled workers: the
+    // parts with their leases, and the messages between parts.
+    "
+ALTER TABLE runs ADD COLUMN placed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE parts(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  part INTEGER NOT NULL,
+  label TEXT NOT NULL,
+  lifelines TEXT NOT NULL,
+  status TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_expires INTEGER NOT NULL DEFAULT 0,
+  result TEXT,
+  PRIMARY KEY(run, part)
+);
+CREATE INDEX parts_open ON parts(status, label);
+CREATE TABLE messages(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  sender INTEGER NOT NULL,
+  receiver INTEGER NOT NULL,
+  lane INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run, sender, receiver, lane, seq)
 );
 ",
 ];
@@ -786,6 +814,9 @@ pub struct NewRun {
     /// The lease the new run is created under: `(owner, lease)`. `None`
     /// records it `queued` for any process to claim.
     pub owner: Option<(String, std::time::Duration)>,
+    /// A placed run's parts (none: the run runs whole). A placed run is
+    /// queued for its parts' workers, whatever `owner` says.
+    pub parts: Vec<NewPart>,
 }
 
 impl Store {
@@ -795,16 +826,16 @@ impl Store {
         let mut bin = Vec::new();
         codec::encode_values(&mut bin, &run.inputs);
         let (status, owner, lease_ms) = match &run.owner {
-            Some((owner, lease)) => (
+            Some((owner, lease)) if run.parts.is_empty() => (
                 RunStatus::Running,
                 Some(owner.as_str()),
                 lease::millis(*lease),
             ),
-            None => (RunStatus::Queued, None, 0),
+            _ => (RunStatus::Queued, None, 0),
         };
-        let queued = run.owner.is_none();
-        let id = self.with("create the run", |db| {
-            db.query_one(
+        let queued = owner.is_none();
+        let id = self.transaction("create the run", |db| {
+            let id: i64 = db.query_one(
                 &format!(
                     "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END)
@@ -827,7 +858,11 @@ impl Store {
                     lease_ms,
                 ],
             )?
-            .get(0)
+            .get(0)?;
+            if !run.parts.is_empty() {
+                placement::insert_parts(db, id, &run.parts)?;
+            }
+            Ok(id)
         })?;
         if queued {
             postgres::wake(self, id);

@@ -10,7 +10,7 @@
 //! troupe at a server on loopback or a Unix socket, or tunnel.
 
 use crate::db::{Db, DbError, PgDb, PgRuntime};
-use crate::{Connector, Durability, SCHEMA_VERSION, Store, StoreError};
+use crate::{Connector, Durability, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 /// Whether a `--store` value is a PostgreSQL address.
@@ -56,6 +56,10 @@ pub fn redact(address: &str) -> String {
     };
     format!("{scheme}://{authority}{tail}")
 }
+
+/// The version [`SCHEMA`] is at: the SQLite store's version 5, when the
+/// PostgreSQL store was first written.
+const SCHEMA_VERSION: i64 = 5;
 
 /// The schema at [`SCHEMA_VERSION`], as PostgreSQL spells the SQLite one
 /// (`lib.rs`): the same tables, columns and indexes, 64-bit integers.
@@ -193,7 +197,33 @@ CREATE TABLE workers(
 /// Schema changes after [`SCHEMA`], in order: `MIGRATIONS[i]` takes a
 /// database from `SCHEMA_VERSION + i` to `SCHEMA_VERSION + i + 1`. Each runs
 /// in the transaction that records the new version.
-const MIGRATIONS: &[&str] = &[];
+const MIGRATIONS: &[&str] = &[
+    // 6: placed runs (as SQLite's migration 6).
+    "
+ALTER TABLE runs ADD COLUMN placed BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE parts(
+  run BIGINT NOT NULL REFERENCES runs(id),
+  part BIGINT NOT NULL,
+  label TEXT NOT NULL,
+  lifelines TEXT NOT NULL,
+  status TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_expires BIGINT NOT NULL DEFAULT 0,
+  result TEXT,
+  PRIMARY KEY(run, part)
+);
+CREATE INDEX parts_open ON parts(status, label);
+CREATE TABLE messages(
+  run BIGINT NOT NULL REFERENCES runs(id),
+  sender BIGINT NOT NULL,
+  receiver BIGINT NOT NULL,
+  lane BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  data BYTEA NOT NULL,
+  PRIMARY KEY(run, sender, receiver, lane, seq)
+);
+",
+];
 
 /// The newest schema this build writes to PostgreSQL.
 const PG_VERSION: i64 = SCHEMA_VERSION + MIGRATIONS.len() as i64;
@@ -271,6 +301,9 @@ fn initialize(db: &mut dyn Db, shown: &Path) -> Result<(), StoreError> {
                     return Ok(Err("it has tables named like a store's, but no troupe_meta".to_owned()));
                 }
                 db.batch(SCHEMA)?;
+                for sql in MIGRATIONS {
+                    db.batch(sql)?;
+                }
                 db.execute(
                     "INSERT INTO troupe_meta(key, value) VALUES ('application', 'troupe'), ('version', ?1)",
                     crate::db::args![PG_VERSION.to_string()],

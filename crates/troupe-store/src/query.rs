@@ -881,7 +881,15 @@ impl Store {
                 "DELETE FROM notify_announced WHERE task IN (SELECT id FROM tasks WHERE run = ?1)",
                 args![run],
             )?;
-            for table in ["events", "checkpoints", "steps", "tasks", "llm_calls"] {
+            for table in [
+                "events",
+                "checkpoints",
+                "steps",
+                "tasks",
+                "llm_calls",
+                "parts",
+                "messages",
+            ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), args![run])?;
             }
             tx.execute("DELETE FROM runs WHERE id = ?1", args![run])?;

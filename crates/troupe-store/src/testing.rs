@@ -123,5 +123,6 @@ pub fn bare_run(fingerprint: &str) -> crate::NewRun {
         llm: "mock".into(),
         settings: "{}".into(),
         owner: None,
+        parts: Vec::new(),
     }
 }

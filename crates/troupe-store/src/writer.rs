@@ -50,6 +50,19 @@ pub(crate) enum Op {
         error: Option<String>,
     },
     Task(crate::NewTask),
+    /// Message `seq` of a placed run's channel between parts.
+    Message {
+        run: i64,
+        channel: troupe_runtime::RemoteChannel,
+        seq: u64,
+        data: Vec<u8>,
+    },
+    /// A part of a placed run ended with these results (a JSON object).
+    FinishPart {
+        run: i64,
+        part: u32,
+        result: String,
+    },
     /// A model call of `run`'s step `step`.
     LlmCall {
         run: i64,
@@ -128,7 +141,7 @@ impl Op {
     /// About how much memory the operation holds.
     fn bytes(&self) -> usize {
         match self {
-            Op::Events { data, .. } => data.len(),
+            Op::Events { data, .. } | Op::Message { data, .. } => data.len() + 64,
             Op::Checkpoint { data, .. } => data.len(),
             Op::LlmCall { call, .. } => {
                 call.prompt.len() + call.answer.as_ref().map_or(0, String::len) + 256
@@ -356,6 +369,15 @@ fn apply(tx: &mut dyn Db, op: &Op) -> Result<(), DbError> {
                  WHERE id = ?1 AND status <> 'cancelled'", args![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
+        Op::Message {
+            run,
+            channel,
+            seq,
+            data,
+        } => crate::placement::insert_message(tx, *run, *channel, *seq, data)?,
+        Op::FinishPart { run, part, result } => {
+            crate::placement::finish_part(tx, *run, *part, result)?;
+        }
         Op::LlmCall { run, step, call } => {
             let retries = serde_json::to_string(&call.retries).unwrap_or_else(|_| "[]".into());
             let usage = call.usage;

@@ -492,6 +492,11 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             )?;
             Ok(ExitStatus::Failure)
         }
+        // Only workers drive parts (`troupe worker`), never this command.
+        RunEnd::PartDone { part, .. } => {
+            eprintln!("{name}: part {part} ended");
+            Ok(ExitStatus::Success)
+        }
     }
 }
 
@@ -507,7 +512,44 @@ pub fn settings_of(args: &RunArgs) -> RunSettings {
         history_keep: args.history_keep,
         checkpoint_every: args.checkpoint_every,
         overrides: Vec::new(),
+        placement: args.place.iter().cloned().collect(),
     }
+}
+
+/// Where a queued run's lifelines run: `[placement]` of `troupe.toml`
+/// (only the lifelines `workflow` has: the table serves a whole project),
+/// then `--place` on top.
+fn placement_of(
+    args: &RunArgs,
+    workflow: &troupe_check::ir::Workflow,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut placement = std::collections::BTreeMap::new();
+    if let Ok(text) = std::fs::read_to_string(troupe_llm::config::CONFIG_FILE) {
+        let table: toml::Table = text
+            .parse()
+            .with_context(|| format!("cannot read {}", troupe_llm::config::CONFIG_FILE))?;
+        if let Some(t) = table.get("placement") {
+            let toml::Value::Table(t) = t else {
+                anyhow::bail!(
+                    "{}: [placement] must be a table of LIFELINE = \"LABEL\"",
+                    troupe_llm::config::CONFIG_FILE
+                );
+            };
+            for (lifeline, label) in t {
+                let toml::Value::String(label) = label else {
+                    anyhow::bail!(
+                        "{}: [placement] {lifeline} must be a label, as a string (e.g. {lifeline} = \"eu\")",
+                        troupe_llm::config::CONFIG_FILE
+                    );
+                };
+                if workflow.lifelines.iter().any(|l| &l.name == lifeline) {
+                    placement.insert(lifeline.clone(), label.clone());
+                }
+            }
+        }
+    }
+    placement.extend(args.place.iter().cloned());
+    Ok(placement)
 }
 
 /// `--history-keep EVENTS`: a count of at least 1,000 (fewer would prune
@@ -550,18 +592,33 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         Ok(i) => i,
         Err(e) => return report_error(&e, color),
     };
+    let mut settings = settings;
+    if args.detach {
+        settings.placement = placement_of(args, compiled.workflow())?;
+    }
+    let placed = !settings.placement.is_empty();
     let store_path = &store_address(store_path)?;
     let store = open_store(store_path, settings.durability.into())?;
     let host = host(store)?;
-    if args.detach && host.store().dialect() == troupe_store::Dialect::Postgres {
+    if args.detach && (placed || host.store().dialect() == troupe_store::Dialect::Postgres) {
         // A shared store: queue the run for the workers (`troupe worker`).
         let started = match host.enqueue(&compiled, inputs, &settings) {
             Ok(s) => s,
             Err(e) => return report_error(&e, color),
         };
         crate::out::println(&started.name)?;
+        let labels: std::collections::BTreeSet<&String> = settings.placement.values().collect();
+        let whom = if placed {
+            let labels: Vec<&str> = labels.iter().map(|l| l.as_str()).collect();
+            format!(
+                "in parts for workers labelled {} (`troupe worker --labels …`)",
+                labels.join(", ")
+            )
+        } else {
+            "for a worker (`troupe worker --store …`)".to_owned()
+        };
         eprintln!(
-            "queued {} in {} for a worker (`troupe worker --store …`); follow it with `troupe status {}`",
+            "queued {} in {} {whom}; follow it with `troupe status {}`",
             started.name,
             host.store().shown().display(),
             started.name

@@ -65,9 +65,18 @@ pub struct RunArgs {
     /// starting a new one; one that waits for `troupe resolve` is refused.
     #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = crate::commands::durable::DEFAULT_STORE)]
     pub store: Option<PathBuf>,
-    /// With --store: start the run in the background and print its id.
+    /// With --store: start the run in the background and print its id. On
+    /// a PostgreSQL store (or with placed lifelines) it is queued for the
+    /// workers (`troupe worker`) instead.
     #[arg(long, requires = "store")]
     pub detach: bool,
+    /// With --detach: pin a lifeline to a worker label. The run is then
+    /// driven in parts, one per label, each by a `troupe worker --labels
+    /// LABEL`; their messages travel through the store. Unpinned lifelines
+    /// form a part any worker may run. Adds to (and wins over) the
+    /// `[placement]` table of `troupe.toml`, e.g. `Bank = "eu"`.
+    #[arg(long = "place", value_name = "LIFELINE=LABEL", requires = "detach", value_parser = parse_pair)]
+    pub place: Vec<(String, String)>,
     /// With --store: start a new run even if unfinished ones could be resumed.
     #[arg(long, requires = "store")]
     pub new: bool,

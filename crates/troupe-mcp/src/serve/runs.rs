@@ -225,6 +225,8 @@ impl Runs {
                     RunEnd::NeedsResolution { message, .. } => Err(message),
                     RunEnd::Cancelled { reason } => Err(format!("cancelled: {reason}")),
                     RunEnd::LeaseLost => Err("another process took the run over".into()),
+                    // `drive` runs whole runs; parts are driven by workers.
+                    RunEnd::PartDone { .. } => Err("the run is placed on workers".into()),
                 },
                 Err(e) => Err(e.to_string()),
             };

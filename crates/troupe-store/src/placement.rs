@@ -1,0 +1,483 @@
+//! Placed runs: a run whose lifelines are pinned to worker labels runs in
+//! parts, one per label, each claimed and driven by a worker with that
+//! label, their messages travelling through the store.
+//!
+//! - **Parts** (`parts`): one row per part with its label (`""`: any
+//!   worker), its lifelines, its own lease (the same compare-and-swap as a
+//!   run's, [`Store::claim_part`] with `FOR UPDATE SKIP LOCKED` on
+//!   PostgreSQL) and, once it ended, its lifelines' results. The run row of
+//!   a placed run (`placed = 1`) is never claimed as a whole; it is done
+//!   when its last part is (in the transaction that records that part's
+//!   end, under the run row's lock), and failed when any part fails.
+//! - **Messages** (`messages`): keyed by (run, sender, receiver, lane,
+//!   number). A sender numbers its messages per channel (see
+//!   `troupe_runtime::remote`); an insert of a number already there is
+//!   dropped, so a part that restarts and replays repeats its sends
+//!   harmlessly, and every message is delivered exactly once, in order. A
+//!   receiver reads its channel from the number it needs on; on PostgreSQL
+//!   a `NOTIFY` in the inserting transaction wakes it, on SQLite it polls.
+//!   Messages go through the store's one writer, behind the part's own
+//!   events and before the part's end.
+//! - **Events**: each part journals its own lifelines' events into the
+//!   run's chunks, numbered `part + k × parts` so that parts never write
+//!   the same chunk. A part takes no checkpoints: a restarted part replays
+//!   its lifelines from the start, reading the messages it had received
+//!   again.
+
+use crate::checkpoint::{decode_queued, encode_queued};
+use crate::codec::Reader;
+use crate::db::{Db, DbError, Val, args};
+use crate::lease::millis;
+use crate::writer::{Op, Writer};
+use crate::{NOW_MS, Renewal, RunStatus, Store, StoreError};
+use serde::Serialize;
+use std::time::Duration;
+use troupe_check::ir::LifelineId;
+use troupe_llm::BoxFuture;
+use troupe_runtime::{Elsewhere, Queued, Remote, RemoteChannel};
+
+/// A part of a new placed run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPart {
+    /// The label a worker needs to claim it (`""`: any worker).
+    pub label: String,
+    /// Its lifelines, by name.
+    pub lifelines: Vec<String>,
+}
+
+/// Where a part is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartStatus {
+    /// Not ended: claimable when its lease is free.
+    Open,
+    /// Its lifelines ended; their results are recorded.
+    Done,
+}
+
+impl PartStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartStatus::Open => "open",
+            PartStatus::Done => "done",
+        }
+    }
+
+    fn parse(text: &str) -> Result<PartStatus, DbError> {
+        match text {
+            "open" => Ok(PartStatus::Open),
+            "done" => Ok(PartStatus::Done),
+            other => Err(DbError::other(format!("unknown part status {other:?}"))),
+        }
+    }
+}
+
+/// A part of a placed run, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartRow {
+    pub part: u32,
+    pub label: String,
+    pub lifelines: Vec<String>,
+    pub status: PartStatus,
+    /// Its lease holder while the lease is live.
+    pub owner: Option<String>,
+}
+
+/// Records the parts of run `run` (in the transaction that creates it).
+pub(crate) fn insert_parts(db: &mut dyn Db, run: i64, parts: &[NewPart]) -> Result<(), DbError> {
+    db.execute("UPDATE runs SET placed = 1 WHERE id = ?1", args![run])?;
+    for (i, p) in parts.iter().enumerate() {
+        let lifelines = serde_json::to_string(&p.lifelines).unwrap_or_else(|_| "[]".into());
+        db.execute(
+            "INSERT INTO parts(run, part, label, lifelines, status) VALUES (?1, ?2, ?3, ?4, 'open')",
+            args![run, i as i64, p.label.as_str(), lifelines],
+        )?;
+    }
+    Ok(())
+}
+
+/// Records that part `part` of `run` ended with `result` (a JSON object of
+/// its lifelines' results); when it was the last, the run is done with
+/// every part's results. Under the run row's lock, so that of two parts
+/// ending at once exactly one sees itself the last.
+pub(crate) fn finish_part(
+    tx: &mut dyn Db,
+    run: i64,
+    part: u32,
+    result: &str,
+) -> Result<(), DbError> {
+    let lock = crate::lease::for_update(tx);
+    tx.query(
+        &format!("SELECT id FROM runs WHERE id = ?1{lock}"),
+        args![run],
+    )?;
+    tx.execute(
+        "UPDATE parts SET status = 'done', result = ?3 WHERE run = ?1 AND part = ?2",
+        args![run, i64::from(part), result],
+    )?;
+    let results: Vec<(String, Option<String>)> = tx
+        .query(
+            "SELECT status, result FROM parts WHERE run = ?1 ORDER BY part",
+            args![run],
+        )?
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?)))
+        .collect::<Result<_, DbError>>()?;
+    if results.iter().any(|(status, _)| status != "done") {
+        return Ok(());
+    }
+    let mut merged = serde_json::Map::new();
+    for (_, result) in results {
+        if let Some(serde_json::Value::Object(obj)) =
+            result.as_deref().and_then(|r| serde_json::from_str(r).ok())
+        {
+            merged.extend(obj);
+        }
+    }
+    tx.execute(
+        "UPDATE runs SET status = 'done', result = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+         WHERE id = ?1 AND status NOT IN ('done', 'failed', 'cancelled')",
+        args![run, serde_json::Value::Object(merged).to_string()],
+    )?;
+    Ok(())
+}
+
+/// Records message `seq` of `channel` (a repeat is dropped), and wakes
+/// the receivers of a PostgreSQL store when the transaction commits.
+pub(crate) fn insert_message(
+    tx: &mut dyn Db,
+    run: i64,
+    channel: RemoteChannel,
+    seq: u64,
+    data: &[u8],
+) -> Result<(), DbError> {
+    let added = tx.execute(
+        "INSERT INTO messages(run, sender, receiver, lane, seq, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT DO NOTHING",
+        args![
+            run,
+            i64::from(channel.from.0),
+            i64::from(channel.to.0),
+            i64::from(channel.lane),
+            seq as i64,
+            data.to_vec()
+        ],
+    )?;
+    if added > 0 && tx.dialect() == crate::Dialect::Postgres {
+        // Delivered at commit, once per payload per transaction.
+        tx.query(
+            &format!(
+                "SELECT 1 FROM pg_notify('{}', ?1)",
+                crate::postgres::WAKE_CHANNEL
+            ),
+            args![run.to_string()],
+        )?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The parts of `run` (none: it is not placed).
+    pub fn parts(&self, run: i64) -> Result<Vec<PartRow>, StoreError> {
+        self.with("read the run's parts", |db| {
+            db.query(
+                &format!(
+                    "SELECT part, label, lifelines, status,
+                       CASE WHEN lease_expires > {NOW_MS} THEN lease_owner END
+                     FROM parts WHERE run = ?1 ORDER BY part"
+                ),
+                args![run],
+            )?
+            .iter()
+            .map(|r| {
+                let lifelines: String = r.get(2)?;
+                let status: String = r.get(3)?;
+                Ok(PartRow {
+                    part: r.get::<i64>(0)?.clamp(0, i64::from(u32::MAX)) as u32,
+                    label: r.get(1)?,
+                    lifelines: serde_json::from_str(&lifelines).unwrap_or_default(),
+                    status: PartStatus::parse(&status)?,
+                    owner: r.get(4)?,
+                })
+            })
+            .collect()
+        })
+    }
+
+    /// Claims the oldest claimable part of a placed run for `owner`, whose
+    /// labels are `labels`: open, its run unfinished and not being
+    /// cancelled, its lease free or expired, and its label one of
+    /// `labels` (or none).
+    pub fn claim_part(
+        &self,
+        owner: &str,
+        labels: &[String],
+        lease: Duration,
+    ) -> Result<Option<(i64, u32)>, StoreError> {
+        let lock = match self.dialect() {
+            crate::Dialect::Sqlite => "",
+            crate::Dialect::Postgres => " FOR UPDATE OF p SKIP LOCKED",
+        };
+        let mut params: Vec<Val> = vec![owner.into(), millis(lease).into()];
+        let mut allowed = vec!["''".to_owned()];
+        for label in labels {
+            params.push(label.as_str().into());
+            allowed.push(format!("?{}", params.len()));
+        }
+        let allowed = allowed.join(", ");
+        let claimed = self.with("claim a part", |db| {
+            let row = db.query_opt(
+                &format!(
+                    "UPDATE parts SET lease_owner = ?1, lease_expires = {NOW_MS} + ?2
+                     WHERE (run, part) = (SELECT p.run, p.part FROM parts p JOIN runs r ON r.id = p.run
+                                 WHERE p.status = 'open' AND p.label IN ({allowed})
+                                   AND r.status IN ('queued', 'running', 'waiting')
+                                   AND r.cancel_requested IS NULL
+                                   AND (p.lease_owner IS NULL OR p.lease_expires < {NOW_MS})
+                                 ORDER BY p.run, p.part LIMIT 1{lock})
+                       AND (lease_owner IS NULL OR lease_expires < {NOW_MS})
+                     RETURNING run, part"
+                ),
+                &params,
+            )?;
+            let Some(row) = row else { return Ok(None) };
+            let (run, part): (i64, i64) = (row.get(0)?, row.get(1)?);
+            db.execute(
+                "UPDATE runs SET status = 'running', updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1 AND status = 'queued'",
+                args![run],
+            )?;
+            db.execute(
+                "UPDATE workers SET claimed = claimed + 1 WHERE id = ?1",
+                args![owner],
+            )?;
+            Ok(Some((run, part.clamp(0, i64::from(u32::MAX)) as u32)))
+        })?;
+        Ok(claimed)
+    }
+
+    /// Extends `owner`'s lease on a part. A run that ended (another part
+    /// failed) or that someone asked to cancel reads as a cancellation.
+    pub fn renew_part(
+        &self,
+        run: i64,
+        part: u32,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Renewal, StoreError> {
+        let held = self.with("renew the part's lease", |db| {
+            Ok(db.execute(
+                &format!(
+                    "UPDATE parts SET lease_expires = {NOW_MS} + ?4
+                     WHERE run = ?1 AND part = ?2 AND lease_owner = ?3 AND status = 'open'"
+                ),
+                args![run, i64::from(part), owner, millis(lease)],
+            )? > 0)
+        })?;
+        if !held {
+            return Ok(Renewal::Lost);
+        }
+        Ok(Renewal::Held {
+            cancel: self.stopped_elsewhere(run)?,
+        })
+    }
+
+    /// Gives up `owner`'s lease on a part.
+    pub fn release_part(&self, run: i64, part: u32, owner: &str) -> Result<(), StoreError> {
+        self.with("release the part's lease", |db| {
+            db.execute(
+                "UPDATE parts SET lease_owner = NULL, lease_expires = 0
+                 WHERE run = ?1 AND part = ?2 AND lease_owner = ?3",
+                args![run, i64::from(part), owner],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Why a part of `run` must stop, if it must: the run ended, or
+    /// someone asked to cancel it.
+    pub fn stopped_elsewhere(&self, run: i64) -> Result<Option<String>, StoreError> {
+        let row: Option<(String, Option<String>)> = self.with("read the run", |db| {
+            db.query_opt(
+                "SELECT status, cancel_requested FROM runs WHERE id = ?1",
+                args![run],
+            )?
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .transpose()
+        })?;
+        Ok(match row {
+            None => Some(format!("{} was deleted", Store::run_name(run))),
+            Some((_, Some(reason))) => Some(reason),
+            Some((status, None)) => match status.parse::<RunStatus>() {
+                Ok(s) if s.is_final() || s == RunStatus::NeedsResolution => Some(format!(
+                    "{} is {s} (another part ended it)",
+                    Store::run_name(run)
+                )),
+                Ok(_) => None,
+                Err(e) => Some(e),
+            },
+        })
+    }
+
+    /// The stored messages of `channel` from number `seq` on, at most
+    /// `limit`, in order, without a gap.
+    fn messages(
+        &self,
+        run: i64,
+        channel: RemoteChannel,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let rows: Vec<(i64, Vec<u8>)> = self.with("read the run's messages", |db| {
+            db.query(
+                "SELECT seq, CAST(data AS BLOB) FROM messages
+                 WHERE run = ?1 AND sender = ?2 AND receiver = ?3 AND lane = ?4 AND seq >= ?5
+                 ORDER BY seq LIMIT ?6",
+                args![
+                    run,
+                    i64::from(channel.from.0),
+                    i64::from(channel.to.0),
+                    i64::from(channel.lane),
+                    seq as i64,
+                    limit as i64
+                ],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
+        })?;
+        // Numbers are written in order by one writer per sender, but a
+        // sender that restarted may still be catching up: stop at a gap.
+        Ok(rows
+            .into_iter()
+            .enumerate()
+            .take_while(|(i, (n, _))| *n == seq as i64 + *i as i64)
+            .map(|(_, (_, data))| data)
+            .collect())
+    }
+}
+
+/// The messages of one part of a placed run, through the store.
+pub struct StoreChannels {
+    store: Store,
+    run: i64,
+    local: Vec<bool>,
+    writer: Writer,
+    /// How often a receiver looks without a notification.
+    poll: Duration,
+}
+
+impl std::fmt::Debug for StoreChannels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreChannels")
+            .field("run", &self.run)
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+impl StoreChannels {
+    /// The transport of the part of `run` that runs the lifelines marked
+    /// in `local`.
+    pub fn new(store: &Store, run: i64, local: Vec<bool>) -> Result<StoreChannels, StoreError> {
+        let writer = store.writer().map_err(|message| StoreError::Open {
+            path: store.shown().to_owned(),
+            message,
+        })?;
+        let poll = match store.dialect() {
+            // Notified: the poll only catches a lost notification.
+            crate::Dialect::Postgres => Duration::from_secs(1),
+            crate::Dialect::Sqlite => Duration::from_millis(20),
+        };
+        Ok(StoreChannels {
+            store: store.clone(),
+            run,
+            local,
+            writer,
+            poll,
+        })
+    }
+}
+
+impl Remote for StoreChannels {
+    fn is_local(&self, lifeline: LifelineId) -> bool {
+        self.local
+            .get(lifeline.0 as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    fn send(&self, channel: RemoteChannel, seq: u64, message: &Queued) {
+        let mut data = Vec::new();
+        encode_queued(&mut data, message);
+        // A failure here resurfaces at the part's next durable write.
+        let _ = self.writer.send(Op::Message {
+            run: self.run,
+            channel,
+            seq,
+            data,
+        });
+    }
+
+    fn receive(
+        &self,
+        channel: RemoteChannel,
+        seq: u64,
+    ) -> BoxFuture<'static, Result<Vec<Queued>, Elsewhere>> {
+        let store = self.store.clone();
+        let (run, poll) = (self.run, self.poll);
+        Box::pin(async move {
+            // Subscribed before the first look, so that a message between
+            // the look and the wait still wakes it.
+            let mut wakeups = store.subscribe();
+            let fail = |e: StoreError| Elsewhere(e.to_string());
+            let mut looks = 0u64;
+            loop {
+                let rows = store.messages(run, channel, seq, 512).map_err(fail)?;
+                if !rows.is_empty() {
+                    let mut out = Vec::with_capacity(rows.len());
+                    for (i, data) in rows.iter().enumerate() {
+                        let mut r = Reader::new(data);
+                        out.push(decode_queued(&mut r).map_err(|e| {
+                            Elsewhere(format!(
+                                "{}: message {} from lifeline #{} is damaged: {e}",
+                                Store::run_name(run),
+                                seq + i as u64,
+                                channel.from.0
+                            ))
+                        })?);
+                    }
+                    return Ok(out);
+                }
+                // A run that ended elsewhere sends nothing more.
+                if looks.is_multiple_of(8)
+                    && let Some(why) = store.stopped_elsewhere(run).map_err(fail)?
+                {
+                    return Err(Elsewhere(why));
+                }
+                looks += 1;
+                match &mut wakeups {
+                    Some(rx) => {
+                        let _ = tokio::time::timeout(poll, async {
+                            loop {
+                                match rx.recv().await {
+                                    Ok(r) if r == run => break,
+                                    Ok(_) => {}
+                                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                                        break;
+                                    }
+                                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                        tokio::time::sleep(poll).await;
+                                        break;
+                                    }
+                                }
+                            }
+                        })
+                        .await;
+                    }
+                    None => tokio::time::sleep(poll).await,
+                }
+            }
+        })
+    }
+}
