@@ -135,7 +135,10 @@ impl Host {
             if done_enough && running.is_empty() {
                 break;
             }
-            if config.exit_when_idle && running.is_empty() && store.runnable()? == 0 {
+            if config.exit_when_idle
+                && running.is_empty()
+                && store.runnable_for(&config.labels)? == 0
+            {
                 break;
             }
             tokio::select! {

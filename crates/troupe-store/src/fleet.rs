@@ -168,8 +168,23 @@ impl Store {
         })
     }
 
-    /// Runs that any worker could claim now: the queue's depth.
+    /// Runs and parts of placed runs that some worker could claim now: the
+    /// queue's depth.
     pub fn runnable(&self) -> Result<u64, StoreError> {
+        self.runnable_where("")
+    }
+
+    /// [`Store::runnable`], of what a worker with `labels` could claim.
+    pub fn runnable_for(&self, labels: &[String]) -> Result<u64, StoreError> {
+        let mut allowed = vec!["''".to_owned()];
+        for l in labels {
+            // Labels are words (`troupe_host::valid_label`); quoted anyway.
+            allowed.push(format!("'{}'", l.replace('\'', "''")));
+        }
+        self.runnable_where(&format!(" AND p.label IN ({})", allowed.join(", ")))
+    }
+
+    fn runnable_where(&self, parts: &str) -> Result<u64, StoreError> {
         self.with("count the runnable runs", |db| {
             db.query_one(
                 &format!(
@@ -177,7 +192,7 @@ impl Store {
                        AND placed = 0 AND (lease_owner IS NULL OR lease_expires < {NOW_MS}))
                      + (SELECT count(*) FROM parts p JOIN runs r ON r.id = p.run
                        WHERE p.status = 'open' AND r.status IN ('queued', 'running', 'waiting')
-                       AND (p.lease_owner IS NULL OR p.lease_expires < {NOW_MS}))"
+                       AND (p.lease_owner IS NULL OR p.lease_expires < {NOW_MS}){parts})"
                 ),
                 &[],
             )?

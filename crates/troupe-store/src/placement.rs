@@ -204,6 +204,15 @@ impl Store {
         })
     }
 
+    /// How many messages crossed between the parts of `run` (each once).
+    pub fn crossed(&self, run: i64) -> Result<u64, StoreError> {
+        self.with("count the run's messages", |db| {
+            db.query_one("SELECT count(*) FROM messages WHERE run = ?1", args![run])?
+                .get::<i64>(0)
+                .map(|n| n.max(0) as u64)
+        })
+    }
+
     /// Claims the oldest claimable part of a placed run for `owner`, whose
     /// labels are `labels`: open, its run unfinished and not being
     /// cancelled, its lease free or expired, and its label one of

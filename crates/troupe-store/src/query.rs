@@ -134,8 +134,12 @@ pub struct TaskRow {
 fn summary_columns() -> String {
     format!(
         "id, workflow, file, status, result, error, created_at, updated_at, \
-         CASE WHEN lease_owner IS NOT NULL AND lease_expires > {NOW_MS} THEN lease_owner END, \
-         CASE WHEN lease_expires > {NOW_MS} THEN lease_expires - {NOW_MS} ELSE 0 END"
+         CASE WHEN placed <> 0 THEN (SELECT min(p.lease_owner) FROM parts p \
+                WHERE p.run = runs.id AND p.lease_owner IS NOT NULL AND p.lease_expires > {NOW_MS}) \
+              WHEN lease_owner IS NOT NULL AND lease_expires > {NOW_MS} THEN lease_owner END, \
+         CASE WHEN placed <> 0 THEN COALESCE((SELECT max(p.lease_expires) - {NOW_MS} FROM parts p \
+                WHERE p.run = runs.id AND p.lease_expires > {NOW_MS}), 0) \
+              WHEN lease_expires > {NOW_MS} THEN lease_expires - {NOW_MS} ELSE 0 END"
     )
 }
 
@@ -144,7 +148,8 @@ fn summary(r: &Row) -> Result<RunSummary, DbError> {
     let stored: String = r.get(3)?;
     let owner: Option<String> = r.get(8)?;
     let mut status: RunStatus = stored.parse().unwrap_or(RunStatus::Failed);
-    // Unfinished and nobody holds a live lease: stalled.
+    // Unfinished and nobody holds a live lease (of a placed run: of any of
+    // its parts): stalled.
     if matches!(
         status,
         RunStatus::Queued | RunStatus::Running | RunStatus::Waiting

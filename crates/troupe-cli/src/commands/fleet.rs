@@ -19,9 +19,11 @@ pub struct WorkerArgs {
     /// Runs driven at once at most.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,
-    /// Labels this worker announces (`troupe workers` shows them), comma
-    /// separated: `--labels gpu,eu`.
-    #[arg(long, value_name = "L,…", value_delimiter = ',')]
+    /// Labels this worker has, comma separated: `--labels gpu,eu`. Besides
+    /// whole runs, it claims the parts of placed runs pinned to one of its
+    /// labels (`troupe run --detach --place LIFELINE=LABEL`, or
+    /// `[placement]` in troupe.toml); `troupe workers` shows them.
+    #[arg(long, value_name = "L,…", value_delimiter = ',', value_parser = parse_label)]
     pub labels: Vec<String>,
     /// On SIGTERM or Ctrl-C, how long the runs in flight may go on before
     /// they are stopped and handed back (another worker resumes them from
@@ -163,4 +165,16 @@ pub fn workers(args: &WorkersArgs) -> Result<ExitStatus> {
     }
     out::println(&format!("{queued} runnable run(s) wait for a worker"))?;
     Ok(ExitStatus::Success)
+}
+
+/// A worker label: one word (letters, digits, `-`, `_`, `.`, `:`).
+fn parse_label(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if troupe_host::valid_label(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a label: a label is one word of letters, digits, `-`, `_`, `.` or `:`"
+        ))
+    }
 }

@@ -145,8 +145,13 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
     let calls = store.llm_calls(run)?;
     let totals = store.run_totals()?.remove(&run).unwrap_or_default();
     let chosen = troupe_host::chosen::chosen_calls(&detail, &store.run_tasks(run, false)?);
+    let parts = store.parts(run)?;
     if args.json {
         let mut doc = serde_json::to_value(&detail)?;
+        if !parts.is_empty() {
+            doc["parts"] = serde_json::to_value(&parts)?;
+            doc["messages_between_parts"] = store.crossed(run)?.into();
+        }
         doc["llm_calls"] = serde_json::to_value(&calls)?;
         doc["tool_calls"] = serde_json::to_value(&chosen)?;
         doc["totals"] = serde_json::to_value(&totals)?;
@@ -168,6 +173,31 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             humantime::format_duration(std::time::Duration::from_millis(
                 s.lease_expires_in_ms.max(0) as u64 / 1000 * 1000
             ))
+        );
+    }
+    // A placed run: where each part runs, and who drives it now.
+    for p in &parts {
+        let label = if p.label.is_empty() {
+            "any worker".to_owned()
+        } else {
+            format!("label {}", sanitize(&p.label))
+        };
+        text += &format!(
+            "  part {:<4} {:<18} {:<5} {}{}\n",
+            p.part,
+            label,
+            p.status.as_str(),
+            sanitize(&p.lifelines.join(", ")),
+            p.owner
+                .as_deref()
+                .map(|o| format!("   (run by {})", sanitize(o)))
+                .unwrap_or_default()
+        );
+    }
+    if !parts.is_empty() {
+        text += &format!(
+            "  messages  {} between parts, through the store\n",
+            store.crossed(run)?
         );
     }
     text += &format!(

@@ -1,0 +1,393 @@
+//! Placement, as users run it: a two-lifeline workflow whose lifelines are
+//! pinned to two worker labels (`[placement]` in `troupe.toml`, and
+//! `--place` on the command line) runs on two `troupe worker` processes on
+//! one PostgreSQL store, one per label, its messages travelling through
+//! the database. Every so often one of the two workers, chosen at random,
+//! is killed with SIGKILL (its whole process group, effects included) and
+//! started again with the same label.
+//!
+//! Oracles from outside the code under test: every run ends done with the
+//! result computed here from its input; every effect is applied exactly
+//! once, counted in an external ledger that each lifeline's effect command
+//! appends to and that deduplicates nothing; each lifeline's effects ran
+//! only on the worker of its label (the command records the worker's
+//! label from its environment); and every run verifies against ⟦P⟧. A kill
+//! between an effect's start and its recorded end leaves the run waiting
+//! for `resolve`; the test settles it from the ledger, as a person would.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use troupe_check::Value;
+use troupe_host::{Compiled, Host, HostConfig, NoTools, Resolution, RunSettings};
+use troupe_store::testing::TestDatabase;
+use troupe_store::{Durability, PartStatus, RunStatus, Store};
+
+/// Three rounds: Bank deposits, Clerk records; each round's messages cross
+/// between the two workers, and Bank owns the loop (its decisions cross too).
+const WORKFLOW: &str = r#"
+effect deposit(account: Text, amount: Int) -> Int extern
+effect note_down(amount: Int) -> Int extern
+
+workflow placed(n: Int @ Bank) {
+  lifelines Bank, Clerk
+  act Bank: k = 0
+  act Bank: total = n
+  while k < 3 @ Bank {
+    act Bank: a = deposit("acct", total)
+    msg Bank(a) -> Clerk(a)
+    act Clerk: r = note_down(a + 1)
+    msg Clerk(r) -> Bank(total)
+    act Bank: k = k + 1
+  }
+  return (total @ Bank)
+}
+"#;
+
+/// What a run with input `n` returns: three rounds of `total + 1`.
+fn expected(n: i64) -> i64 {
+    n + 3
+}
+
+const RUNS: i64 = 60;
+const LEASE: Duration = Duration::from_secs(2);
+const LABELS: [&str; 2] = ["vault", "desk"];
+
+fn setup(dir: &Path) {
+    std::fs::write(dir.join("placed.troupe"), WORKFLOW).unwrap();
+    // Each effect appends "KEY AMOUNT LABEL" to the ledger: the label is
+    // the one of the worker that ran it (from its environment).
+    let script = format!(
+        "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
+         echo \"$TROUPE_IDEMPOTENCY_KEY $a $WORKER_LABEL\" >> '{}'; echo \"$a\"",
+        dir.join("ledger").display()
+    );
+    let script = serde_json::Value::String(script);
+    std::fs::write(
+        dir.join("troupe.toml"),
+        format!(
+            "[externs.deposit]\ncommand = [\"sh\", \"-c\", {script}]\n\
+             [externs.note_down]\ncommand = [\"sh\", \"-c\", {script}]\n\
+             [placement]\nBank = \"vault\"\nClerk = \"desk\"\nNobody = \"ignored\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn worker(dir: &Path, url: &str, label: &str) -> Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args([
+            "worker",
+            "--store",
+            url,
+            "--labels",
+            label,
+            "--concurrency",
+            "64",
+            "--sweep",
+            "500ms",
+            "--drain",
+            "10s",
+        ])
+        .current_dir(dir)
+        .env("TROUPE_LEASE", format!("{}s", LEASE.as_secs()))
+        .env("WORKER_LABEL", label)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+fn kill_group(c: &mut Child) {
+    let ok = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", c.id())])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    c.wait().unwrap();
+}
+
+/// The ledger: per idempotency key, each application's amount and label.
+fn ledger(dir: &Path) -> BTreeMap<String, Vec<(i64, String)>> {
+    let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
+    let mut applied: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
+    for l in text.lines() {
+        let mut f = l.split(' ');
+        let (Some(key), Some(amount), Some(label)) = (f.next(), f.next(), f.next()) else {
+            panic!("a torn ledger line: {l:?}");
+        };
+        applied
+            .entry(key.to_owned())
+            .or_default()
+            .push((amount.parse().unwrap(), label.to_owned()));
+    }
+    applied
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+#[test]
+fn pinned_lifelines_run_on_their_workers_and_survive_killing_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(dir);
+    let db = TestDatabase::new();
+    let store = Store::open(&db.url, Durability::Full).unwrap();
+    let host = Host::new(
+        store.clone(),
+        HostConfig::new(dir.to_owned()),
+        Arc::new(NoTools),
+    );
+    // A few runs queued as users queue them: the placement from
+    // troupe.toml, and once from --place (which wins over it).
+    for n in 0..3 {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_troupe"));
+        cmd.args([
+            "run",
+            "placed.troupe",
+            "--store",
+            &db.url,
+            "--detach",
+            "--new",
+        ])
+        .args(["-i", &format!("n={n}")])
+        .current_dir(dir);
+        if n == 2 {
+            cmd.args(["--place", "Clerk=desk"]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout).trim() == format!("run-{}", n + 1),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let parts = store.parts(n + 1).unwrap();
+        let placed: Vec<(&str, Vec<String>)> = parts
+            .iter()
+            .map(|p| (p.label.as_str(), p.lifelines.clone()))
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                ("vault", vec!["Bank".to_owned()]),
+                ("desk", vec!["Clerk".to_owned()])
+            ]
+        );
+    }
+    let compiled = Compiled::from_source(WORKFLOW.into(), "placed.troupe", dir, None).unwrap();
+    let settings = RunSettings {
+        placement: [("Bank", "vault"), ("Clerk", "desk")]
+            .into_iter()
+            .map(|(l, w)| (l.to_owned(), w.to_owned()))
+            .collect(),
+        ..RunSettings::default()
+    };
+    for n in 3..RUNS {
+        host.enqueue(&compiled, vec![Value::Int(n)], &settings)
+            .unwrap();
+    }
+    // A worker with neither label takes nothing of a placed run.
+    let idle = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args([
+            "worker",
+            "--store",
+            &db.url,
+            "--labels",
+            "gpu",
+            "--exit-when-idle",
+            "--json",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(idle.status.success());
+    let claimed: Vec<_> = store
+        .runs(None)
+        .unwrap()
+        .into_iter()
+        .filter(|r| {
+            r.owner.is_some() || !matches!(r.status, RunStatus::Queued | RunStatus::Stalled)
+        })
+        .collect();
+    assert!(
+        claimed.is_empty(),
+        "a worker without the labels claimed parts: {claimed:?}\n{}",
+        String::from_utf8_lossy(&idle.stdout)
+    );
+
+    let mut workers: Vec<Child> = LABELS.iter().map(|l| worker(dir, &db.url, l)).collect();
+    let mut rng = Rng(0x91ac_e0f1_17e5_u64);
+    let mut kills = [0usize; 2];
+    let mut resolutions = 0usize;
+    let started = Instant::now();
+    let mut next_kill = Instant::now() + Duration::from_millis(800);
+    let mut first_seen: BTreeMap<i64, Instant> = BTreeMap::new();
+    loop {
+        let runs = store.runs(None).unwrap();
+        let done = runs.iter().filter(|r| r.status == RunStatus::Done).count();
+        let bad: Vec<_> = runs
+            .iter()
+            .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "runs ended badly: {:?}",
+            &bad[..bad.len().min(3)]
+        );
+        if done as i64 == RUNS {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(240) {
+            let stuck: Vec<String> = runs
+                .iter()
+                .filter(|r| r.status != RunStatus::Done)
+                .take(4)
+                .map(|r| {
+                    format!(
+                        "{} {:?} parts {:?} steps {:?}",
+                        r.name,
+                        r.status,
+                        store.parts(r.id).unwrap(),
+                        store
+                            .steps(r.id)
+                            .unwrap()
+                            .iter()
+                            .map(|s| (s.key.clone(), s.status))
+                            .collect::<Vec<_>>()
+                    )
+                })
+                .collect();
+            panic!("only {done} of {RUNS} runs done after {kills:?} kills: {stuck:#?}");
+        }
+        // Effects cut short by a kill, settled from the ledger once the
+        // part's last owner is surely gone (two leases).
+        let now = Instant::now();
+        first_seen.retain(|id, _| {
+            runs.iter()
+                .any(|r| r.id == *id && r.status == RunStatus::NeedsResolution)
+        });
+        let waiting: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::NeedsResolution)
+            .filter(|r| now.duration_since(*first_seen.entry(r.id).or_insert(now)) >= 2 * LEASE)
+            .collect();
+        let applied = ledger(dir);
+        for r in waiting {
+            let started: Vec<_> = store
+                .steps(r.id)
+                .unwrap()
+                .into_iter()
+                .filter(|s| s.status == troupe_store::StepStatus::Started)
+                .collect();
+            if started.is_empty() {
+                store.reopen(r.id, &[RunStatus::NeedsResolution]).unwrap();
+            }
+            for step in started {
+                let key = format!("{}/{}", r.name, step.key);
+                let how = match applied.get(&key) {
+                    Some(a) => Resolution::Done(serde_json::json!(a[0].0)),
+                    None => Resolution::Retry,
+                };
+                host.resolve(r.id, &step.key, how).unwrap();
+                resolutions += 1;
+            }
+        }
+        // Kill one of the two (all of it) and start it again, while runs
+        // are in flight: the other's parts wait for its messages meanwhile.
+        if Instant::now() >= next_kill && done < RUNS as usize * 9 / 10 {
+            let i = rng.below(2) as usize;
+            kill_group(&mut workers[i]);
+            workers[i] = worker(dir, &db.url, LABELS[i]);
+            kills[i] += 1;
+            next_kill = Instant::now() + Duration::from_millis(600 + rng.below(1_200));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for w in &mut workers {
+        let ok = Command::new("kill")
+            .args(["-TERM", &w.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(out.status.success(), "a worker did not stop cleanly");
+    }
+    assert!(
+        kills.iter().all(|&k| k >= 1),
+        "each worker must be killed at least once: {kills:?}"
+    );
+
+    // Every effect exactly once, each on the worker of its lifeline's label.
+    let applied = ledger(dir);
+    assert_eq!(applied.len() as i64, RUNS * 6, "effects lost or extra");
+    for (key, a) in &applied {
+        assert_eq!(a.len(), 1, "{key} applied {} times: {a:?}", a.len());
+        let want = if key.contains("/Bank/") {
+            "vault"
+        } else {
+            "desk"
+        };
+        assert_eq!(a[0].1, want, "{key} ran on a worker labelled {}", a[0].1);
+    }
+    for r in store.runs(None).unwrap() {
+        let n: i64 = store.run(r.id).unwrap().inputs["n"].as_i64().unwrap();
+        assert_eq!(
+            r.result,
+            Some(serde_json::json!({ "total": expected(n) })),
+            "{}",
+            r.name
+        );
+        assert!(
+            store
+                .parts(r.id)
+                .unwrap()
+                .iter()
+                .all(|p| p.status == PartStatus::Done && p.owner.is_none()),
+            "{}: a part is not done or still held",
+            r.name
+        );
+        host.verify(r.id)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.name));
+    }
+    // The messages crossed through the store, each once: per round the
+    // deposit and the record, and Bank's decision before every round and
+    // at the exit (counted from the workflow, not by the store).
+    for r in store.runs(None).unwrap() {
+        assert_eq!(store.crossed(r.id).unwrap(), 3 + 3 + 4, "{}", r.name);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args(["status", "run-1", "--store", &db.url, "--json"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["parts"][0]["label"], "vault", "{doc}");
+    assert_eq!(doc["parts"][1]["lifelines"][0], "Clerk", "{doc}");
+    assert_eq!(doc["messages_between_parts"], 10, "{doc}");
+    eprintln!(
+        "placement: {RUNS} runs on 2 pinned workers, {kills:?} SIGKILLs, {resolutions} resolutions, in {:.1?}",
+        started.elapsed()
+    );
+}
