@@ -589,6 +589,7 @@ mod tests {
             JournalOptions {
                 history,
                 checkpoint_every: None,
+                part: None,
             },
         )
     }

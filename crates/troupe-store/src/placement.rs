@@ -306,22 +306,32 @@ impl Store {
     /// Why a part of `run` must stop, if it must: the run ended, or
     /// someone asked to cancel it.
     pub fn stopped_elsewhere(&self, run: i64) -> Result<Option<String>, StoreError> {
-        let row: Option<(String, Option<String>)> = self.with("read the run", |db| {
+        type Row = (String, Option<String>, Option<String>);
+        let row: Option<Row> = self.with("read the run", |db| {
             db.query_opt(
-                "SELECT status, cancel_requested FROM runs WHERE id = ?1",
+                "SELECT status, cancel_requested, error FROM runs WHERE id = ?1",
                 args![run],
             )?
-            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .transpose()
         })?;
+        let name = Store::run_name(run);
         Ok(match row {
-            None => Some(format!("{} was deleted", Store::run_name(run))),
-            Some((_, Some(reason))) => Some(reason),
-            Some((status, None)) => match status.parse::<RunStatus>() {
-                Ok(s) if s.is_final() || s == RunStatus::NeedsResolution => Some(format!(
-                    "{} is {s} (another part ended it)",
-                    Store::run_name(run)
+            None => Some(format!("{name} was deleted")),
+            Some((_, Some(reason), _)) => Some(reason),
+            Some((status, None, error)) => match status.parse::<RunStatus>() {
+                Ok(RunStatus::Cancelled) => Some(format!(
+                    "{name} was cancelled: {}",
+                    error.as_deref().unwrap_or("no reason given")
                 )),
+                Ok(RunStatus::Failed) => Some(format!(
+                    "{name} failed in another part: {}",
+                    error.as_deref().unwrap_or("no error recorded")
+                )),
+                Ok(RunStatus::NeedsResolution) => Some(format!(
+                    "{name} waits for a person to settle an effect in another part (`troupe status {name}`)"
+                )),
+                Ok(RunStatus::Done) => Some(format!("{name} is done already")),
                 Ok(_) => None,
                 Err(e) => Some(e),
             },
@@ -488,5 +498,181 @@ impl Remote for StoreChannels {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Claim, Durability, JournalOptions, testing};
+    use std::sync::Arc;
+    use troupe_check::Value;
+    use troupe_runtime::RunJournal;
+
+    fn placed_run(store: &Store) -> i64 {
+        let mut run = testing::bare_run("");
+        run.lifelines = 3;
+        run.parts = vec![
+            NewPart {
+                label: "a".into(),
+                lifelines: vec!["A".into()],
+            },
+            NewPart {
+                label: "b".into(),
+                lifelines: vec!["B".into()],
+            },
+            NewPart {
+                label: String::new(),
+                lifelines: vec!["C".into()],
+            },
+        ];
+        store.create_run(&run).unwrap()
+    }
+
+    #[test]
+    fn parts_are_claimed_once_each_and_only_by_their_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        for (store, _db) in testing::both(dir.path(), Durability::Normal) {
+            let run = placed_run(&store);
+            let lease = Duration::from_secs(5);
+            // Never claimed whole, neither by a worker nor by `resume`.
+            assert_eq!(store.claim_next("w", lease).unwrap(), None);
+            assert_eq!(store.claim(run, "w", lease).unwrap(), Claim::Placed);
+            // A worker without the labels gets only the part for anyone.
+            assert_eq!(
+                store.claim_part("z", &["z".into()], lease).unwrap(),
+                Some((run, 2))
+            );
+            assert_eq!(store.claim_part("z", &["z".into()], lease).unwrap(), None);
+            assert_eq!(store.runnable_for(&["z".into()]).unwrap(), 0);
+            assert_eq!(store.runnable().unwrap(), 2);
+            // Concurrent claimers with both labels: each part once.
+            let got: Vec<Option<(i64, u32)>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|i| {
+                        let store = store.clone();
+                        s.spawn(move || {
+                            store
+                                .claim_part(&format!("w{i}"), &["a".into(), "b".into()], lease)
+                                .unwrap()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut won: Vec<u32> = got.iter().flatten().map(|(_, p)| *p).collect();
+            won.sort_unstable();
+            assert_eq!(won, vec![0, 1], "{got:?}");
+            let parts = store.parts(run).unwrap();
+            assert!(parts.iter().all(|p| p.owner.is_some()), "{parts:?}");
+            // Only the holder renews; a released part is claimable again.
+            assert_eq!(store.renew_part(run, 2, "x", lease).unwrap(), Renewal::Lost);
+            assert_eq!(
+                store.renew_part(run, 2, "z", lease).unwrap(),
+                Renewal::Held { cancel: None }
+            );
+            store.release_part(run, 2, "z").unwrap();
+            assert_eq!(store.claim_part("y", &[], lease).unwrap(), Some((run, 2)));
+            // A run cancelled meanwhile tells its parts to stop.
+            store.request_cancel(run, "enough").unwrap();
+            assert!(matches!(
+                store.renew_part(run, 2, "y", lease).unwrap(),
+                Renewal::Held { cancel: Some(_) }
+            ));
+            assert_eq!(store.runnable().unwrap(), 0);
+        }
+    }
+
+    #[test]
+    fn messages_are_kept_once_per_number_and_read_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for (store, _db) in testing::both(dir.path(), Durability::Normal) {
+            let run = placed_run(&store);
+            let a = StoreChannels::new(&store, run, vec![true, false, false]).unwrap();
+            let b = StoreChannels::new(&store, run, vec![false, true, false]).unwrap();
+            let ch = RemoteChannel {
+                from: LifelineId(0),
+                to: LifelineId(1),
+                lane: 0,
+            };
+            let msg = |n: i64| Queued::Data {
+                stmt: troupe_check::ir::StmtId(7),
+                values: vec![Value::Int(n)],
+            };
+            // The receiver waits before anything was sent.
+            let waiting = b.receive(ch, 0);
+            a.send(ch, 0, &msg(10));
+            a.send(ch, 1, &msg(11));
+            // A restarted sender repeats number 0 (here with other content,
+            // which a deterministic replay never has): the first stays.
+            a.send(ch, 0, &msg(99));
+            a.send(ch, 2, &msg(12));
+            let first = rt.block_on(waiting).unwrap();
+            assert_eq!(first[0], msg(10));
+            let all = rt.block_on(b.receive(ch, 0)).unwrap();
+            assert_eq!(all, vec![msg(10), msg(11), msg(12)]);
+            assert_eq!(rt.block_on(b.receive(ch, 2)).unwrap(), vec![msg(12)]);
+            assert_eq!(store.crossed(run).unwrap(), 3);
+            // Another lane is another channel.
+            let other = RemoteChannel { lane: 1, ..ch };
+            a.send(other, 0, &msg(20));
+            assert_eq!(rt.block_on(b.receive(other, 0)).unwrap(), vec![msg(20)]);
+            // A receiver waiting on a run that ended elsewhere gives up.
+            store.request_cancel(run, "stop it").unwrap();
+            let gone = rt.block_on(b.receive(ch, 3)).unwrap_err();
+            assert!(gone.0.contains("stop it"), "{gone:?}");
+        }
+    }
+
+    #[test]
+    fn the_last_part_to_end_ends_the_run_with_every_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for (store, db) in testing::both(dir.path(), Durability::Normal) {
+            for _ in 0..10 {
+                let mut run = testing::bare_run("");
+                run.lifelines = 2;
+                run.parts = ["x", "y"]
+                    .iter()
+                    .map(|l| NewPart {
+                        label: (*l).into(),
+                        lifelines: vec![l.to_uppercase()],
+                    })
+                    .collect();
+                let run = store.create_run(&run).unwrap();
+                // Two processes on PostgreSQL (two writers), one on SQLite.
+                let other = match &db {
+                    Some(db) => Store::open(&db.url, Durability::Normal).unwrap(),
+                    None => store.clone(),
+                };
+                let types = Arc::new(troupe_check::TypeTable::default());
+                let part = |p: u32| JournalOptions {
+                    part: Some((p, 2)),
+                    ..JournalOptions::default()
+                };
+                let j0 = store.journal_with(run, types.clone(), part(0)).unwrap();
+                let j1 = other.journal_with(run, types, part(1)).unwrap();
+                assert_eq!(j0.checkpoint_every(), None, "a part takes no checkpoints");
+                let r0 = [("x".to_owned(), Value::Int(1))];
+                let r1 = [("y".to_owned(), Value::Int(2))];
+                let (a, b) =
+                    rt.block_on(async { tokio::join!(j0.finish(Ok(&r0)), j1.finish(Ok(&r1))) });
+                a.unwrap();
+                b.unwrap();
+                let detail = store.run(run).unwrap();
+                assert_eq!(detail.summary.status, RunStatus::Done);
+                assert_eq!(
+                    detail.summary.result,
+                    Some(serde_json::json!({ "x": 1, "y": 2 }))
+                );
+            }
+        }
     }
 }
