@@ -391,3 +391,125 @@ fn pinned_lifelines_run_on_their_workers_and_survive_killing_either() {
         started.elapsed()
     );
 }
+
+fn troupe(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("TROUPE_STORE")
+        .output()
+        .unwrap()
+}
+
+/// A placement that does not fit is refused before anything is recorded,
+/// with what would fit.
+#[test]
+fn a_placement_that_does_not_fit_is_refused_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(dir);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "placed.troupe", "-i", "n=1", "--store", "s.db"];
+        args.extend_from_slice(extra);
+        troupe(dir, &args)
+    };
+    let out = run(&["--detach", "--place", "Teller=vault"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`Teller` is not a lifeline") && err.contains("Bank, Clerk"),
+        "{err}"
+    );
+    let out = run(&["--detach", "--place", "Bank=two words"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("a label is one word"), "{err}");
+    // Pinning needs workers: a run in this process cannot be placed.
+    let out = run(&["--place", "Bank=vault"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--detach"), "{err}");
+    let out = troupe(dir, &["runs", "--store", "s.db", "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("run-1"),
+        "a refused run was recorded"
+    );
+}
+
+/// On the embedded store too: two workers on one SQLite file, each with
+/// one label, run a placed run's two parts; the run cannot be resumed
+/// whole.
+#[test]
+fn a_placed_run_on_sqlite_runs_on_two_labelled_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(dir);
+    let out = troupe(
+        dir,
+        &[
+            "run",
+            "placed.troupe",
+            "-i",
+            "n=4",
+            "--store",
+            "s.db",
+            "--detach",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = troupe(dir, &["resume", "run-1", "--store", "s.db"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is placed"), "{err}");
+    let spawn = |label: &str| {
+        Command::new(env!("CARGO_BIN_EXE_troupe"))
+            .args([
+                "worker",
+                "--store",
+                "s.db",
+                "--labels",
+                label,
+                "--exit-when-idle",
+                "--sweep",
+                "200ms",
+            ])
+            .current_dir(dir)
+            .env("WORKER_LABEL", label)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let workers: Vec<Child> = LABELS.iter().map(|l| spawn(l)).collect();
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = troupe(dir, &["status", "run-1", "--store", "s.db", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "done", "{doc}");
+    assert_eq!(doc["result"]["total"], expected(4), "{doc}");
+    let out = troupe(dir, &["verify", "run-1", "--store", "s.db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let applied = ledger(dir);
+    assert_eq!(applied.len(), 6, "{applied:?}");
+    assert!(applied.iter().all(|(k, a)| a.len() == 1
+        && a[0].1
+            == if k.contains("/Bank/") {
+                "vault"
+            } else {
+                "desk"
+            }));
+}

@@ -50,6 +50,9 @@ pub enum HostError {
     UnboundExterns { names: Vec<String> },
     #[error("troupe.toml: {0}")]
     Config(String),
+    /// A placement (`--place`, `[placement]`) that does not fit the run.
+    #[error("placement: {0}")]
+    Placement(String),
     #[error(transparent)]
     Llm(#[from] troupe_llm::ConfigError),
     /// Another process holds the run's lease.

@@ -583,7 +583,7 @@ impl Host {
         let wf = compiled.workflow();
         let parts = parts_of(compiled, &settings.placement)?;
         if !parts.is_empty() && owner.is_some() {
-            return Err(HostError::Config(
+            return Err(HostError::Placement(
                 "a run with placed lifelines runs in parts on labelled workers, not in this process: queue it with `--detach` on a store the workers share".into(),
             ));
         }
@@ -1077,15 +1077,15 @@ fn parts_of(
     let names: Vec<&str> = wf.lifelines.iter().map(|l| l.name.as_str()).collect();
     for (lifeline, label) in placement {
         if !names.contains(&lifeline.as_str()) {
-            return Err(HostError::Config(format!(
-                "the placement pins `{lifeline}`, which is not a lifeline of workflow `{}`; its lifelines are {}",
+            return Err(HostError::Placement(format!(
+                "`{lifeline}` is not a lifeline of workflow `{}`; pin one of its lifelines: {}",
                 wf.name,
                 names.join(", ")
             )));
         }
         if !valid_label(label) {
-            return Err(HostError::Config(format!(
-                "the placement pins `{lifeline}` to {label:?}: a label is one word of letters, digits, `-`, `_`, `.` or `:` (as `troupe worker --labels` takes them)"
+            return Err(HostError::Placement(format!(
+                "`{lifeline}` is pinned to {label:?}: a label is one word of letters, digits, `-`, `_`, `.` or `:` (as `troupe worker --labels` takes them)"
             )));
         }
     }

@@ -349,7 +349,7 @@ fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
             }
             ExitStatus::Failure
         }
-        HostError::Read { .. } | HostError::Input(_) => {
+        HostError::Read { .. } | HostError::Input(_) | HostError::Placement(_) => {
             eprintln!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Usage
         }
