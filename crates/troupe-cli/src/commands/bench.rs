@@ -1033,6 +1033,23 @@ workflow ask(n: Int @ A) {
 }
 "#;
 
+/// A `troupe worker` child on `url`, quiet, with `extra` flags.
+fn fleet_worker(
+    exe: &std::path::Path,
+    url: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> std::io::Result<std::process::Child> {
+    std::process::Command::new(exe)
+        .args(["worker", "--store", url])
+        .args(extra)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+}
+
 fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Result<ExitStatus> {
     use std::sync::Arc;
     use troupe_check::Value;
@@ -1104,20 +1121,12 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
             let t = Instant::now();
             let children: Vec<std::process::Child> = (0..n)
                 .map(|_| {
-                    std::process::Command::new(&exe)
-                        .args([
-                            "worker",
-                            "--store",
-                            &db.url,
-                            "--exit-when-idle",
-                            "--concurrency",
-                            "64",
-                        ])
-                        .current_dir(&dir)
-                        .stdin(std::process::Stdio::null())
-                        .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::null())
-                        .spawn()
+                    fleet_worker(
+                        &exe,
+                        &db.url,
+                        &dir,
+                        &["--exit-when-idle", "--concurrency", "64"],
+                    )
                 })
                 .collect::<std::io::Result<_>>()?;
             for mut c in children {
@@ -1136,6 +1145,44 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
                 single.as_secs_f64() / elapsed.as_secs_f64()
             );
         }
+        // Placed: the first lifeline pinned to one label, the others to
+        // another, on two workers with one label each; every message
+        // between the two crosses the database.
+        let db = TestDatabase::on(server);
+        let store = Store::open(&db.url, Durability::Full)?;
+        let host = bench_host(store.clone(), Default::default(), &dir);
+        let mut placed = settings.clone();
+        for (i, l) in compiled.workflow().lifelines.iter().enumerate() {
+            let label = if i == 0 { "left" } else { "right" };
+            placed.placement.insert(l.name.clone(), label.to_owned());
+        }
+        for i in 0..runs {
+            host.enqueue(&compiled, vec![Value::Int(i)], &placed)?;
+        }
+        let t = Instant::now();
+        let children: Vec<std::process::Child> = ["left", "right"]
+            .iter()
+            .map(|l| {
+                fleet_worker(
+                    &exe,
+                    &db.url,
+                    &dir,
+                    &["--exit-when-idle", "--concurrency", "256", "--labels", l],
+                )
+            })
+            .collect::<std::io::Result<_>>()?;
+        for mut c in children {
+            c.wait()?;
+        }
+        let elapsed = t.elapsed();
+        let done = store.runs(Some(RunStatus::Done))?.len() as i64;
+        anyhow::ensure!(done == runs, "only {done} of {runs} placed runs done");
+        let crossed = store.crossed(1)?;
+        crate::outln!(
+            "  {label}: placed on 2 labelled workers: {:>7.0} runs/s, {:>8.0} steps/s ({elapsed:.2?}; {crossed} messages a run through the database)",
+            runs as f64 / elapsed.as_secs_f64(),
+            (runs as u64 * steps) as f64 / elapsed.as_secs_f64(),
+        );
     }
     // From an answer to the end of the run it wakes, one run at a time,
     // with one worker driving all of them (each waits on its person).
@@ -1146,13 +1193,7 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
     for i in 0..answers {
         host.enqueue(&ask, vec![Value::Int(i as i64)], &settings)?;
     }
-    let mut worker = std::process::Command::new(&exe)
-        .args(["worker", "--store", &db.url, "--concurrency", "10000"])
-        .current_dir(&dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
+    let mut worker = fleet_worker(&exe, &db.url, &dir, &["--concurrency", "10000"])?;
     let deadline = Instant::now() + std::time::Duration::from_secs(120);
     while store.tasks(false)?.len() < answers {
         anyhow::ensure!(Instant::now() < deadline, "the tasks did not appear");
