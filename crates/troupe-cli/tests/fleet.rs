@@ -8,13 +8,17 @@
 //! an effect's start and its recorded end leaves the run waiting for
 //! `resolve`; the test settles it as a person would, from the ledger.
 
+#[path = "kills/support.rs"]
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{Rng, Settler, kill_group};
 use troupe_check::Value;
-use troupe_host::{Compiled, Host, HostConfig, NoTools, Resolution, RunSettings};
+use troupe_host::{Compiled, Host, HostConfig, NoTools, RunSettings};
 use troupe_store::testing::TestDatabase;
 use troupe_store::{Durability, RunStatus, Store};
 
@@ -79,16 +83,6 @@ fn worker(dir: &Path, url: &str) -> Child {
         .unwrap()
 }
 
-fn kill_group(c: &mut Child) {
-    let ok = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", c.id())])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    c.wait().unwrap();
-}
-
 /// The ledger: the amounts each effect (by idempotency key) was applied with.
 fn ledger(dir: &Path) -> BTreeMap<String, Vec<i64>> {
     let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
@@ -101,17 +95,6 @@ fn ledger(dir: &Path) -> BTreeMap<String, Vec<i64>> {
             .push(amount.parse().unwrap());
     }
     applied
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 #[test]
@@ -158,10 +141,9 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
     let mut workers: Vec<Child> = (0..WORKERS).map(|_| worker(dir, &db.url)).collect();
     let mut rng = Rng(0x00f1_ee75_eed5_u64);
     let mut kills = 0usize;
-    let mut resolutions = 0usize;
     let started = Instant::now();
     let mut next_kill = Instant::now() + Duration::from_millis(1_500);
-    let mut first_seen: BTreeMap<i64, Instant> = BTreeMap::new();
+    let mut settler = Settler::new(2 * LEASE);
     loop {
         let runs = store.runs(None).unwrap();
         let done = runs.iter().filter(|r| r.status == RunStatus::Done).count();
@@ -181,44 +163,9 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             started.elapsed() < Duration::from_secs(600),
             "only {done} of {RUNS} runs done after {kills} kills"
         );
-        // Settle effects cut short by a kill, from the ledger, as a careful
-        // person would: only once the run's last owner is surely gone. A
-        // worker that was merely stalled past its lease (a loaded machine)
-        // stops its run, and kills the effect's command, at its next
-        // renewal; until then its effect may still land in the ledger.
-        let now = Instant::now();
-        first_seen.retain(|id, _| {
-            runs.iter()
-                .any(|r| r.id == *id && r.status == RunStatus::NeedsResolution)
-        });
-        let waiting: Vec<_> = runs
-            .iter()
-            .filter(|r| r.status == RunStatus::NeedsResolution)
-            .filter(|r| now.duration_since(*first_seen.entry(r.id).or_insert(now)) >= 2 * LEASE)
-            .collect();
+        // Settle effects cut short by a kill, from the ledger.
         let applied = ledger(dir);
-        for r in waiting {
-            let started: Vec<_> = store
-                .steps(r.id)
-                .unwrap()
-                .into_iter()
-                .filter(|s| s.status == troupe_store::StepStatus::Started)
-                .collect();
-            // A stalled owner may have recorded the step's end after all:
-            // nothing to settle, the run just goes on.
-            if started.is_empty() {
-                store.reopen(r.id, &[RunStatus::NeedsResolution]).unwrap();
-            }
-            for step in started {
-                let key = format!("{}/{}", r.name, step.key);
-                let how = match applied.get(&key) {
-                    Some(amounts) => Resolution::Done(serde_json::json!(amounts[0])),
-                    None => Resolution::Retry,
-                };
-                host.resolve(r.id, &step.key, how).unwrap();
-                resolutions += 1;
-            }
-        }
+        settler.settle(&store, &host, &runs, |key| applied.get(key).map(|a| a[0]));
         // Kill one worker (all of it) and start another in its place,
         // while runs are in flight.
         if Instant::now() >= next_kill && done < RUNS as usize * 9 / 10 {
@@ -282,7 +229,8 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             .unwrap_or_else(|e| panic!("{}: {e}", r.name));
     }
     eprintln!(
-        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {resolutions} resolutions, in {:.1?}",
+        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {} resolutions, in {:.1?}",
+        settler.resolutions,
         started.elapsed()
     );
 }

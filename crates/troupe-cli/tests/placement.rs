@@ -15,13 +15,17 @@
 //! between an effect's start and its recorded end leaves the run waiting
 //! for `resolve`; the test settles it from the ledger, as a person would.
 
+#[path = "kills/support.rs"]
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{Rng, Settler, kill_group};
 use troupe_check::Value;
-use troupe_host::{Compiled, Host, HostConfig, NoTools, Resolution, RunSettings};
+use troupe_host::{Compiled, Host, HostConfig, NoTools, RunSettings};
 use troupe_store::testing::TestDatabase;
 use troupe_store::{Durability, PartStatus, RunStatus, Store};
 
@@ -104,16 +108,6 @@ fn worker(dir: &Path, url: &str, label: &str) -> Child {
         .unwrap()
 }
 
-fn kill_group(c: &mut Child) {
-    let ok = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", c.id())])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    c.wait().unwrap();
-}
-
 /// The ledger: per idempotency key, each application's amount and label.
 fn ledger(dir: &Path) -> BTreeMap<String, Vec<(i64, String)>> {
     let text = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
@@ -129,17 +123,6 @@ fn ledger(dir: &Path) -> BTreeMap<String, Vec<(i64, String)>> {
             .push((amount.parse().unwrap(), label.to_owned()));
     }
     applied
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 #[test]
@@ -236,10 +219,9 @@ fn pinned_lifelines_run_on_their_workers_and_survive_killing_either() {
     let mut workers: Vec<Child> = LABELS.iter().map(|l| worker(dir, &db.url, l)).collect();
     let mut rng = Rng(0x91ac_e0f1_17e5_u64);
     let mut kills = [0usize; 2];
-    let mut resolutions = 0usize;
     let started = Instant::now();
     let mut next_kill = Instant::now() + Duration::from_millis(800);
-    let mut first_seen: BTreeMap<i64, Instant> = BTreeMap::new();
+    let mut settler = Settler::new(2 * LEASE);
     loop {
         let runs = store.runs(None).unwrap();
         let done = runs.iter().filter(|r| r.status == RunStatus::Done).count();
@@ -277,39 +259,9 @@ fn pinned_lifelines_run_on_their_workers_and_survive_killing_either() {
                 .collect();
             panic!("only {done} of {RUNS} runs done after {kills:?} kills: {stuck:#?}");
         }
-        // Effects cut short by a kill, settled from the ledger once the
-        // part's last owner is surely gone (two leases).
-        let now = Instant::now();
-        first_seen.retain(|id, _| {
-            runs.iter()
-                .any(|r| r.id == *id && r.status == RunStatus::NeedsResolution)
-        });
-        let waiting: Vec<_> = runs
-            .iter()
-            .filter(|r| r.status == RunStatus::NeedsResolution)
-            .filter(|r| now.duration_since(*first_seen.entry(r.id).or_insert(now)) >= 2 * LEASE)
-            .collect();
+        // Effects cut short by a kill, settled from the ledger.
         let applied = ledger(dir);
-        for r in waiting {
-            let started: Vec<_> = store
-                .steps(r.id)
-                .unwrap()
-                .into_iter()
-                .filter(|s| s.status == troupe_store::StepStatus::Started)
-                .collect();
-            if started.is_empty() {
-                store.reopen(r.id, &[RunStatus::NeedsResolution]).unwrap();
-            }
-            for step in started {
-                let key = format!("{}/{}", r.name, step.key);
-                let how = match applied.get(&key) {
-                    Some(a) => Resolution::Done(serde_json::json!(a[0].0)),
-                    None => Resolution::Retry,
-                };
-                host.resolve(r.id, &step.key, how).unwrap();
-                resolutions += 1;
-            }
-        }
+        settler.settle(&store, &host, &runs, |key| applied.get(key).map(|a| a[0].0));
         // Kill one of the two (all of it) and start it again, while runs
         // are in flight: the other's parts wait for its messages meanwhile.
         if Instant::now() >= next_kill && done < RUNS as usize * 9 / 10 {
@@ -387,7 +339,8 @@ fn pinned_lifelines_run_on_their_workers_and_survive_killing_either() {
     assert_eq!(doc["parts"][1]["lifelines"][0], "Clerk", "{doc}");
     assert_eq!(doc["messages_between_parts"], 10, "{doc}");
     eprintln!(
-        "placement: {RUNS} runs on 2 pinned workers, {kills:?} SIGKILLs, {resolutions} resolutions, in {:.1?}",
+        "placement: {RUNS} runs on 2 pinned workers, {kills:?} SIGKILLs, {} resolutions, in {:.1?}",
+        settler.resolutions,
         started.elapsed()
     );
 }

@@ -10,9 +10,13 @@
 //! booking's MCP tool `book_ticket`, counted in the server's own call log
 //! (12 trials). Neither record deduplicates anything.
 
+#[path = "kills/support.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::kill_group;
 
 const LEASE: &str = "1s";
 const ROUNDS: usize = 12;
@@ -111,16 +115,6 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(25));
     }
-}
-
-fn kill_group(c: &mut Child) {
-    let ok = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", c.id())])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    c.wait().unwrap();
 }
 
 /// Starts the run and kills its owner while it waits on the person; the

@@ -6,6 +6,9 @@
 //! `get_user`, `check_balance`, then `book_ticket`, or with the scripted
 //! model.
 
+#[path = "kills/support.rs"]
+mod support;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -14,6 +17,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::kill_group;
 
 const PRICE: f64 = 47.0;
 
@@ -300,16 +304,6 @@ fn wait_for_confirmation(dir: &Path) -> Value {
         }
     });
     task
-}
-
-fn kill_group(c: &mut Child) {
-    let ok = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", c.id())])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    c.wait().unwrap();
 }
 
 fn finish(mut c: Child) {

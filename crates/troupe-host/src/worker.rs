@@ -86,6 +86,7 @@ impl Host {
         let mut running: JoinSet<Driven> = JoinSet::new();
         tokio::pin!(stop);
         let mut last_report = tokio::time::Instant::now();
+        let mut failed: Option<String> = None;
         loop {
             // Claim while there is room.
             while running.len() < config.concurrency
@@ -144,6 +145,14 @@ impl Host {
             tokio::select! {
                 Some(joined) = running.join_next(), if !running.is_empty() => {
                     on_event(tally(joined, &mut report));
+                    // A writer that failed refuses every later record:
+                    // claiming more would only fail them. Stop, hand back
+                    // what runs, and let a supervisor restart the worker.
+                    if let Some(why) = store.write_failure() {
+                        tracing::error!(target: "troupe::worker", worker = %owner, %why, "the store cannot be written; stopping");
+                        failed = Some(why);
+                        break;
+                    }
                 }
                 _ = wakeups.next(config.sweep) => {}
                 () = &mut stop => {
@@ -166,6 +175,12 @@ impl Host {
         while running.join_next().await.is_some() {}
         let _ = store.release_all(&owner);
         let _ = store.unregister_worker(&owner);
+        if let Some(why) = failed {
+            return Err(crate::HostError::Store(troupe_store::StoreError::Unavailable {
+                path: store.shown().to_owned(),
+                message: format!("this worker can no longer write to it ({why}); restart it"),
+            }));
+        }
         Ok(report)
     }
 }

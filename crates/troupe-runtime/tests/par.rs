@@ -8,30 +8,8 @@
 use troupe_msc::{MemberOptions, Semantics};
 use troupe_runtime::{EngineBuilder, RunOptions, Schedule};
 
-const SRC: &str = r#"
-workflow fan(x: Int @ A) {
-  par {
-    msg A(x) -> B(x)
-    act B: y = x + 1
-    msg B(y) -> A(y)
-  } and {
-    msg A(x) -> C(x)
-    act C: z = x * 2
-    msg C(z) -> A(z)
-  } and {
-    msg A(x) -> B(w)
-    act B: v = w + 10
-    msg B(v) -> A(v)
-  }
-  act A: s = y + z + v
-  coregion {
-    msg B(y) -> D(b)
-    msg C(z) -> D(c)
-  }
-  act D: t = b + c
-  return (s @ A, t @ D)
-}
-"#;
+/// Three branches, one lifeline (A) in all of them, and a coregion.
+const SRC: &str = include_str!("data/fan.troupe");
 
 #[test]
 fn a_fan_out_with_parts_at_one_lifeline_runs_under_every_schedule() {

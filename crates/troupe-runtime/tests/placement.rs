@@ -293,30 +293,8 @@ fn placed_parts_with_one_killed_and_restarted_run_the_chart() {
     );
 }
 
-const FAN: &str = r#"
-workflow fan(x: Int @ A) {
-  par {
-    msg A(x) -> B(x)
-    act B: y = x + 1
-    msg B(y) -> A(y)
-  } and {
-    msg A(x) -> C(x)
-    act C: z = x * 2
-    msg C(z) -> A(z)
-  } and {
-    msg A(x) -> B(w)
-    act B: v = w + 10
-    msg B(v) -> A(v)
-  }
-  act A: s = y + z + v
-  coregion {
-    msg B(y) -> D(b)
-    msg C(z) -> D(c)
-  }
-  act D: t = b + c
-  return (s @ A, t @ D)
-}
-"#;
+/// The fan-out of `par.rs`: three branches, two of them between A and B.
+const FAN: &str = include_str!("data/fan.troupe");
 
 /// `par` branches keep their own channels across parts: the two branches
 /// between A and B travel on two lanes.

@@ -469,7 +469,11 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> DbError {
     use tokio_postgres::error::SqlState;
     let kind = match e.code() {
         Some(c) if *c == SqlState::DISK_FULL => DbErrorKind::DiskFull,
-        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
+        Some(c)
+            if *c == SqlState::LOCK_NOT_AVAILABLE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::T_R_SERIALIZATION_FAILURE =>
+        {
             DbErrorKind::Busy
         }
         Some(c) if *c == SqlState::DATA_CORRUPTED || *c == SqlState::INDEX_CORRUPTED => {

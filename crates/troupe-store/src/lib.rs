@@ -570,6 +570,17 @@ impl Store {
             .map_or(0, Writer::commits)
     }
 
+    /// Why this process's writer can write no more, if it cannot: it
+    /// failed a commit it could not retry, and refuses every later write
+    /// rather than lose one out of order. A long-lived process (a worker)
+    /// should stop and be restarted.
+    pub fn write_failure(&self) -> Option<String> {
+        match self.inner.writer.get()? {
+            Ok(w) => w.failure(),
+            Err(e) => Some(e.clone()),
+        }
+    }
+
     /// The baseline of the durable benchmarks: `n` single-row inserts into a
     /// fresh database at `path`, each its own committed transaction, with
     /// the same pragmas as a store.

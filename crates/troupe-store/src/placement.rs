@@ -106,7 +106,15 @@ pub(crate) fn finish_part(
     part: u32,
     result: &str,
 ) -> Result<(), DbError> {
-    let lock = crate::lease::for_update(tx);
+    // `NO KEY UPDATE`: the parts' finishers exclude one another, but not
+    // the key-share locks their own batches' inserts (events, messages)
+    // already took on the row through its foreign keys; `FOR UPDATE` would
+    // conflict with those, and two parts ending at once would deadlock.
+    // (SQLite serialises writers anyway.)
+    let lock = match tx.dialect() {
+        crate::Dialect::Sqlite => "",
+        crate::Dialect::Postgres => " FOR NO KEY UPDATE",
+    };
     tx.query(
         &format!("SELECT id FROM runs WHERE id = ?1{lock}"),
         args![run],

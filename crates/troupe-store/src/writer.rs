@@ -157,6 +157,31 @@ impl Op {
     }
 }
 
+impl Op {
+    /// The run the operation writes to (an empty batch: none).
+    fn run(&self) -> i64 {
+        match self {
+            Op::Events { run, .. }
+            | Op::StepStarted { run, .. }
+            | Op::StepDone { run, .. }
+            | Op::StepForget { run, .. }
+            | Op::Status { run, .. }
+            | Op::Finish { run, .. }
+            | Op::Message { run, .. }
+            | Op::FinishPart { run, .. }
+            | Op::LlmCall { run, .. }
+            | Op::Checkpoint { run, .. } => *run,
+            Op::Task(t) => t.run,
+            Op::Batch(ops) => ops.first().map_or(i64::MIN, Op::run),
+        }
+    }
+}
+
+/// How often a batch that lost a lock conflict (a deadlock another
+/// process's transaction was chosen to survive, a lock timeout) is tried
+/// again before the writer gives up.
+const RETRIES: u32 = 8;
+
 /// Queued operations allowed before `send` waits for the writer: bounds
 /// memory when runs produce events faster than the disk takes them.
 const QUEUE: usize = 4096;
@@ -279,8 +304,23 @@ fn run(
                 Err(_) => break,
             }
         }
-        let result =
-            commit(conn.as_mut(), &batch).map_err(|e| format!("cannot commit to the store: {e}"));
+        // Operations of different runs commute (each run's keep their
+        // order): applied in run order, the batches of two writers (two
+        // processes driving parts of the same runs) take the runs' row
+        // locks in one order, so they never deadlock each other.
+        batch.sort_by_key(|r| r.op.run());
+        let mut attempt = 0;
+        let result = loop {
+            match commit(conn.as_mut(), &batch) {
+                // Rolled back as a whole: trying again applies it once.
+                Err(e) if e.kind == crate::db::DbErrorKind::Busy && attempt < RETRIES => {
+                    attempt += 1;
+                    tracing::debug!(attempt, error = %e, "the store was busy; committing again");
+                    std::thread::sleep(std::time::Duration::from_millis(2 << attempt));
+                }
+                r => break r.map_err(|e| format!("cannot commit to the store: {e}")),
+            }
+        };
         commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = &result
             && let Ok(mut slot) = failure.lock()
