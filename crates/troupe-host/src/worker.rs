@@ -176,10 +176,12 @@ impl Host {
         let _ = store.release_all(&owner);
         let _ = store.unregister_worker(&owner);
         if let Some(why) = failed {
-            return Err(crate::HostError::Store(troupe_store::StoreError::Unavailable {
-                path: store.shown().to_owned(),
-                message: format!("this worker can no longer write to it ({why}); restart it"),
-            }));
+            return Err(crate::HostError::Store(
+                troupe_store::StoreError::Unavailable {
+                    path: store.shown().to_owned(),
+                    message: format!("this worker can no longer write to it ({why}); restart it"),
+                },
+            ));
         }
         Ok(report)
     }

@@ -211,31 +211,49 @@ impl Store {
     /// listening connection however many runs wait. `None` on SQLite,
     /// which has no notifications (its waiters poll).
     pub fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
-        self.inner
-            .wakeups
-            .get_or_init(|| {
-                let crate::Connector::Postgres(rt) = &self.inner.connector else {
-                    return None;
-                };
-                let (mut rx, keep) = match crate::postgres::listen(rt, self.path(), self.shown()) {
+        self.fan_out(&self.inner.wakeups, crate::postgres::WAKE_CHANNEL)
+    }
+
+    /// [`Store::subscribe`] for the messages between the parts of placed
+    /// runs (their runs' ids).
+    pub(crate) fn subscribe_messages(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
+        self.fan_out(
+            &self.inner.message_wakeups,
+            crate::postgres::MESSAGE_CHANNEL,
+        )
+    }
+
+    /// One listening connection on `channel` per process, made on first
+    /// use, fanned out to every subscriber.
+    fn fan_out(
+        &self,
+        slot: &std::sync::OnceLock<Option<tokio::sync::broadcast::Sender<i64>>>,
+        channel: &'static str,
+    ) -> Option<tokio::sync::broadcast::Receiver<i64>> {
+        slot.get_or_init(|| {
+            let crate::Connector::Postgres(rt) = &self.inner.connector else {
+                return None;
+            };
+            let (mut rx, keep) =
+                match crate::postgres::listen(rt, self.path(), self.shown(), channel) {
                     Ok(l) => l,
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot listen for answers; waiting runs poll");
+                        tracing::warn!(error = %e, channel, "cannot listen; waiters poll");
                         return None;
                     }
                 };
-                let (tx, _) = tokio::sync::broadcast::channel(1024);
-                let fan = tx.clone();
-                rt.spawn(async move {
-                    let _keep = keep;
-                    while let Some(run) = rx.recv().await {
-                        let _ = fan.send(run);
-                    }
-                });
-                Some(tx)
-            })
-            .as_ref()
-            .map(tokio::sync::broadcast::Sender::subscribe)
+            let (tx, _) = tokio::sync::broadcast::channel(1024);
+            let fan = tx.clone();
+            rt.spawn(async move {
+                let _keep = keep;
+                while let Some(run) = rx.recv().await {
+                    let _ = fan.send(run);
+                }
+            });
+            Some(tx)
+        })
+        .as_ref()
+        .map(tokio::sync::broadcast::Sender::subscribe)
     }
 
     /// Listens for runs becoming runnable.
@@ -246,7 +264,12 @@ impl Store {
                 _keep: None,
             }),
             crate::Connector::Postgres(rt) => {
-                let (rx, keep) = crate::postgres::listen(rt, self.path(), self.shown())?;
+                let (rx, keep) = crate::postgres::listen(
+                    rt,
+                    self.path(),
+                    self.shown(),
+                    crate::postgres::WAKE_CHANNEL,
+                )?;
                 Ok(Wakeups {
                     rx: Some(rx),
                     _keep: Some(keep),

@@ -199,6 +199,8 @@ struct Inner {
     /// Runs announced as runnable (PostgreSQL's notifications, fanned out
     /// to every waiting inbox of this process); started on first use.
     wakeups: OnceLock<Option<tokio::sync::broadcast::Sender<i64>>>,
+    /// The same for the messages between the parts of placed runs.
+    message_wakeups: OnceLock<Option<tokio::sync::broadcast::Sender<i64>>>,
 }
 
 /// How a store opens another connection to its database.
@@ -457,6 +459,7 @@ impl Store {
                 connector,
                 writer: OnceLock::new(),
                 wakeups: OnceLock::new(),
+                message_wakeups: OnceLock::new(),
             }),
         }
     }

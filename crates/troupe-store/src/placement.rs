@@ -176,7 +176,7 @@ pub(crate) fn insert_message(
         tx.query(
             &format!(
                 "SELECT 1 FROM pg_notify('{}', ?1)",
-                crate::postgres::WAKE_CHANNEL
+                crate::postgres::MESSAGE_CHANNEL
             ),
             args![run.to_string()],
         )?;
@@ -456,7 +456,7 @@ impl Remote for StoreChannels {
         Box::pin(async move {
             // Subscribed before the first look, so that a message between
             // the look and the wait still wakes it.
-            let mut wakeups = store.subscribe();
+            let mut wakeups = store.subscribe_messages();
             let fail = |e: StoreError| Elsewhere(e.to_string());
             let mut looks = 0u64;
             loop {

@@ -350,6 +350,11 @@ fn initialize(db: &mut dyn Db, shown: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// The channel on which a PostgreSQL store announces the messages between
+/// the parts of a placed run (the run's id): a busy placed run sends many,
+/// and only its parts' receivers care, not the workers' claim loops.
+pub const MESSAGE_CHANNEL: &str = "troupe_messages";
+
 /// The channel on which a PostgreSQL store announces runnable runs (new,
 /// answered, reopened), so that workers wake without polling.
 pub const WAKE_CHANNEL: &str = "troupe_runnable";
@@ -376,6 +381,7 @@ pub(crate) fn listen(
     runtime: &std::sync::Arc<PgRuntime>,
     url: &Path,
     shown: &Path,
+    channel: &'static str,
 ) -> Result<
     (
         tokio::sync::mpsc::UnboundedReceiver<i64>,
@@ -409,7 +415,7 @@ pub(crate) fn listen(
                 }
             });
             client
-                .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))
+                .batch_execute(&format!("LISTEN {channel}"))
                 .await
                 .map_err(crate::db::pg_error)?;
             Ok::<_, DbError>(client)
