@@ -466,3 +466,101 @@ fn a_placed_run_on_sqlite_runs_on_two_labelled_workers() {
                 "desk"
             }));
 }
+
+/// A person's task inside one part: the part waits on the store's inbox
+/// like a whole run, the other part waits for its message meanwhile, and
+/// an answer from another process ends the run on both workers.
+#[test]
+fn a_part_waits_on_a_person_answered_from_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(
+        dir.join("ask.troupe"),
+        r#"
+human approve(n: Int) -> Bool { ask: "Approve {n}?" }
+workflow ask(n: Int @ Bank) {
+  lifelines Bank, Clerk
+  msg Bank(n) -> Clerk(n)
+  act Clerk: ok = approve(n)
+  msg Clerk(ok) -> Bank(ok)
+  return ok @ Bank
+}
+"#,
+    )
+    .unwrap();
+    let out = troupe(
+        dir,
+        &[
+            "run",
+            "ask.troupe",
+            "-i",
+            "n=3",
+            "--store",
+            "s.db",
+            "--detach",
+            "--place",
+            "Bank=vault",
+            "--place",
+            "Clerk=desk",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spawn = |label: &str| {
+        Command::new(env!("CARGO_BIN_EXE_troupe"))
+            .args([
+                "worker",
+                "--store",
+                "s.db",
+                "--labels",
+                label,
+                "--exit-when-idle",
+                "--sweep",
+                "200ms",
+            ])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let workers: Vec<Child> = LABELS.iter().map(|l| spawn(l)).collect();
+    // The task appears once the desk's part reaches it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let task = loop {
+        let out = troupe(dir, &["tasks", "--store", "s.db", "--json"]);
+        let tasks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if let Some(id) = tasks[0]["id"].as_str() {
+            break id.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no task appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = troupe(dir, &["answer", &task, "--yes", "--store", "s.db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = troupe(dir, &["status", "run-1", "--store", "s.db", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "done", "{doc}");
+    assert_eq!(doc["result"]["ok"], true, "{doc}");
+    let out = troupe(dir, &["verify", "run-1", "--store", "s.db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
