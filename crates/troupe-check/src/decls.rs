@@ -263,16 +263,12 @@ impl Checker<'_> {
                             t.sort();
                             t
                         };
-                        let hint = match self.did_you_mean(&id.name, tools.iter()) {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None if tools.is_empty() => {
-                                "declare it with `tool NAME(…) -> T { server: S }`".to_owned()
-                            }
-                            None => format!(
-                                "the tools are {}",
-                                crate::suggest::list_some(tools.iter().map(String::as_str))
-                            ),
-                        };
+                        let hint = self.unknown_name_hint(
+                            &id.name,
+                            &tools,
+                            "tools",
+                            "declare it with `tool NAME(…) -> T { server: S }`",
+                        );
                         self.error(
                             Diagnostic::error(
                                 Code::UnknownTool,

@@ -269,16 +269,12 @@ impl Checker<'_> {
                             .map(|a| a.name.clone())
                             .collect();
                         names.sort();
-                        let hint = match self.did_you_mean(&id.name, names.iter()) {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None if names.is_empty() => {
-                                "declare the actions a plan may call (`llm`, `pure`, `effect`, `human`, `tool`)".to_owned()
-                            }
-                            None => format!(
-                                "the actions are {}",
-                                crate::suggest::list_some(names.iter().map(String::as_str))
-                            ),
-                        };
+                        let hint = self.unknown_name_hint(
+                            &id.name,
+                            &names,
+                            "actions",
+                            "declare the actions a plan may call (`llm`, `pure`, `effect`, `human`, `tool`)",
+                        );
                         self.error(
                             Diagnostic::error(
                                 Code::PlannerList,

@@ -31,6 +31,25 @@ impl Checker<'_> {
         self.suggestion_budget.set(left - used);
         best
     }
+
+    /// The hint for an unknown `name` among `known` (sorted): the likely
+    /// typo, else `none` when there are none, else "the `what` are …".
+    pub(crate) fn unknown_name_hint(
+        &self,
+        name: &str,
+        known: &[String],
+        what: &str,
+        none: &str,
+    ) -> String {
+        match self.did_you_mean(name, known.iter()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None if known.is_empty() => none.to_owned(),
+            None => format!(
+                "the {what} are {}",
+                list_some(known.iter().map(String::as_str))
+            ),
+        }
+    }
 }
 
 /// Names listed in a hint: at most this many, then how many more.
