@@ -171,20 +171,17 @@ impl Store {
     /// Runs and parts of placed runs that some worker could claim now: the
     /// queue's depth.
     pub fn runnable(&self) -> Result<u64, StoreError> {
-        self.runnable_where("")
+        self.runnable_where("", Vec::new())
     }
 
     /// [`Store::runnable`], of what a worker with `labels` could claim.
     pub fn runnable_for(&self, labels: &[String]) -> Result<u64, StoreError> {
-        let mut allowed = vec!["''".to_owned()];
-        for l in labels {
-            // Labels are words (`troupe_host::valid_label`); quoted anyway.
-            allowed.push(format!("'{}'", l.replace('\'', "''")));
-        }
-        self.runnable_where(&format!(" AND p.label IN ({})", allowed.join(", ")))
+        let mut params = Vec::new();
+        let allowed = crate::placement::labels_allowed(labels, &mut params);
+        self.runnable_where(&format!(" AND p.label IN ({allowed})"), params)
     }
 
-    fn runnable_where(&self, parts: &str) -> Result<u64, StoreError> {
+    fn runnable_where(&self, parts: &str, params: Vec<crate::db::Val>) -> Result<u64, StoreError> {
         self.with("count the runnable runs", |db| {
             db.query_one(
                 &format!(
@@ -194,7 +191,7 @@ impl Store {
                        WHERE p.status = 'open' AND r.status IN ('queued', 'running', 'waiting')
                        AND (p.lease_owner IS NULL OR p.lease_expires < {NOW_MS}){parts})"
                 ),
-                &[],
+                &params,
             )?
             .get::<i64>(0)
             .map(|n| n.max(0) as u64)
@@ -314,4 +311,34 @@ impl Wakeups {
             }
         }
     }
+}
+
+/// Waits until `wakeups` announces `run`, or at most `timeout`; without
+/// notifications (SQLite, or no listening connection), sleeps `poll`. A
+/// receiver that missed announcements (lagged) returns at once, so that its
+/// caller looks now.
+pub(crate) async fn wait_for_run(
+    wakeups: &mut Option<tokio::sync::broadcast::Receiver<i64>>,
+    run: i64,
+    timeout: Duration,
+    poll: Duration,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let Some(rx) = wakeups else {
+        return tokio::time::sleep(poll).await;
+    };
+    let _ = tokio::time::timeout(timeout, async {
+        loop {
+            match rx.recv().await {
+                Ok(r) if r == run => break,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => {
+                    tokio::time::sleep(poll).await;
+                    break;
+                }
+            }
+        }
+    })
+    .await;
 }

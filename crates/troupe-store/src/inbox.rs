@@ -131,30 +131,13 @@ impl HumanInbox for StoreInbox {
                         f(&task_id, &task);
                     }
                 }
-                match &mut wakeups {
-                    Some(rx) => {
-                        let run = inbox.run;
-                        let _ =
-                            tokio::time::timeout(inbox.poll.max(Duration::from_secs(1)), async {
-                                loop {
-                                    match rx.recv().await {
-                                        Ok(r) if r == run => break,
-                                        Ok(_) => {}
-                                        // Missed some: look now.
-                                        Err(tokio::sync::broadcast::error::RecvError::Lagged(
-                                            _,
-                                        )) => break,
-                                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                                            tokio::time::sleep(inbox.poll).await;
-                                            break;
-                                        }
-                                    }
-                                }
-                            })
-                            .await;
-                    }
-                    None => tokio::time::sleep(inbox.poll).await,
-                }
+                crate::fleet::wait_for_run(
+                    &mut wakeups,
+                    inbox.run,
+                    inbox.poll.max(Duration::from_secs(1)),
+                    inbox.poll,
+                )
+                .await;
             }
         })
     }

@@ -83,6 +83,18 @@ pub struct PartRow {
     pub owner: Option<String>,
 }
 
+/// The labels a worker with `labels` may claim parts of, as the list of an
+/// SQL `IN (…)`: none (`''`, the part for any worker) and each of its
+/// labels, as parameters appended to `params`.
+pub(crate) fn labels_allowed(labels: &[String], params: &mut Vec<Val>) -> String {
+    let mut allowed = vec!["''".to_owned()];
+    for label in labels {
+        params.push(label.as_str().into());
+        allowed.push(format!("?{}", params.len()));
+    }
+    allowed.join(", ")
+}
+
 /// Records the parts of run `run` (in the transaction that creates it).
 pub(crate) fn insert_parts(db: &mut dyn Db, run: i64, parts: &[NewPart]) -> Result<(), DbError> {
     db.execute("UPDATE runs SET placed = 1 WHERE id = ?1", args![run])?;
@@ -236,12 +248,7 @@ impl Store {
             crate::Dialect::Postgres => " FOR UPDATE OF p SKIP LOCKED",
         };
         let mut params: Vec<Val> = vec![owner.into(), millis(lease).into()];
-        let mut allowed = vec!["''".to_owned()];
-        for label in labels {
-            params.push(label.as_str().into());
-            allowed.push(format!("?{}", params.len()));
-        }
-        let allowed = allowed.join(", ");
+        let allowed = labels_allowed(labels, &mut params);
         let claimed = self.with("claim a part", |db| {
             let row = db.query_opt(
                 &format!(
@@ -483,27 +490,7 @@ impl Remote for StoreChannels {
                     return Err(Elsewhere(why));
                 }
                 looks += 1;
-                match &mut wakeups {
-                    Some(rx) => {
-                        let _ = tokio::time::timeout(poll, async {
-                            loop {
-                                match rx.recv().await {
-                                    Ok(r) if r == run => break,
-                                    Ok(_) => {}
-                                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                                        break;
-                                    }
-                                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                                        tokio::time::sleep(poll).await;
-                                        break;
-                                    }
-                                }
-                            }
-                        })
-                        .await;
-                    }
-                    None => tokio::time::sleep(poll).await,
-                }
+                crate::fleet::wait_for_run(&mut wakeups, run, poll, poll).await;
             }
         })
     }
