@@ -1050,6 +1050,49 @@ fn fleet_worker(
         .spawn()
 }
 
+/// Queues `runs` runs of `compiled` with `settings` in a fresh database on
+/// `server`, starts one worker per entry of `workers` (its flags), and waits
+/// until they all exited: how long that took, and the store with its
+/// database (dropped with it; every run must be done).
+fn drain_queue(
+    server: &str,
+    exe: &std::path::Path,
+    dir: &std::path::Path,
+    compiled: &troupe_host::Compiled,
+    settings: &troupe_host::RunSettings,
+    runs: i64,
+    workers: &[&[&str]],
+) -> Result<(
+    std::time::Duration,
+    troupe_store::Store,
+    troupe_store::testing::TestDatabase,
+)> {
+    use troupe_check::Value;
+    use troupe_store::{Durability, RunStatus, Store, testing::TestDatabase};
+    let db = TestDatabase::on(server);
+    let store = Store::open(&db.url, Durability::Full)?;
+    let host = bench_host(store.clone(), Default::default(), dir);
+    for i in 0..runs {
+        host.enqueue(compiled, vec![Value::Int(i)], settings)?;
+    }
+    let t = Instant::now();
+    let children: Vec<std::process::Child> = workers
+        .iter()
+        .map(|flags| fleet_worker(exe, &db.url, dir, flags))
+        .collect::<std::io::Result<_>>()?;
+    for mut c in children {
+        c.wait()?;
+    }
+    let elapsed = t.elapsed();
+    let done = store.runs(Some(RunStatus::Done))?.len() as i64;
+    anyhow::ensure!(
+        done == runs,
+        "only {done} of {runs} runs done with {} worker(s)",
+        workers.len()
+    );
+    Ok((elapsed, store, db))
+}
+
 fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Result<ExitStatus> {
     use std::sync::Arc;
     use troupe_check::Value;
@@ -1112,77 +1155,66 @@ fn bench_fleet(server: &str, runs: i64, workers: &[usize], answers: usize) -> Re
             (runs as u64 * steps) as f64 / single.as_secs_f64()
         );
         for &n in workers {
-            let db = TestDatabase::on(server);
-            let store = Store::open(&db.url, Durability::Full)?;
-            let host = bench_host(store.clone(), Default::default(), &dir);
-            for i in 0..runs {
-                host.enqueue(&compiled, vec![Value::Int(i)], &settings)?;
-            }
-            let t = Instant::now();
-            let children: Vec<std::process::Child> = (0..n)
-                .map(|_| {
-                    fleet_worker(
-                        &exe,
-                        &db.url,
-                        &dir,
-                        &["--exit-when-idle", "--concurrency", "64"],
-                    )
-                })
-                .collect::<std::io::Result<_>>()?;
-            for mut c in children {
-                c.wait()?;
-            }
-            let elapsed = t.elapsed();
-            let done = store.runs(Some(RunStatus::Done))?.len() as i64;
-            anyhow::ensure!(
-                done == runs,
-                "only {done} of {runs} runs done with {n} worker(s)"
-            );
+            let flags = ["--exit-when-idle", "--concurrency", "64"];
+            let (elapsed, store, db) = drain_queue(
+                server,
+                &exe,
+                &dir,
+                &compiled,
+                &settings,
+                runs,
+                &vec![&flags[..]; n],
+            )?;
             crate::outln!(
                 "  {label}: {n} worker(s) on PostgreSQL: {:>7.0} runs/s, {:>8.0} steps/s ({elapsed:.2?}; {:.2}x one process on SQLite)",
                 runs as f64 / elapsed.as_secs_f64(),
                 (runs as u64 * steps) as f64 / elapsed.as_secs_f64(),
                 single.as_secs_f64() / elapsed.as_secs_f64()
             );
+            // The store closes before its database is dropped.
+            drop(store);
+            drop(db);
         }
         // Placed: the first lifeline pinned to one label, the others to
         // another, on two workers with one label each; every message
         // between the two crosses the database.
-        let db = TestDatabase::on(server);
-        let store = Store::open(&db.url, Durability::Full)?;
-        let host = bench_host(store.clone(), Default::default(), &dir);
         let mut placed = settings.clone();
         for (i, l) in compiled.workflow().lifelines.iter().enumerate() {
             let label = if i == 0 { "left" } else { "right" };
             placed.placement.insert(l.name.clone(), label.to_owned());
         }
-        for i in 0..runs {
-            host.enqueue(&compiled, vec![Value::Int(i)], &placed)?;
-        }
-        let t = Instant::now();
-        let children: Vec<std::process::Child> = ["left", "right"]
-            .iter()
-            .map(|l| {
-                fleet_worker(
-                    &exe,
-                    &db.url,
-                    &dir,
-                    &["--exit-when-idle", "--concurrency", "256", "--labels", l],
-                )
-            })
-            .collect::<std::io::Result<_>>()?;
-        for mut c in children {
-            c.wait()?;
-        }
-        let elapsed = t.elapsed();
-        let done = store.runs(Some(RunStatus::Done))?.len() as i64;
-        anyhow::ensure!(done == runs, "only {done} of {runs} placed runs done");
+        let (elapsed, store, db) = drain_queue(
+            server,
+            &exe,
+            &dir,
+            &compiled,
+            &placed,
+            runs,
+            &[
+                &[
+                    "--exit-when-idle",
+                    "--concurrency",
+                    "256",
+                    "--labels",
+                    "left",
+                ],
+                &[
+                    "--exit-when-idle",
+                    "--concurrency",
+                    "256",
+                    "--labels",
+                    "right",
+                ],
+            ],
+        )?;
         let crossed = store.crossed(1)?;
         crate::outln!(
             "  {label}: placed on 2 labelled workers: {:>7.0} runs/s, {:>8.0} steps/s ({elapsed:.2?}; {crossed} messages a run through the database)",
             runs as f64 / elapsed.as_secs_f64(),
             (runs as u64 * steps) as f64 / elapsed.as_secs_f64(),
         );
+        drop(store);
+        drop(db);
     }
     // From an answer to the end of the run it wakes, one run at a time,
     // with one worker driving all of them (each waits on its person).
