@@ -564,3 +564,151 @@ workflow ask(n: Int @ Bank) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Counts to `limit` across the two parts, waits for a person in Pong's
+/// part, counts on to twice `limit`.
+const COUNTED: &str = r#"
+human go_on(k: Int) -> Bool { ask: "Go on after {k}?" }
+
+workflow counted(limit: Int @ Ping) {
+  lifelines Ping, Pong
+  act Ping: k = 0
+  while k < limit @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  msg Ping(k) -> Pong(seen)
+  act Pong: ok = go_on(seen)
+  msg Pong(ok) -> Ping(ok)
+  while k < limit * 2 @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  return k @ Ping
+}
+"#;
+
+/// Both parts of a placed run resume from their own checkpoints: both
+/// workers are SIGKILLed while one part waits for a person and the other
+/// for its message, and the workers started again continue each part from
+/// its latest checkpoint (they say so, after how many events) rather than
+/// replay it; the run then ends with the count computed here and verifies.
+#[test]
+fn killed_parts_resume_from_their_own_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("counted.troupe"), COUNTED).unwrap();
+    const LIMIT: i64 = 30;
+    let out = troupe(
+        dir,
+        &[
+            "run",
+            "counted.troupe",
+            "-i",
+            &format!("limit={LIMIT}"),
+            "--store",
+            "s.db",
+            "--detach",
+            "--checkpoint-every",
+            "8",
+            "--place",
+            "Ping=vault",
+            "--place",
+            "Pong=desk",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spawn = |label: &str, log: &str| {
+        use std::os::unix::process::CommandExt;
+        Command::new(env!("CARGO_BIN_EXE_troupe"))
+            .args([
+                "worker",
+                "--store",
+                "s.db",
+                "--labels",
+                label,
+                "--exit-when-idle",
+                "--sweep",
+                "200ms",
+            ])
+            .current_dir(dir)
+            .env("TROUPE_LEASE", "1s")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join(log)).unwrap())
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    let task = |dir: &Path| {
+        let out = troupe(dir, &["tasks", "--store", "s.db", "--json"]);
+        let tasks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        tasks[0]["id"].as_str().map(str::to_owned)
+    };
+    let mut first: Vec<Child> = LABELS
+        .iter()
+        .map(|l| spawn(l, &format!("{l}-1.log")))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let id = loop {
+        if let Some(id) = task(dir) {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no task appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for w in &mut first {
+        kill_group(w);
+    }
+    // Both parts are claimable again once the dead workers' leases expire.
+    loop {
+        let out = troupe(dir, &["workers", "--store", "s.db", "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if doc["runnable"] == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the parts stayed leased: {doc}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second: Vec<Child> = LABELS
+        .iter()
+        .map(|l| spawn(l, &format!("{l}-2.log")))
+        .collect();
+    let out = troupe(dir, &["answer", &id, "--yes", "--store", "s.db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for mut w in second {
+        assert!(w.wait().unwrap().success());
+    }
+    for label in LABELS {
+        let log = std::fs::read_to_string(dir.join(format!("{label}-2.log"))).unwrap();
+        // "resuming run-1 from its checkpoint after N events": each part
+        // counts its own lifeline's events, past the first rounds.
+        let after: u64 = log
+            .split_once("from its checkpoint after ")
+            .and_then(|(_, rest)| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| {
+                panic!("the {label} worker did not resume from a checkpoint:\n{log}")
+            });
+        assert!(after >= 8 * 4, "{label}: {log}");
+    }
+    let out = troupe(dir, &["status", "run-1", "--store", "s.db", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "done", "{doc}");
+    assert_eq!(doc["result"]["k"], LIMIT * 2, "{doc}");
+    let out = troupe(dir, &["verify", "run-1", "--store", "s.db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

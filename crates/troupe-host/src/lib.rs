@@ -759,15 +759,22 @@ impl Host {
         let (engine, tools) = self
             .backends
             .engine(&compiled, &settings, &name, Arc::new(inbox))?;
-        let journal_options = match &placed {
+        let mut journal_options = match &placed {
             None => settings.journal(),
+            // A part keeps its whole history (the run is verified whole
+            // when its last part ends), and checkpoints as often as a run.
             Some((p, n, _)) => troupe_store::JournalOptions {
                 part: Some((*p, *n)),
+                checkpoint_every: settings.checkpoint_every,
                 ..troupe_store::JournalOptions::default()
             },
         };
+        // Written only while this process holds the lease: a zombie's
+        // writes are refused (see `JournalOptions::owner`).
+        journal_options.owner = Some(self.config.owner.clone());
         let stored =
             store.journal_with(run, Arc::new(compiled.types().clone()), journal_options)?;
+        let fenced = stored.clone();
         let recorded_steps = stored.recorded_steps();
         let checkpoint = stored.resumes_at();
         // Verified online as it goes (a resumed run continues the monitor
@@ -788,8 +795,9 @@ impl Host {
             });
         }
         let remote = match placed {
-            Some((_, _, local)) => Some(Arc::new(StoreChannels::new(&store, run, local)?)
-                as Arc<dyn troupe_runtime::Remote>),
+            Some((p, _, local)) => Some(Arc::new(
+                StoreChannels::new(&store, run, local)?.under(p, &self.config.owner),
+            ) as Arc<dyn troupe_runtime::Remote>),
             None => None,
         };
         let options = RunOptions {
@@ -809,6 +817,12 @@ impl Host {
             close().await;
         }
         let end = match outcome {
+            // A write was refused: another process holds the lease now,
+            // and the run's end is its to record.
+            _ if fenced.lease_lost() => {
+                tracing::warn!(run, "lost the lease of the run; stopped writing it");
+                RunEnd::LeaseLost
+            }
             Ok(Ok(_)) if let Some(p) = part => {
                 let done = self.store.run(run)?.summary.status == RunStatus::Done;
                 RunEnd::PartDone {
@@ -859,11 +873,15 @@ impl Host {
         // A cancellation is looked for often (a read), the lease renewed
         // every third of its length (a write).
         let look = every.min(Duration::from_millis(250));
-        let mut since = Duration::ZERO;
+        // Measured on the clock, not counted in ticks: a process paused
+        // (SIGSTOP, a frozen VM) past its lease renews at its first tick
+        // awake, and so learns at once that it lost the lease, rather than
+        // go on for ticks it did not see. (Its writes meanwhile are fenced
+        // by the store; this shortens the time it spends finding out.)
+        let mut renewed_at = tokio::time::Instant::now();
         loop {
             tokio::time::sleep(look).await;
-            since += look;
-            if since < every {
+            if renewed_at.elapsed() < every {
                 let stop = match part {
                     None => self.store.cancel_request(run),
                     Some(_) => self.store.stopped_elsewhere(run),
@@ -873,7 +891,6 @@ impl Host {
                 }
                 continue;
             }
-            since = Duration::ZERO;
             let renewed = match part {
                 None => self.store.renew(run, &self.config.owner, self.config.lease),
                 Some(p) => self
@@ -882,6 +899,7 @@ impl Host {
             };
             match renewed {
                 Ok(Renewal::Held { cancel: None }) => {
+                    renewed_at = tokio::time::Instant::now();
                     self.renewals
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }

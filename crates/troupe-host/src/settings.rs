@@ -126,6 +126,7 @@ impl RunSettings {
             },
             checkpoint_every: self.checkpoint_every,
             part: None,
+            owner: None,
         }
     }
 }

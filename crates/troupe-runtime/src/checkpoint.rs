@@ -13,8 +13,15 @@
 //! the recorded result or refuses to repeat an effect, exactly as a replay
 //! would. A checkpoint need not be durable at once: a crash before it is
 //! resumes from an earlier one.
+//!
+//! A part of a placed run checkpoints the same way, with its own lifelines
+//! only (the others are done as far as it knows) and its place on each
+//! channel to and from the other parts: its messages were handed to the
+//! transport before the checkpoint, so the checkpoint is durable after
+//! them, and a resumed part sends on from the next number.
 
 use crate::journal::StepKey;
+use crate::remote::RemoteChannel;
 use troupe_check::Value;
 use troupe_check::ir::{LifelineId, StmtId};
 use troupe_msc::MonitorState;
@@ -36,6 +43,12 @@ pub struct Checkpoint {
     pub pending: Vec<StepKey>,
     /// The online monitor's state, when the run is verified.
     pub monitor: Option<MonitorState>,
+    /// One part of a placed run: per channel to or from another part, how
+    /// many of its messages were sent (its sender runs here) or fetched
+    /// (its receiver does; the fetched ones not yet received are in
+    /// `channels`). A resumed part numbers its next sends and fetches on
+    /// from these, instead of from 0 (see [`crate::Remote`]).
+    pub crossed: Vec<(RemoteChannel, u64)>,
 }
 
 /// One lifeline's state.

@@ -502,8 +502,9 @@ pub struct RunOptions {
     /// Where the run is recorded durably (none: in memory only).
     pub journal: Option<Arc<dyn RunJournal>>,
     /// For one part of a placed run: which lifelines run here, and how the
-    /// others are reached (none: every lifeline runs here). A part takes no
-    /// checkpoints; a resumed part replays from the start.
+    /// others are reached (none: every lifeline runs here). A part takes
+    /// checkpoints of its own lifelines and its place on the channels
+    /// between parts; a resumed part continues from its latest.
     pub remote: Option<Arc<dyn Remote>>,
 }
 
@@ -592,12 +593,7 @@ impl Engine {
         let mut run = RunState::new(self.inner.clone(), options);
         // A resumed run continues from its latest checkpoint, if it has
         // one; otherwise it replays from the start.
-        let placed = run.remote.is_some();
-        let resumed = match journal
-            .as_ref()
-            .filter(|_| !placed)
-            .and_then(|j| j.resume_from())
-        {
+        let resumed = match journal.as_ref().and_then(|j| j.resume_from()) {
             Some(checkpoint) => run
                 .restore(checkpoint)
                 .map_err(|message| RunError::Journal {
@@ -618,11 +614,7 @@ impl Engine {
                 }
             }
         }
-        if let Some(every) = journal
-            .as_ref()
-            .filter(|_| !placed)
-            .and_then(|j| j.checkpoint_every())
-        {
+        if let Some(every) = journal.as_ref().and_then(|j| j.checkpoint_every()) {
             run.next_checkpoint = run.events.saturating_add(every.max(1));
         }
         let outcome = match resumed {
@@ -1077,6 +1069,29 @@ impl RunState {
                     })
             })
             .collect();
+        // A part's place on the channels that cross to other parts.
+        let mut crossed: Vec<(RemoteChannel, u64)> = self
+            .sent
+            .iter()
+            .map(|(&(to, from, lane), &n)| {
+                let channel = RemoteChannel {
+                    from: LifelineId(from),
+                    to: LifelineId(to),
+                    lane,
+                };
+                (channel, n)
+            })
+            .collect();
+        for (to, inbox) in self.queues.iter().enumerate() {
+            for i in inbox.iter().filter(|i| i.fetched > 0) {
+                let channel = RemoteChannel {
+                    from: LifelineId(i.key.0),
+                    to: LifelineId(to as u32),
+                    lane: i.key.1,
+                };
+                crossed.push((channel, i.fetched));
+            }
+        }
         let checkpoint = Checkpoint {
             lanes,
             channels,
@@ -1084,6 +1099,7 @@ impl RunState {
             events: self.events,
             pending,
             monitor: None,
+            crossed,
         };
         self.next_checkpoint = match journal.checkpoint(checkpoint) {
             Some(every) => self.events.saturating_add(every.max(1)),
@@ -1099,6 +1115,7 @@ impl RunState {
         let wf = &engine.program.workflows[engine.workflow];
         let types = &engine.program.types;
         let n = self.lanes.len();
+        let n_lanes = n;
         if checkpoint.lanes.len() != n {
             return Err(format!(
                 "it has {} lifelines, the workflow {n}",
@@ -1211,10 +1228,35 @@ impl RunState {
                 waiter: NO_PARENT,
             });
         }
+        self.sent.clear();
+        for (channel, n) in checkpoint.crossed {
+            let (from, to) = (channel.from.0, channel.to.0);
+            if from as usize >= n_lanes
+                || to as usize >= n_lanes
+                || channel.lane as usize >= engine.lanes.len()
+            {
+                return Err("a channel between lifelines that do not exist".into());
+            }
+            match (self.is_here(from), self.is_here(to)) {
+                (true, false) => {
+                    self.sent.insert((to, from, channel.lane), n);
+                }
+                (false, true) => {
+                    let i = self.inbox(to, (from, channel.lane), 0);
+                    self.queues[to as usize][i].fetched = n;
+                }
+                _ => return Err("a channel between parts that is not this part's".into()),
+            }
+        }
         self.steps = checkpoint.steps;
         self.events = checkpoint.events;
         self.clock = checkpoint.events;
         Ok(())
+    }
+
+    /// Whether `lifeline` runs in this process (every one of a whole run).
+    fn is_here(&self, lifeline: u32) -> bool {
+        self.local.get(lifeline as usize) != Some(&false)
     }
 
     fn bind_inputs(&mut self, inputs: Vec<Value>) -> Result<(), RunError> {

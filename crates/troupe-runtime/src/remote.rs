@@ -14,7 +14,8 @@
 //! under the same numbers again: a transport that keeps the first message
 //! of each number and drops the repeats delivers each message exactly once,
 //! in FIFO order per channel. A restarted receiver reads its channels again
-//! from number 0, so a transport keeps a run's messages until the run ends.
+//! from the numbers its checkpoint recorded (from 0 without one), so a
+//! transport keeps a run's messages until the run ends.
 
 use crate::checkpoint::Queued;
 use crate::error::RunError;

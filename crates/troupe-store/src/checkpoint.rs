@@ -10,12 +10,13 @@ use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put
 use troupe_check::ir::{LifelineId, StmtId};
 use troupe_msc::{CursorState, MonitorState};
 use troupe_project::ControlTag;
-use troupe_runtime::{Channel, Checkpoint, LaneState, PartState, Queued, StepKey};
+use troupe_runtime::{Channel, Checkpoint, LaneState, PartState, Queued, RemoteChannel, StepKey};
 
 /// Version 2 added the parts of `par` regions (a lifeline's further tasks,
-/// its per-lane action counts, the monitor's part cursors); version 1
+/// its per-lane action counts, the monitor's part cursors); version 3 the
+/// place of a placed run's part on the channels between parts. Older
 /// checkpoints (which have none) still decode.
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// How deep the monitor's part cursors may nest in a decoded checkpoint
 /// (as deep as constructs nest).
@@ -134,6 +135,13 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
             }
             put_varint(&mut out, m.events);
         }
+    }
+    put_varint(&mut out, cp.crossed.len() as u64);
+    for (c, n) in &cp.crossed {
+        put_varint(&mut out, u64::from(c.from.0));
+        put_varint(&mut out, u64::from(c.to.0));
+        put_varint(&mut out, u64::from(c.lane));
+        put_varint(&mut out, *n);
     }
     let sum = fnv64(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -297,6 +305,17 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         }
         _ => return r.fail("bad monitor tag"),
     };
+    let mut crossed = Vec::new();
+    if version >= 3 {
+        for _ in 0..r.len()? {
+            let channel = RemoteChannel {
+                from: LifelineId(r.u32()?),
+                to: LifelineId(r.u32()?),
+                lane: r.u32()?,
+            };
+            crossed.push((channel, r.varint()?));
+        }
+    }
     if !r.is_done() {
         return r.fail("bytes after the checkpoint");
     }
@@ -309,6 +328,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             events,
             pending,
             monitor,
+            crossed,
         },
     })
 }
@@ -390,8 +410,44 @@ mod tests {
                     )],
                     events: 12,
                 }),
+                crossed: vec![
+                    (
+                        RemoteChannel {
+                            from: LifelineId(0),
+                            to: LifelineId(2),
+                            lane: 3,
+                        },
+                        1 << 33,
+                    ),
+                    (
+                        RemoteChannel {
+                            from: LifelineId(2),
+                            to: LifelineId(1),
+                            lane: 0,
+                        },
+                        4,
+                    ),
+                ],
             },
         }
+    }
+
+    /// A checkpoint written before version 3 (no channels between parts)
+    /// still decodes.
+    #[test]
+    fn a_version_2_checkpoint_still_decodes() {
+        let mut s = sample();
+        s.checkpoint.crossed.clear();
+        let bytes = encode(&s.seen, &s.checkpoint);
+        // Version 3 ends with the empty list of crossings (one 0 byte).
+        let mut body = bytes[..bytes.len() - 9].to_vec();
+        body[0] = 2;
+        let sum = fnv64(&body);
+        body.extend_from_slice(&sum.to_le_bytes());
+        let back = decode(&body).unwrap();
+        assert_eq!(back.checkpoint.crossed, vec![]);
+        assert_eq!(back.checkpoint.pending, s.checkpoint.pending);
+        assert_eq!(back.seen, s.seen);
     }
 
     #[test]
@@ -405,6 +461,7 @@ mod tests {
         assert_eq!(back.checkpoint.monitor, s.checkpoint.monitor);
         assert_eq!(back.checkpoint.lanes[0].parts, s.checkpoint.lanes[0].parts);
         assert_eq!(back.checkpoint.lanes[0].keyed, s.checkpoint.lanes[0].keyed);
+        assert_eq!(back.checkpoint.crossed, s.checkpoint.crossed);
         assert_eq!(back.seen, s.seen);
     }
 

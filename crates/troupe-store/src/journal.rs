@@ -18,9 +18,10 @@
 use crate::checkpoint as stored_checkpoint;
 use crate::codec::{self, Reader};
 use crate::db::args;
-use crate::writer::{Op, Writer};
+use crate::writer::{Fence, LEASE_LOST, Op, Writer};
 use crate::{Store, StoreError};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use troupe_check::ir::{LifelineId, StmtId};
 use troupe_check::{TypeTable, Value};
@@ -35,16 +36,25 @@ const CHUNK: usize = 64 * 1024;
 const MIN_INTERVAL: u64 = 100_000;
 
 /// How a run's journal keeps its history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JournalOptions {
     pub history: History,
     /// Events between checkpoints; `None`: chosen by the journal (at least
     /// 100,000, more for a large state, fewer to honour `history`).
     pub checkpoint_every: Option<u64>,
     /// The journal of one part of a placed run: `(part, parts)`. It writes
-    /// the chunks numbered `part + k × parts`, takes no checkpoints, keeps
-    /// the whole history, and its end is the part's (see `placement.rs`).
+    /// the chunks numbered `part + k × parts` and reads only those, keeps
+    /// the part's latest checkpoint (`part_checkpoints`) and the whole
+    /// history, and its end is the part's (see `placement.rs`).
     pub part: Option<(u32, u32)>,
+    /// The owner of the lease the journal writes under (the run's, or with
+    /// `part` the part's). With one, a write is applied only while that
+    /// owner holds the lease, so a process that lost its lease without
+    /// knowing yet (a zombie) can neither overwrite its successor's
+    /// records nor record an effect as started; its writes fail with a
+    /// lost lease ([`StoreJournal::lease_lost`]). `None`: unfenced (a
+    /// journal of a run nobody else can claim).
+    pub owner: Option<String>,
 }
 
 /// How much of a run's history the store keeps (see `retention.rs`).
@@ -70,6 +80,10 @@ pub struct StoreJournal {
     /// Per lifeline, the statements of the events stored after the resume
     /// point, in order, until the run asks (`RunJournal::recorded_order`).
     tail: Mutex<Option<Vec<Vec<StmtId>>>>,
+    /// The lease its writes are made under (`JournalOptions::owner`).
+    fence: Option<Arc<Fence>>,
+    /// Set once a write was refused for a lost lease.
+    lost: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -115,13 +129,20 @@ impl StoreJournal {
         let lifelines = lifelines.max(0) as usize;
         type Row = (i64, i64, String, i64, Vec<u8>);
         let latest: Option<Row> = store.with("load the checkpoint", |db| {
-            db.query_opt(
-                "SELECT seq, chunk, fingerprint, steps_mark, CAST(data AS BLOB) FROM checkpoints
-                 WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
-                args![run],
-            )?
-            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            .transpose()
+            let row = match options.part {
+                None => db.query_opt(
+                    "SELECT seq, chunk, fingerprint, steps_mark, CAST(data AS BLOB) FROM checkpoints
+                     WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
+                    args![run],
+                )?,
+                Some((part, _)) => db.query_opt(
+                    "SELECT seq, chunk, fingerprint, steps_mark, CAST(data AS BLOB) FROM part_checkpoints
+                     WHERE run = ?1 AND part = ?2",
+                    args![run, part],
+                )?,
+            };
+            row.map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                .transpose()
         })?;
         // A checkpoint of another workflow, or one that does not decode, is
         // not followed: the run replays its history instead, unless the
@@ -159,7 +180,12 @@ impl StoreJournal {
         let seen = stored.clone();
         let mut next_chunk = first_chunk;
         let mut mine: Option<i64> = None;
-        let chunks = store.chunks(run, first_chunk, None)?;
+        // A part reads its own chunks only (every `parts`-th from its
+        // number): the others' are no business of its replay.
+        let chunks = match options.part {
+            None => store.chunks(run, first_chunk, None)?,
+            Some((part, parts)) => store.part_chunks(run, first_chunk, part, parts)?,
+        };
         let mut tail: Vec<Vec<StmtId>> = vec![Vec::new(); stored.len()];
         for (chunk, data) in chunks {
             let events = codec::decode_events(&data)
@@ -180,7 +206,13 @@ impl StoreJournal {
             }
         }
         if let Some((part, parts)) = options.part {
-            next_chunk = mine.map_or(i64::from(part), |c| c + i64::from(parts.max(1)));
+            // After its last chunk, or where its checkpoint says its next
+            // one goes, or its first.
+            next_chunk = match (mine, &checkpoint) {
+                (Some(c), _) => c + i64::from(parts.max(1)),
+                (None, Some(_)) => first_chunk,
+                (None, None) => i64::from(part),
+            };
         }
         // The steps a resumed run may ask for: after a checkpoint, those
         // recorded after it and the ones it was waiting for.
@@ -232,7 +264,16 @@ impl StoreJournal {
             path: store.shown().to_owned(),
             message,
         })?;
+        let fence = options.owner.clone().map(|owner| {
+            Arc::new(Fence {
+                run,
+                part: options.part.map(|(p, _)| p),
+                owner,
+            })
+        });
         Ok(StoreJournal {
+            fence,
+            lost: Arc::new(AtomicBool::new(false)),
             run,
             writer,
             types,
@@ -248,6 +289,37 @@ impl StoreJournal {
             options,
             resume: Mutex::new(checkpoint.map(|(_, _, cp)| cp.checkpoint)),
             tail: Mutex::new(Some(tail)),
+        })
+    }
+
+    /// Whether a write was refused because the journal's owner no longer
+    /// holds the lease (see `JournalOptions::owner`): the run must stop,
+    /// and its end is its successor's to record.
+    pub fn lease_lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Queues `op` under the journal's lease without waiting.
+    fn send(&self, op: Op) -> Result<(), String> {
+        if self.lease_lost() {
+            return Err(LEASE_LOST.to_owned());
+        }
+        self.writer.send_under(self.fence.as_ref(), op)
+    }
+
+    /// Queues `op` under the journal's lease; resolves once it is
+    /// committed, or refused.
+    fn send_durable(&self, op: Op) -> BoxFuture<'static, Result<(), String>> {
+        let rx = self.writer.send_durable_under(self.fence.as_ref(), op);
+        let lost = self.lost.clone();
+        Box::pin(async move {
+            let r = rx
+                .await
+                .unwrap_or_else(|_| Err("the store writer stopped".to_owned()));
+            if matches!(&r, Err(e) if e == LEASE_LOST) {
+                lost.store(true, Ordering::Relaxed);
+            }
+            r
         })
     }
 
@@ -298,7 +370,7 @@ impl StoreJournal {
     /// Hands the buffered events to the writer.
     fn flush(&self, buf: &mut Buffer) -> Result<(), String> {
         match self.take_chunk(buf) {
-            Some(op) => self.writer.send(op),
+            Some(op) => self.send(op),
             None => Ok(()),
         }
     }
@@ -313,15 +385,10 @@ impl StoreJournal {
             },
             Err(_) => Err("the journal was poisoned".to_owned()),
         };
-        let rx = op.map(|op| self.writer.send_durable(op));
-        Box::pin(async move {
-            match rx {
-                Ok(rx) => rx
-                    .await
-                    .unwrap_or_else(|_| Err("the store writer stopped".to_owned())),
-                Err(e) => Err(e),
-            }
-        })
+        match op {
+            Ok(op) => self.send_durable(op),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
     }
 }
 
@@ -365,15 +432,12 @@ impl RunJournal for StoreJournal {
     }
 
     fn checkpoint_every(&self) -> Option<u64> {
-        if self.options.part.is_some() {
-            return None;
-        }
         Some(self.interval(0))
     }
 
     fn llm_call(&self, key: &StepKey, call: &troupe_runtime::LlmCall) {
         // A failure here resurfaces at the next durable write.
-        let _ = self.writer.send(Op::LlmCall {
+        let _ = self.send(Op::LlmCall {
             run: self.run,
             step: key.to_string(),
             call: Box::new(call.clone()),
@@ -390,15 +454,25 @@ impl RunJournal for StoreJournal {
         let data = stored_checkpoint::encode(&buf.seen, &checkpoint);
         let every = self.interval(data.len());
         let events = self.take_chunk(&mut buf);
-        let op = Op::Checkpoint {
-            run: self.run,
-            seq: checkpoint.events,
-            chunk: buf.next_chunk,
-            fingerprint: self.fingerprint.clone(),
-            data,
-            keep: match self.options.history {
-                History::All => None,
-                History::Keep(k) => Some(k),
+        let op = match self.options.part {
+            None => Op::Checkpoint {
+                run: self.run,
+                seq: checkpoint.events,
+                chunk: buf.next_chunk,
+                fingerprint: self.fingerprint.clone(),
+                data,
+                keep: match self.options.history {
+                    History::All => None,
+                    History::Keep(k) => Some(k),
+                },
+            },
+            Some((part, _)) => Op::PartCheckpoint {
+                run: self.run,
+                part,
+                seq: checkpoint.events,
+                chunk: buf.next_chunk,
+                fingerprint: self.fingerprint.clone(),
+                data,
             },
         };
         let op = match events {
@@ -406,7 +480,7 @@ impl RunJournal for StoreJournal {
             None => op,
         };
         // A failure here resurfaces at the next durable write.
-        let _ = self.writer.send(op);
+        let _ = self.send(op);
         Some(every)
     }
 
@@ -468,13 +542,7 @@ impl RunJournal for StoreJournal {
         // With nothing buffered, an empty batch still waits for what was
         // handed to the writer before (event chunks, checkpoints): the
         // writer commits in order.
-        let rx = self
-            .writer
-            .send_durable(op.unwrap_or(Op::Batch(Vec::new())));
-        Box::pin(async move {
-            rx.await
-                .unwrap_or_else(|_| Err("the store writer stopped".to_owned()))
-        })
+        self.send_durable(op.unwrap_or(Op::Batch(Vec::new())))
     }
 
     fn finish(
@@ -527,7 +595,7 @@ fn like_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Durability;
+    use crate::{Claim, Durability};
     use troupe_check::ir::StmtId;
     use troupe_runtime::{Checkpoint, LaneState};
 
@@ -564,6 +632,7 @@ mod tests {
             events,
             pending: Vec::new(),
             monitor: None,
+            crossed: Vec::new(),
         }
     }
 
@@ -588,10 +657,93 @@ mod tests {
             Arc::new(TypeTable::default()),
             JournalOptions {
                 history,
-                checkpoint_every: None,
-                part: None,
+                ..JournalOptions::default()
             },
         )
+    }
+
+    fn owned_by(store: &Store, run: i64, owner: &str) -> StoreJournal {
+        StoreJournal::open(
+            store,
+            run,
+            Arc::new(TypeTable::default()),
+            JournalOptions {
+                owner: Some(owner.into()),
+                ..JournalOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// A zombie: the owner whose lease expired and whose run another
+    /// process claimed, still writing. Its writes change nothing (without
+    /// the fence its first event chunk overwrote its successor's, and its
+    /// effect counted as recorded), and the writer goes on for the others.
+    #[test]
+    fn a_journal_whose_lease_was_taken_over_writes_nothing_more() {
+        use troupe_runtime::{StepKey, StepKind};
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let effect = |n| StepKey {
+            lifeline: "A".into(),
+            action: "deposit".into(),
+            occurrence: n,
+        };
+        for (store, run, _db) in stores(dir.path()) {
+            let short = std::time::Duration::from_millis(1);
+            assert_eq!(store.claim(run, "zombie", short).unwrap(), Claim::Claimed);
+            let zombie = owned_by(&store, run, "zombie");
+            // While it holds the lease, its writes go in.
+            rt.block_on(zombie.begin_effect(&effect(0), StepKind::Effect, &[]))
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let long = std::time::Duration::from_secs(60);
+            assert_eq!(store.claim(run, "heir", long).unwrap(), Claim::Claimed);
+            let heir = owned_by(&store, run, "heir");
+            for _ in 0..10 {
+                heir.event(LifelineId(0), &act());
+            }
+            rt.block_on(RunJournal::flush(&heir)).unwrap();
+
+            for _ in 0..3 {
+                zombie.event(LifelineId(0), &act());
+            }
+            let refused = rt.block_on(RunJournal::flush(&zombie)).unwrap_err();
+            assert_eq!(refused, LEASE_LOST, "{store:?}");
+            assert!(zombie.lease_lost());
+            let refused = rt
+                .block_on(zombie.begin_effect(&effect(1), StepKind::Effect, &[]))
+                .unwrap_err();
+            assert_eq!(refused, LEASE_LOST);
+            rt.block_on(zombie.finish(Ok(&[]))).unwrap_err();
+
+            // The heir's records are whole; the zombie's later ones absent.
+            let detail = store.run(run).unwrap();
+            assert_eq!(detail.events, 10, "{store:?}");
+            assert_eq!(
+                detail.summary.status,
+                crate::RunStatus::Running,
+                "not ended by the zombie"
+            );
+            let keys: Vec<String> = store
+                .steps(run)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.key)
+                .collect();
+            assert_eq!(keys, vec!["A/deposit#0".to_owned()], "{store:?}");
+            // The heir goes on, and so does every other run: the refusal
+            // was the zombie's, not the writer's.
+            rt.block_on(heir.begin_effect(&effect(1), StepKind::Effect, &[]))
+                .unwrap();
+            assert_eq!(store.write_failure(), None);
+            let other = store.create_run(&crate::testing::bare_run("fp")).unwrap();
+            assert_eq!(store.claim(other, "zombie", long).unwrap(), Claim::Claimed);
+            rt.block_on(RunJournal::flush(&owned_by(&store, other, "zombie")))
+                .unwrap();
+        }
     }
 
     fn damage(store: &Store) {

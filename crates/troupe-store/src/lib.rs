@@ -409,6 +409,19 @@ CREATE TABLE messages(
   PRIMARY KEY(run, sender, receiver, lane, seq)
 );
 ",
+    // 7: the latest checkpoint of each part of a placed run.
+    "
+CREATE TABLE part_checkpoints(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  part INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  chunk INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  steps_mark INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run, part)
+);
+",
 ];
 
 /// The SQL of "now" in milliseconds since the Unix epoch, from the

@@ -20,17 +20,27 @@
 //!   events and before the part's end.
 //! - **Events**: each part journals its own lifelines' events into the
 //!   run's chunks, numbered `part + k × parts` so that parts never write
-//!   the same chunk. A part takes no checkpoints: a restarted part replays
-//!   its lifelines from the start, reading the messages it had received
-//!   again.
+//!   the same chunk.
+//! - **Checkpoints** (`part_checkpoints`): each part's latest, taken as a
+//!   run's are (every so many of its events), with its place on every
+//!   channel to and from the other parts. A restarted part continues from
+//!   it: it reads its own chunks after it, and the messages from the
+//!   numbers it had reached, so its resumption does not grow with the
+//!   run's history. Without one it replays its lifelines from the start,
+//!   reading the messages it had received again.
+//! - **Leases**: every write of a part (events, checkpoints, messages,
+//!   its end) is applied only while its worker holds the part's lease
+//!   (see `writer::Fence`): a worker that lost the lease without knowing
+//!   yet changes nothing.
 
 use crate::checkpoint::{decode_queued, encode_queued};
 use crate::codec::Reader;
 use crate::db::{Db, DbError, Val, args};
 use crate::lease::millis;
-use crate::writer::{Op, Writer};
+use crate::writer::{Fence, Op, Writer};
 use crate::{NOW_MS, Renewal, RunStatus, Store, StoreError};
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Duration;
 use troupe_check::ir::LifelineId;
 use troupe_llm::BoxFuture;
@@ -399,6 +409,9 @@ pub struct StoreChannels {
     writer: Writer,
     /// How often a receiver looks without a notification.
     poll: Duration,
+    /// The part's lease the messages are sent under (see
+    /// [`StoreChannels::under`]).
+    fence: Option<Arc<Fence>>,
 }
 
 impl std::fmt::Debug for StoreChannels {
@@ -429,7 +442,21 @@ impl StoreChannels {
             local,
             writer,
             poll,
+            fence: None,
         })
+    }
+
+    /// Sends only while `owner` holds the lease of part `part`: a part
+    /// whose lease was lost (a zombie) would otherwise deliver messages
+    /// computed from steps its successor never recorded, and as the first
+    /// copy of each, they would be the ones received.
+    pub fn under(mut self, part: u32, owner: &str) -> StoreChannels {
+        self.fence = Some(Arc::new(Fence {
+            run: self.run,
+            part: Some(part),
+            owner: owner.to_owned(),
+        }));
+        self
     }
 }
 
@@ -445,12 +472,15 @@ impl Remote for StoreChannels {
         let mut data = Vec::new();
         encode_queued(&mut data, message);
         // A failure here resurfaces at the part's next durable write.
-        let _ = self.writer.send(Op::Message {
-            run: self.run,
-            channel,
-            seq,
-            data,
-        });
+        let _ = self.writer.send_under(
+            self.fence.as_ref(),
+            Op::Message {
+                run: self.run,
+                channel,
+                seq,
+                data,
+            },
+        );
     }
 
     fn receive(
@@ -623,6 +653,69 @@ mod tests {
         }
     }
 
+    /// A part whose lease expired and was claimed by another worker (a
+    /// zombie) sends nothing more: its successor's messages are the ones
+    /// received, and its end does not count.
+    #[test]
+    fn a_zombie_part_sends_nothing_and_does_not_end_its_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for (store, _db) in testing::both(dir.path(), Durability::Normal) {
+            let run = placed_run(&store);
+            let short = Duration::from_millis(1);
+            assert_eq!(
+                store.claim_part("zombie", &["a".into()], short).unwrap(),
+                Some((run, 0))
+            );
+            std::thread::sleep(Duration::from_millis(5));
+            let long = Duration::from_secs(60);
+            assert_eq!(
+                store.claim_part("heir", &["a".into()], long).unwrap(),
+                Some((run, 0))
+            );
+            let local = vec![true, false, false];
+            let zombie = StoreChannels::new(&store, run, local.clone())
+                .unwrap()
+                .under(0, "zombie");
+            let heir = StoreChannels::new(&store, run, local)
+                .unwrap()
+                .under(0, "heir");
+            let b = StoreChannels::new(&store, run, vec![false, true, false]).unwrap();
+            let ch = RemoteChannel {
+                from: LifelineId(0),
+                to: LifelineId(1),
+                lane: 0,
+            };
+            let msg = |n: i64| Queued::Data {
+                stmt: troupe_check::ir::StmtId(7),
+                values: vec![Value::Int(n)],
+            };
+            zombie.send(ch, 0, &msg(666));
+            heir.send(ch, 0, &msg(1));
+            assert_eq!(rt.block_on(b.receive(ch, 0)).unwrap(), vec![msg(1)]);
+            let j = store
+                .journal_with(
+                    run,
+                    Arc::new(troupe_check::TypeTable::default()),
+                    JournalOptions {
+                        part: Some((0, 3)),
+                        owner: Some("zombie".into()),
+                        ..JournalOptions::default()
+                    },
+                )
+                .unwrap();
+            let r = [("x".to_owned(), Value::Int(1))];
+            rt.block_on(j.finish(Ok(&r))).unwrap_err();
+            assert!(j.lease_lost());
+            let parts = store.parts(run).unwrap();
+            assert_eq!(parts[0].status, PartStatus::Open, "{parts:?}");
+            assert_eq!(parts[0].owner.as_deref(), Some("heir"));
+        }
+    }
+
     #[test]
     fn the_last_part_to_end_ends_the_run_with_every_result() {
         let dir = tempfile::tempdir().unwrap();
@@ -654,7 +747,6 @@ mod tests {
                 };
                 let j0 = store.journal_with(run, types.clone(), part(0)).unwrap();
                 let j1 = other.journal_with(run, types, part(1)).unwrap();
-                assert_eq!(j0.checkpoint_every(), None, "a part takes no checkpoints");
                 let r0 = [("x".to_owned(), Value::Int(1))];
                 let r1 = [("y".to_owned(), Value::Int(2))];
                 let (a, b) =

@@ -223,6 +223,20 @@ CREATE TABLE messages(
   PRIMARY KEY(run, sender, receiver, lane, seq)
 );
 ",
+    // 7: the latest checkpoint of each part of a placed run (as SQLite's
+    // migration 7).
+    "
+CREATE TABLE part_checkpoints(
+  run BIGINT NOT NULL REFERENCES runs(id),
+  part BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  chunk BIGINT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  steps_mark BIGINT NOT NULL,
+  data BYTEA NOT NULL,
+  PRIMARY KEY(run, part)
+);
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

@@ -341,6 +341,26 @@ impl Store {
         })
     }
 
+    /// The event chunks of part `part` of `parts` of a placed run from
+    /// `from_chunk` on (a part writes the chunks `part + k × parts`).
+    pub(crate) fn part_chunks(
+        &self,
+        run: i64,
+        from_chunk: i64,
+        part: u32,
+        parts: u32,
+    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
+        self.with("read the part's events", |db| {
+            db.query(
+                "SELECT chunk, data FROM events WHERE run = ?1 AND chunk >= ?2 AND chunk % ?3 = ?4 ORDER BY chunk",
+                args![run, from_chunk, parts.max(1), part],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
+        })
+    }
+
     /// The recorded events of a run, in the order they were recorded, from
     /// chunk `from_chunk` on; also returns the next chunk number (for `--follow`).
     pub fn events(
@@ -623,7 +643,8 @@ impl Store {
             )));
         }
         self.with("delete the checkpoints", |db| {
-            db.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])
+            db.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])?;
+            db.execute("DELETE FROM part_checkpoints WHERE run = ?1", args![run])
                 .map(|_| ())
         })
     }

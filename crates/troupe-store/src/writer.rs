@@ -81,14 +81,51 @@ pub(crate) enum Op {
         data: Vec<u8>,
         keep: Option<u64>,
     },
+    /// The checkpoint of part `part` of a placed run after `seq` of its
+    /// events, whose later events start at its chunk `chunk`: it replaces
+    /// the part's previous one (a part's history is kept whole).
+    PartCheckpoint {
+        run: i64,
+        part: u32,
+        seq: u64,
+        chunk: i64,
+        fingerprint: String,
+        data: Vec<u8>,
+    },
     /// Several operations that must share one transaction.
     Batch(Vec<Op>),
 }
 
 pub(crate) struct Request {
     pub op: Op,
+    /// The lease the write is made under: without it held, the write is
+    /// not applied (see [`Fence`]).
+    pub fence: Option<Arc<Fence>>,
     pub done: Option<oneshot::Sender<Result<(), String>>>,
 }
+
+/// The lease a journal writes under. A process whose lease expired (it
+/// was paused, or cut off from the database, for longer than the lease)
+/// and whose run another process claimed is a *zombie*: it does not know
+/// yet, and its queued writes would overwrite its successor's event
+/// chunks, and its records of effects about to start would pass as the
+/// successor's. So every write of a fenced journal is applied only in a
+/// transaction that finds the lease still held by its owner, and the
+/// holder's row is locked for that transaction (a claim waits for it to
+/// commit): the writes of one owner all precede or all follow another's.
+/// A fenced-out write fails with [`LEASE_LOST`] and changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fence {
+    pub run: i64,
+    /// The part of a placed run whose lease it is (`parts.lease_owner`);
+    /// `None`: the run's own (`runs.lease_owner`).
+    pub part: Option<u32>,
+    pub owner: String,
+}
+
+/// How a fenced-out write fails (see [`Fence`]).
+pub(crate) const LEASE_LOST: &str =
+    "the run's lease was lost to another owner: this process stopped writing it";
 
 /// The handle runs use to queue writes.
 #[derive(Clone)]
@@ -142,7 +179,7 @@ impl Op {
     fn bytes(&self) -> usize {
         match self {
             Op::Events { data, .. } | Op::Message { data, .. } => data.len() + 64,
-            Op::Checkpoint { data, .. } => data.len(),
+            Op::Checkpoint { data, .. } | Op::PartCheckpoint { data, .. } => data.len(),
             Op::LlmCall { call, .. } => {
                 call.prompt.len() + call.answer.as_ref().map_or(0, String::len) + 256
             }
@@ -170,7 +207,8 @@ impl Op {
             | Op::Message { run, .. }
             | Op::FinishPart { run, .. }
             | Op::LlmCall { run, .. }
-            | Op::Checkpoint { run, .. } => *run,
+            | Op::Checkpoint { run, .. }
+            | Op::PartCheckpoint { run, .. } => *run,
             Op::Task(t) => t.run,
             Op::Batch(ops) => ops.first().map_or(i64::MIN, Op::run),
         }
@@ -242,11 +280,21 @@ impl Writer {
 
     /// Queues `op` without waiting for it to be durable.
     pub(crate) fn send(&self, op: Op) -> Result<(), String> {
+        self.send_under(None, op)
+    }
+
+    /// Queues `op`, to be applied only under `fence` (see [`Fence`]),
+    /// without waiting for it to be durable.
+    pub(crate) fn send_under(&self, fence: Option<&Arc<Fence>>, op: Op) -> Result<(), String> {
         if let Some(f) = self.failure() {
             return Err(f);
         }
         self.queued.add(op.bytes());
-        let req = Request { op, done: None };
+        let req = Request {
+            op,
+            fence: fence.cloned(),
+            done: None,
+        };
         match self.tx.try_send(req) {
             Ok(()) => Ok(()),
             // The queue is full: wait for the writer (back-pressure).
@@ -260,6 +308,16 @@ impl Writer {
 
     /// Queues `op`; the receiver resolves once it is committed.
     pub(crate) fn send_durable(&self, op: Op) -> oneshot::Receiver<Result<(), String>> {
+        self.send_durable_under(None, op)
+    }
+
+    /// Queues `op`, to be applied only under `fence`; the receiver
+    /// resolves once it is committed, or with [`LEASE_LOST`].
+    pub(crate) fn send_durable_under(
+        &self,
+        fence: Option<&Arc<Fence>>,
+        op: Op,
+    ) -> oneshot::Receiver<Result<(), String>> {
         let (done, rx) = oneshot::channel();
         if let Some(f) = self.failure() {
             let _ = done.send(Err(f));
@@ -268,6 +326,7 @@ impl Writer {
         self.queued.add(op.bytes());
         let req = Request {
             op,
+            fence: fence.cloned(),
             done: Some(done),
         };
         let req = match self.tx.try_send(req) {
@@ -329,21 +388,70 @@ fn run(
             *slot = Some(e.clone());
         }
         queued.sub(batch.iter().map(|r| r.op.bytes()).sum());
-        for req in batch {
+        for (i, req) in batch.into_iter().enumerate() {
             if let Some(done) = req.done {
-                let _ = done.send(result.clone());
+                let _ = done.send(match &result {
+                    Ok(applied) if !applied[i] => Err(LEASE_LOST.to_owned()),
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e.clone()),
+                });
             }
         }
     }
 }
 
-fn commit(db: &mut dyn Db, batch: &[Request]) -> Result<(), DbError> {
+/// Applies `batch` in one transaction; says of each request whether it
+/// was applied (`false`: fenced out, see [`Fence`]). A lost lease is the
+/// writing run's, never the batch's: the other runs' writes go in.
+fn commit(db: &mut dyn Db, batch: &[Request]) -> Result<Vec<bool>, DbError> {
     db.transaction(|tx| {
+        let mut applied = Vec::with_capacity(batch.len());
+        // Fences checked in this transaction: few, as the batch is sorted
+        // by run.
+        let mut checked: Vec<(&Fence, bool)> = Vec::new();
         for req in batch {
-            apply(tx, &req.op)?;
+            let held = match &req.fence {
+                None => true,
+                Some(f) => match checked.iter().find(|(g, _)| *g == f.as_ref()) {
+                    Some(&(_, held)) => held,
+                    None => {
+                        let held = holds(tx, f)?;
+                        if !held {
+                            tracing::warn!(run = f.run, part = ?f.part, owner = %f.owner, "a write under a lost lease was not applied");
+                        }
+                        checked.push((f, held));
+                        held
+                    }
+                },
+            };
+            if held {
+                apply(tx, &req.op)?;
+            }
+            applied.push(held);
         }
-        Ok(())
+        Ok(applied)
     })
+}
+
+/// Whether `fence`'s owner holds its lease, locking the holder's row for
+/// the transaction (PostgreSQL; a SQLite write transaction excludes every
+/// other writer already).
+fn holds(tx: &mut dyn Db, fence: &Fence) -> Result<bool, DbError> {
+    let lock = match tx.dialect() {
+        crate::db::Dialect::Sqlite => "",
+        crate::db::Dialect::Postgres => " FOR SHARE",
+    };
+    let row = match fence.part {
+        None => tx.query_opt(
+            &format!("SELECT 1 FROM runs WHERE id = ?1 AND lease_owner = ?2{lock}"),
+            args![fence.run, &fence.owner],
+        )?,
+        Some(part) => tx.query_opt(
+            &format!("SELECT 1 FROM parts WHERE run = ?1 AND part = ?2 AND lease_owner = ?3{lock}"),
+            args![fence.run, part, &fence.owner],
+        )?,
+    };
+    Ok(row.is_some())
 }
 
 fn apply(tx: &mut dyn Db, op: &Op) -> Result<(), DbError> {
@@ -459,6 +567,20 @@ fn apply(tx: &mut dyn Db, op: &Op) -> Result<(), DbError> {
                  ON CONFLICT(run, seq) DO UPDATE SET chunk = excluded.chunk, fingerprint = excluded.fingerprint,
                    steps_mark = excluded.steps_mark, data = excluded.data", args![run, seq, chunk, fingerprint, data])?;
             crate::retention::apply(tx, *run, seq, *keep)?;
+        }
+        Op::PartCheckpoint {
+            run,
+            part,
+            seq,
+            chunk,
+            fingerprint,
+            data,
+        } => {
+            tx.execute("INSERT INTO part_checkpoints(run, part, seq, chunk, fingerprint, steps_mark, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, (SELECT coalesce(max(seq), 0) FROM steps WHERE run = ?1), ?6)
+                 ON CONFLICT(run, part) DO UPDATE SET seq = excluded.seq, chunk = excluded.chunk,
+                   fingerprint = excluded.fingerprint, steps_mark = excluded.steps_mark, data = excluded.data",
+                args![run, part, *seq as i64, chunk, fingerprint, data])?;
         }
         Op::Batch(ops) => {
             for op in ops {
