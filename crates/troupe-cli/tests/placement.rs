@@ -712,3 +712,112 @@ fn killed_parts_resume_from_their_own_checkpoints() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Cancelling a placed run while one part's effect runs: `troupe cancel`
+/// says the run is cancelled only once every part stopped (each part's
+/// lease is given back by then, and the effect's command is killed), as
+/// for a whole run with a live owner; never while a part still runs.
+#[test]
+fn a_placed_run_is_cancelled_once_its_parts_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(
+        dir.join("slow.troupe"),
+        r#"
+effect slow(n: Int) -> Int extern
+workflow slow(n: Int @ Bank) {
+  lifelines Bank, Clerk
+  msg Bank(n) -> Clerk(n)
+  act Clerk: r = slow(n)
+  msg Clerk(r) -> Bank(r)
+  return r @ Bank
+}
+"#,
+    )
+    .unwrap();
+    // The effect says it started and with which process, then waits for a
+    // file the test never writes.
+    let script = format!(
+        "echo $$ > '{pid}'; while [ ! -e '{go}' ]; do sleep 0.05; done; echo 1",
+        pid = dir.join("effect.pid").display(),
+        go = dir.join("go").display()
+    );
+    std::fs::write(
+        dir.join("troupe.toml"),
+        format!(
+            "[externs.slow]\ncommand = [\"sh\", \"-c\", {}]\n",
+            serde_json::Value::String(script)
+        ),
+    )
+    .unwrap();
+    let out = troupe(
+        dir,
+        &[
+            "run",
+            "slow.troupe",
+            "-i",
+            "n=1",
+            "--store",
+            "s.db",
+            "--detach",
+            "--place",
+            "Bank=vault",
+            "--place",
+            "Clerk=desk",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut workers: Vec<Child> = LABELS
+        .iter()
+        .map(|label| {
+            Command::new(env!("CARGO_BIN_EXE_troupe"))
+                .args(["worker", "--store", "s.db", "--labels", label])
+                .args(["--sweep", "200ms"])
+                .current_dir(dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(dir.join("effect.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the effect never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = troupe(dir, &["cancel", "run-1", "--store", "s.db"]);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(said.starts_with("cancelled run-1"), "{said}");
+    // At that moment nothing of the run runs any more.
+    let out = troupe(dir, &["status", "run-1", "--store", "s.db", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "cancelled", "{doc}");
+    let parts = doc["parts"].as_array().unwrap();
+    assert!(parts.iter().all(|p| p["owner"].is_null()), "{doc}");
+    // The effect's command was killed (gone, or a zombie not yet reaped).
+    let dead = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |s| {
+            s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    assert!(
+        dead(),
+        "the effect's command still runs after the cancellation"
+    );
+    for w in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}

@@ -681,6 +681,10 @@ impl Host {
             .drive_claimed(run, Some(part), &Overrides::default(), None)
             .await;
         let _ = self.store.release_part(run, part, &self.config.owner);
+        // Stopped for a cancellation: the last part to stop records it.
+        if matches!(&result, Ok(f) if matches!(f.end, RunEnd::Cancelled { .. })) {
+            let _ = self.store.cancel_if_parts_stopped(run);
+        }
         if let Ok(mut m) = self.recorded.lock() {
             m.remove(&run);
         }

@@ -118,6 +118,11 @@ impl Host {
             }
             if last_report.elapsed() >= config.sweep {
                 let _ = store.worker_report(&owner, running.len() as u64, false);
+                // A placed run being cancelled whose parts' workers died
+                // is cancelled once their leases expired.
+                for run in store.cancelling_placed().unwrap_or_default() {
+                    let _ = store.cancel_if_parts_stopped(run);
+                }
                 // The worker's metrics, for logs and collectors.
                 tracing::info!(
                     target: "troupe::worker",

@@ -1115,7 +1115,6 @@ impl RunState {
         let wf = &engine.program.workflows[engine.workflow];
         let types = &engine.program.types;
         let n = self.lanes.len();
-        let n_lanes = n;
         if checkpoint.lanes.len() != n {
             return Err(format!(
                 "it has {} lifelines, the workflow {n}",
@@ -1229,21 +1228,19 @@ impl RunState {
             });
         }
         self.sent.clear();
-        for (channel, n) in checkpoint.crossed {
+        for (channel, count) in checkpoint.crossed {
             let (from, to) = (channel.from.0, channel.to.0);
-            if from as usize >= n_lanes
-                || to as usize >= n_lanes
-                || channel.lane as usize >= engine.lanes.len()
+            if from as usize >= n || to as usize >= n || channel.lane as usize >= engine.lanes.len()
             {
                 return Err("a channel between lifelines that do not exist".into());
             }
             match (self.is_here(from), self.is_here(to)) {
                 (true, false) => {
-                    self.sent.insert((to, from, channel.lane), n);
+                    self.sent.insert((to, from, channel.lane), count);
                 }
                 (false, true) => {
                     let i = self.inbox(to, (from, channel.lane), 0);
-                    self.queues[to as usize][i].fetched = n;
+                    self.queues[to as usize][i].fetched = count;
                 }
                 _ => return Err("a channel between parts that is not this part's".into()),
             }

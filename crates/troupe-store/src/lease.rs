@@ -149,27 +149,32 @@ impl Store {
 
     /// Asks for `run` to be cancelled. A run with a live owner is cancelled
     /// by that owner at its next renewal (it stops its in-flight actions
-    /// and records the reason); a run without one is cancelled here.
-    /// Returns whether the run was cancelled here (`false`: its owner will).
+    /// and records the reason); a placed run with parts under live leases,
+    /// by the last of their workers to stop them
+    /// ([`Store::cancel_if_parts_stopped`]); a run without either is
+    /// cancelled here. So a run reads as cancelled only once nothing of it
+    /// runs any more. Returns whether the run was cancelled here (`false`:
+    /// its owners will).
     pub fn request_cancel(&self, run: i64, reason: &str) -> Result<bool, StoreError> {
         self.transaction("cancel the run", |tx| {
             let lock = for_update(&*tx);
             let row = tx.query_opt(
                 &format!(
-                    "SELECT status, lease_owner, lease_expires - {NOW_MS} FROM runs WHERE id = ?1{lock}"
+                    "SELECT status, lease_owner, lease_expires - {NOW_MS}, placed FROM runs WHERE id = ?1{lock}"
                 ),
                 args![run],
             )?;
             let Some(row) = row else {
                 return Ok(None);
             };
-            let (status, owner, left): (String, Option<String>, i64) =
-                (row.get(0)?, row.get(1)?, row.get(2)?);
+            let (status, owner, left, placed): (String, Option<String>, i64, i64) =
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
             let status: RunStatus = status.parse().unwrap_or(RunStatus::Failed);
             if status.is_final() {
                 return Ok(Some(Err(status)));
             }
-            let live_owner = owner.is_some() && left > 0;
+            let live_owner =
+                (owner.is_some() && left > 0) || (placed != 0 && crate::placement::parts_running(tx, run)?);
             if live_owner {
                 tx.execute(
                     "UPDATE runs SET cancel_requested = ?2 WHERE id = ?1",
@@ -205,7 +210,7 @@ pub(crate) fn for_update(db: &dyn Db) -> &'static str {
     }
 }
 
-fn cancel_now(tx: &mut dyn Db, run: i64, reason: &str) -> Result<(), DbError> {
+pub(crate) fn cancel_now(tx: &mut dyn Db, run: i64, reason: &str) -> Result<(), DbError> {
     tx.execute(
         "UPDATE runs SET status = 'cancelled', error = ?2, cancel_requested = NULL,
             lease_owner = NULL, lease_expires = 0,

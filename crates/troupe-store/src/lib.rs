@@ -409,7 +409,8 @@ CREATE TABLE messages(
   PRIMARY KEY(run, sender, receiver, lane, seq)
 );
 ",
-    // 7: the latest checkpoint of each part of a placed run.
+    // 7: the latest checkpoint of each part of a placed run; the runs
+    // being cancelled, for workers' sweeps.
     "
 CREATE TABLE part_checkpoints(
   run INTEGER NOT NULL REFERENCES runs(id),
@@ -421,6 +422,7 @@ CREATE TABLE part_checkpoints(
   data BLOB NOT NULL,
   PRIMARY KEY(run, part)
 );
+CREATE INDEX runs_cancelling ON runs(id) WHERE cancel_requested IS NOT NULL;
 ",
 ];
 

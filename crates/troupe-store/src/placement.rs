@@ -93,6 +93,19 @@ pub struct PartRow {
     pub owner: Option<String>,
 }
 
+/// Whether a part of `run` runs under a live lease.
+pub(crate) fn parts_running(db: &mut dyn Db, run: i64) -> Result<bool, DbError> {
+    Ok(db
+        .query_opt(
+            &format!(
+                "SELECT 1 FROM parts WHERE run = ?1 AND status = 'open'
+                   AND lease_owner IS NOT NULL AND lease_expires > {NOW_MS} LIMIT 1"
+            ),
+            args![run],
+        )?
+        .is_some())
+}
+
 /// The labels a worker with `labels` may claim parts of, as the list of an
 /// SQL `IN (…)`: none (`''`, the part for any worker) and each of its
 /// labels, as parameters appended to `params`.
@@ -325,6 +338,49 @@ impl Store {
                 args![run, i64::from(part), owner],
             )
             .map(|_| ())
+        })
+    }
+
+    /// Records a placed run cancelled once someone asked to cancel it and
+    /// none of its parts runs under a live lease any more: called by each
+    /// part's worker after it stopped its part (the last one's call does
+    /// it), and by workers' sweeps for parts whose worker died. Returns
+    /// whether it did.
+    pub fn cancel_if_parts_stopped(&self, run: i64) -> Result<bool, StoreError> {
+        self.transaction("finish the cancellation", |tx| {
+            let lock = crate::lease::for_update(&*tx);
+            let row = tx.query_opt(
+                &format!(
+                    "SELECT status, cancel_requested FROM runs WHERE id = ?1 AND placed = 1{lock}"
+                ),
+                args![run],
+            )?;
+            let Some(row) = row else { return Ok(false) };
+            let (status, reason): (String, Option<String>) = (row.get(0)?, row.get(1)?);
+            let final_ = status.parse::<RunStatus>().is_ok_and(RunStatus::is_final);
+            let Some(reason) = reason.filter(|_| !final_) else {
+                return Ok(false);
+            };
+            if parts_running(tx, run)? {
+                return Ok(false);
+            }
+            crate::lease::cancel_now(tx, run, &reason)?;
+            Ok(true)
+        })
+    }
+
+    /// The placed runs someone asked to cancel that are not cancelled yet
+    /// (for workers' sweeps: see [`Store::cancel_if_parts_stopped`]).
+    pub fn cancelling_placed(&self) -> Result<Vec<i64>, StoreError> {
+        self.with("find the runs being cancelled", |db| {
+            db.query(
+                "SELECT id FROM runs WHERE cancel_requested IS NOT NULL AND placed = 1
+                   AND status IN ('queued', 'running', 'waiting') ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
         })
     }
 
@@ -598,13 +654,27 @@ mod tests {
             );
             store.release_part(run, 2, "z").unwrap();
             assert_eq!(store.claim_part("y", &[], lease).unwrap(), Some((run, 2)));
-            // A run cancelled meanwhile tells its parts to stop.
-            store.request_cancel(run, "enough").unwrap();
+            // A run cancelled meanwhile tells its parts to stop, and reads
+            // as cancelled only once none runs under a live lease.
+            assert!(!store.request_cancel(run, "enough").unwrap());
             assert!(matches!(
                 store.renew_part(run, 2, "y", lease).unwrap(),
                 Renewal::Held { cancel: Some(_) }
             ));
             assert_eq!(store.runnable().unwrap(), 0);
+            assert_eq!(store.cancelling_placed().unwrap(), vec![run]);
+            let parts = store.parts(run).unwrap();
+            for p in parts.iter().filter(|p| p.owner.is_some()) {
+                assert!(!store.cancel_if_parts_stopped(run).unwrap(), "{parts:?}");
+                assert_ne!(store.run(run).unwrap().summary.status, RunStatus::Cancelled);
+                store
+                    .release_part(run, p.part, p.owner.as_deref().unwrap())
+                    .unwrap();
+            }
+            assert!(store.cancel_if_parts_stopped(run).unwrap());
+            assert_eq!(store.run(run).unwrap().summary.status, RunStatus::Cancelled);
+            assert_eq!(store.cancelling_placed().unwrap(), Vec::<i64>::new());
+            assert!(!store.cancel_if_parts_stopped(run).unwrap(), "once");
         }
     }
 

@@ -236,6 +236,7 @@ CREATE TABLE part_checkpoints(
   data BYTEA NOT NULL,
   PRIMARY KEY(run, part)
 );
+CREATE INDEX runs_cancelling ON runs(id) WHERE cancel_requested IS NOT NULL;
 ",
 ];
 
