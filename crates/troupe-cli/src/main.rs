@@ -253,7 +253,7 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::from(code),
                 Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(code),
                 Err(io) => {
-                    eprintln!("error: cannot write the help: {io}");
+                    crate::note!("error: cannot write the help: {io}");
                     ExitCode::from(2)
                 }
             };
@@ -262,7 +262,7 @@ fn main() -> ExitCode {
     let _telemetry = match telemetry::init(cli.log.as_deref(), cli.otlp.as_deref()) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::note!("error: {e:#}");
             return ExitCode::from(2);
         }
     };
@@ -303,7 +303,7 @@ fn main() -> ExitCode {
         // A closed pipe (`troupe runs | head -1`) ends the command quietly.
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", terminal::sanitize(&format!("{e:#}")));
+            crate::note!("error: {}", terminal::sanitize(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

@@ -36,3 +36,27 @@ macro_rules! outln {
         $crate::out::println(&format!($($arg)*))?
     };
 }
+
+/// Writes `text` and a newline to stderr, losing it if stderr is closed or
+/// full: diagnostics and progress are best effort, and a long-lived
+/// process (a worker, a server) must outlive whoever read its log
+/// (`troupe worker 2>&1 | head`, a supervisor that went away), where
+/// `eprintln!` would panic.
+pub fn note(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.write_all(b"\n");
+}
+
+/// Writes `text` to stderr as it is, best effort (see [`note`]).
+pub fn note_raw(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `eprintln!` through [`note`]: never panics.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::out::note(&format!($($arg)*))
+    };
+}

@@ -30,7 +30,7 @@ impl Drop for Telemetry {
         if let Some(p) = self.provider.take()
             && let Err(e) = p.shutdown()
         {
-            eprintln!("warning: cannot send the last traces to the OTLP collector: {e}");
+            crate::note!("warning: cannot send the last traces to the OTLP collector: {e}");
         }
     }
 }

@@ -154,3 +154,58 @@ fn a_full_disk_is_reported_not_a_panic() {
         );
     }
 }
+
+/// Stderr closed (its reader went away: `troupe worker 2>&1 | head -1`, a
+/// supervisor that died) or on a full disk: notes and progress are lost,
+/// the work is not. A worker claims, runs and reports a queued run, and a
+/// run with notes to print ends done; neither panics.
+#[test]
+fn a_closed_or_full_stderr_loses_notes_not_work() {
+    let (dir, db) = setup();
+    for (n, closed) in [(2, true), (3, false)] {
+        let out = troupe(dir.path())
+            .args(["run", "examples/counter.troupe", "-i", "limit=50"])
+            .args(["--store", &db, "--detach", "--new"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stderr = if closed {
+            Stdio::piped()
+        } else {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap()
+                .into()
+        };
+        let mut worker = troupe(dir.path())
+            .args(["worker", "--store", &db, "--exit-when-idle"])
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        // The reader goes away before the worker says anything.
+        drop(worker.stderr.take());
+        let status = worker.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "worker with stderr closed={closed}");
+        let out = troupe(dir.path())
+            .args(["status", &format!("run-{n}"), "--store", &db, "--json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["status"], "done", "{doc}");
+    }
+    // A run that prints notes (the mock model) with nobody reading them.
+    let mut run = troupe(dir.path())
+        .args(["run", "examples/consensus.troupe", "-i", "case=x"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(run.stderr.take());
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+}

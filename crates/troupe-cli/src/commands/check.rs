@@ -44,7 +44,7 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
         let loaded = match troupe_check::load_file(path) {
             Ok(loaded) => loaded,
             Err(e) => {
-                eprintln!("error: cannot read {shown}: {e}");
+                crate::note!("error: cannot read {shown}: {e}");
                 status = ExitStatus::Usage;
                 continue;
             }
@@ -97,9 +97,9 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
             }
         };
         if errors == 0 && warnings == 0 {
-            eprintln!("checked {}: no problems", plural(files, "file"));
+            crate::note!("checked {}: no problems", plural(files, "file"));
         } else {
-            eprintln!(
+            crate::note!(
                 "checked {}: {}, {}",
                 plural(files, "file"),
                 plural(errors, "error"),

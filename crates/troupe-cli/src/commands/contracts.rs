@@ -16,7 +16,7 @@ pub fn run(cmd: ContractsCommand) -> Result<ExitStatus> {
         Ok(_) => Ok(ExitStatus::Usage),
         Err(e) => {
             out.flush()?;
-            eprintln!("error: {e}");
+            crate::note!("error: {e}");
             Ok(ExitStatus::Usage)
         }
     }

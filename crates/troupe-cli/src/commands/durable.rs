@@ -137,10 +137,10 @@ fn host(store: Store) -> Result<Host> {
 /// Shows a host notice on stderr.
 pub fn print_notice(notice: &Notice) {
     match notice {
-        Notice::MockModel => eprintln!(
+        Notice::MockModel => crate::note!(
             "note: no model configured; using the mock model (choose one with --llm SPEC)"
         ),
-        Notice::MockedExterns(names) => eprintln!(
+        Notice::MockedExterns(names) => crate::note!(
             "note: no implementation for {}; using mock values (marked `mock` in the recorded steps)",
             names.join(", ")
         ),
@@ -149,14 +149,14 @@ pub fn print_notice(notice: &Notice) {
             recorded_steps,
             checkpoint,
         } => match checkpoint {
-            Some(at) => eprintln!(
+            Some(at) => crate::note!(
                 "resuming {run} from its checkpoint after {at} events: {recorded_steps} recorded step(s) since will not be redone"
             ),
             None => {
-                eprintln!("resuming {run}: {recorded_steps} recorded step(s) will not be redone")
+                crate::note!("resuming {run}: {recorded_steps} recorded step(s) will not be redone")
             }
         },
-        Notice::NewBeside { run, others } => eprintln!(
+        Notice::NewBeside { run, others } => crate::note!(
             "started {run}; unfinished runs of this file with other inputs or another version are left as they are: {}",
             others.join(", ")
         ),
@@ -175,7 +175,7 @@ pub fn print_notice(notice: &Notice) {
                 _ if ty == "Text" => "--value TEXT".to_owned(),
                 _ => format!("--value/--json (a {})", sanitize(ty)),
             };
-            eprintln!(
+            crate::note!(
                 "waiting for {task} ({} at {}): answer with `troupe answer {task} {how}`",
                 sanitize(action),
                 sanitize(lifeline)
@@ -200,7 +200,7 @@ pub fn print_warnings(compiled: &troupe_host::Compiled, color: crate::ColorChoic
         color.enabled_for_stderr(),
         &mut buf,
     );
-    eprint!("{}", String::from_utf8_lossy(&buf));
+    crate::out::note_raw(&String::from_utf8_lossy(&buf));
 }
 
 /// The store this process opened, for the hints of [`store_hint`].
@@ -312,7 +312,7 @@ pub fn report_error(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
     if let HostError::Store(_) = e
         && let Some(hint) = store_hint(&e.to_string())
     {
-        eprintln!("  hint: {}", sanitize(&hint));
+        crate::note!("  hint: {}", sanitize(&hint));
     }
     status
 }
@@ -339,24 +339,24 @@ fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
                 color.enabled_for_stderr(),
                 &mut buf,
             );
-            eprint!("{}", String::from_utf8_lossy(&buf));
+            crate::out::note_raw(&String::from_utf8_lossy(&buf));
             if matches!(e, HostError::Contracts { .. }) {
-                eprintln!(
+                crate::note!(
                     "error: {file} breaks the contracts of the tools it calls; nothing was run"
                 );
             } else {
-                eprintln!("error: {file} does not check; nothing was run");
+                crate::note!("error: {file} does not check; nothing was run");
             }
             ExitStatus::Failure
         }
         HostError::Read { .. } | HostError::Input(_) | HostError::Placement(_) => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
+            crate::note!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Usage
         }
         HostError::InvalidAnswer {
             example, confirm, ..
         } => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
+            crate::note!("error: {}", sanitize(&e.to_string()));
             let flag = match example {
                 _ if *confirm => "--yes or --no".to_owned(),
                 serde_json::Value::String(s) => format!("--value {}", shell_word(s)),
@@ -365,12 +365,12 @@ fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
                 }
                 _ => format!("--json '{example}'"),
             };
-            eprintln!("  hint: answer with {flag}; the task is still pending");
+            crate::note!("  hint: answer with {flag}; the task is still pending");
             ExitStatus::Failure
         }
         HostError::NeedsResolution { run, step, .. } => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
-            eprintln!(
+            crate::note!("error: {}", sanitize(&e.to_string()));
+            crate::note!(
                 "  hint: if it happened, `troupe resolve {run} {step} --done JSON` records its outputs; if not, `troupe resolve {run} {step} --retry`; then `troupe resume {run}`"
             );
             ExitStatus::Failure
@@ -380,12 +380,12 @@ fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
             status: troupe_store::RunStatus::Failed,
             ..
         } => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
-            eprintln!("  hint: `troupe retry {run}`");
+            crate::note!("error: {}", sanitize(&e.to_string()));
+            crate::note!("  hint: `troupe retry {run}`");
             ExitStatus::Failure
         }
         e => {
-            eprintln!("error: {}", sanitize(&e.to_string()));
+            crate::note!("error: {}", sanitize(&e.to_string()));
             ExitStatus::Failure
         }
     }
@@ -444,14 +444,14 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             }
             match verified {
                 Ok(_) => {
-                    eprintln!(
+                    crate::note!(
                         "{name} done; verified: the recorded run is a run of `{}`",
                         finished.compiled.workflow().name
                     );
                     Ok(ExitStatus::Success)
                 }
                 Err(e) => {
-                    eprintln!("error: {}", sanitize(e));
+                    crate::note!("error: {}", sanitize(e));
                     // The result was printed; the verdict is in it.
                     Ok(ExitStatus::Failure)
                 }
@@ -461,8 +461,8 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             let hint = format!(
                 "after a transient failure, `troupe retry {name}` continues it from its last durable step"
             );
-            eprintln!("error: {}", sanitize(&e.to_string()));
-            eprintln!("  hint: {hint}");
+            crate::note!("error: {}", sanitize(&e.to_string()));
+            crate::note!("  hint: {hint}");
             json_error("run_failed", &e.to_string(), Some(&hint))?;
             Ok(ExitStatus::Failure)
         }
@@ -470,13 +470,13 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             let hint = format!(
                 "if the effect happened, `troupe resolve {name} {step} --done JSON` records its outputs; if not, `troupe resolve {name} {step} --retry`; then `troupe resume {name}`"
             );
-            eprintln!("error: {name}: {}", sanitize(message));
-            eprintln!("  hint: {hint}");
+            crate::note!("error: {name}: {}", sanitize(message));
+            crate::note!("  hint: {hint}");
             json_error("needs_resolution", message, Some(&hint))?;
             Ok(ExitStatus::Failure)
         }
         RunEnd::Cancelled { reason } => {
-            eprintln!("{name} cancelled: {}", sanitize(reason));
+            crate::note!("{name} cancelled: {}", sanitize(reason));
             json_error("cancelled", &format!("{name} cancelled: {reason}"), None)?;
             Ok(ExitStatus::Failure)
         }
@@ -484,7 +484,7 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             let message = format!(
                 "{name}: this process lost the run's lease (it was paused longer than the lease) and another process took the run over; it stopped here"
             );
-            eprintln!("error: {message}");
+            crate::note!("error: {message}");
             json_error(
                 "lease_lost",
                 &message,
@@ -494,7 +494,7 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
         }
         // Only workers drive parts (`troupe worker`), never this command.
         RunEnd::PartDone { part, .. } => {
-            eprintln!("{name}: part {part} ended");
+            crate::note!("{name}: part {part} ended");
             Ok(ExitStatus::Success)
         }
     }
@@ -617,7 +617,7 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         } else {
             "for a worker (`troupe worker --store …`)".to_owned()
         };
-        eprintln!(
+        crate::note!(
             "queued {} in {} {whom}; follow it with `troupe status {}`",
             started.name,
             host.store().shown().display(),
@@ -639,11 +639,11 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         return detach(&host, store_path, name, args);
     }
     if started.resumed {
-        eprintln!(
+        crate::note!(
             "continuing {name} (unfinished, same workflow and inputs); pass --new to start another run"
         );
     } else {
-        eprintln!("recording {name} in {}", host.store().shown().display());
+        crate::note!("recording {name} in {}", host.store().shown().display());
     }
     let answers = read_answers(args.answers.as_deref())?;
     let finished =
@@ -672,7 +672,7 @@ fn detach(host: &Host, store_path: &Path, name: &str, args: &RunArgs) -> Result<
         .process_group(0);
     let child = cmd.spawn().context("cannot start the background run")?;
     crate::out::println(name)?;
-    eprintln!(
+    crate::note!(
         "started {name} in the background (pid {}); follow it with `troupe status {name}`, its log is {}",
         child.id(),
         log.display()
@@ -758,7 +758,7 @@ pub fn resume(args: &ResumeArgs, color: crate::ColorChoice) -> Result<ExitStatus
     let run = run_id(&args.run)?;
     let detail = host.store().run(run)?;
     if detail.summary.status.is_final() {
-        eprintln!(
+        crate::note!(
             "{} is {} already; nothing to resume{}",
             detail.summary.name,
             detail.summary.status,
@@ -830,7 +830,7 @@ pub fn cancel(args: &CancelArgs, color: crate::ColorChoice) -> Result<ExitStatus
     let name = Store::run_name(run);
     match host.cancel(run, &args.reason) {
         Ok(Cancel::Cancelled) => {
-            eprintln!("cancelled {name}");
+            crate::note!("cancelled {name}");
             Ok(ExitStatus::Success)
         }
         Ok(Cancel::Requested { owner }) => {
@@ -838,12 +838,12 @@ pub fn cancel(args: &CancelArgs, color: crate::ColorChoice) -> Result<ExitStatus
             let deadline = std::time::Instant::now() + host.config().lease * 2;
             while std::time::Instant::now() < deadline {
                 if host.store().run(run)?.summary.status == troupe_store::RunStatus::Cancelled {
-                    eprintln!("cancelled {name} (its owner {owner} stopped it)");
+                    crate::note!("cancelled {name} (its owner {owner} stopped it)");
                     return Ok(ExitStatus::Success);
                 }
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            eprintln!("asked {owner} to cancel {name}; it stops at its next lease renewal");
+            crate::note!("asked {owner} to cancel {name}; it stops at its next lease renewal");
             Ok(ExitStatus::Success)
         }
         Err(e) => Ok(report_error(&e, color)),
@@ -866,7 +866,7 @@ pub fn delete(args: &DeleteArgs, color: crate::ColorChoice) -> Result<ExitStatus
     for r in &args.runs {
         let run = run_id(r)?;
         match host.delete(run) {
-            Ok(()) => eprintln!("deleted {}", Store::run_name(run)),
+            Ok(()) => crate::note!("deleted {}", Store::run_name(run)),
             Err(e) => status = report_error(&e, color),
         }
     }
@@ -911,7 +911,7 @@ pub fn answer(args: &AnswerArgs, color: crate::ColorChoice) -> Result<ExitStatus
     };
     match host.answer(&args.task, input, &args.by) {
         Ok(t) => {
-            eprintln!(
+            crate::note!(
                 "answered {} ({}/{}) for {}",
                 t.id,
                 sanitize(&t.lifeline),
@@ -955,7 +955,7 @@ pub fn resolve(args: &ResolveArgs, color: crate::ColorChoice) -> Result<ExitStat
         return Ok(report_error(&e, color));
     }
     let name = Store::run_name(run);
-    eprintln!(
+    crate::note!(
         "settled {} of {name}; continue it with `troupe resume {name}`",
         args.step
     );

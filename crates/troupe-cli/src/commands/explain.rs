@@ -62,7 +62,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitStatus> {
                     Ok(ExitStatus::Success)
                 }
                 None => {
-                    eprintln!(
+                    crate::note!(
                         "error: no diagnostic code `{text}`; `troupe explain` lists them all"
                     );
                     Ok(ExitStatus::Usage)

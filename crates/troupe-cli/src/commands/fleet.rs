@@ -61,7 +61,7 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
         exit_when_idle: args.exit_when_idle,
     };
     let owner = host.config().owner.clone();
-    eprintln!(
+    crate::note!(
         "worker {} on {} (up to {} runs at once{}); stop with Ctrl-C or SIGTERM",
         sanitize(&owner),
         host.store().shown().display(),
@@ -88,9 +88,12 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
         host.work(config, stop, move |event| print_event(&event, json))
             .await
     })?;
-    eprintln!(
+    crate::note!(
         "worker stopped: {} claimed, {} done, {} failed, {} handed back",
-        report.claimed, report.done, report.failed, report.released
+        report.claimed,
+        report.done,
+        report.failed,
+        report.released
     );
     Ok(ExitStatus::Success)
 }
@@ -110,10 +113,10 @@ fn print_event(event: &WorkerEvent, json: bool) {
         return;
     }
     match event {
-        WorkerEvent::Claimed { run } => eprintln!("claimed {run}"),
-        WorkerEvent::Ended { run, outcome } => eprintln!("{run}: {}", sanitize(outcome)),
+        WorkerEvent::Claimed { run } => crate::note!("claimed {run}"),
+        WorkerEvent::Ended { run, outcome } => crate::note!("{run}: {}", sanitize(outcome)),
         WorkerEvent::Draining { running } => {
-            eprintln!("stopping: waiting for {running} run(s) in flight")
+            crate::note!("stopping: waiting for {running} run(s) in flight")
         }
     }
 }

@@ -46,7 +46,7 @@ pub struct InitArgs {
 pub fn run(args: &InitArgs) -> Result<ExitStatus> {
     let dir = &args.dir;
     if dir.exists() && !dir.is_dir() {
-        eprintln!("error: {} exists and is not a directory", dir.display());
+        crate::note!("error: {} exists and is not a directory", dir.display());
         return Ok(ExitStatus::Usage);
     }
     let files = [
@@ -60,7 +60,7 @@ pub fn run(args: &InitArgs) -> Result<ExitStatus> {
         .collect();
     if !existing.is_empty() && !args.force {
         let names: Vec<String> = existing.iter().map(|p| p.display().to_string()).collect();
-        eprintln!(
+        crate::note!(
             "error: not overwriting {} (already there)\nhint: pass --force to overwrite, or give another directory: `troupe init DIR`",
             names.join(" and ")
         );

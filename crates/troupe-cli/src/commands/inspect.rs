@@ -46,7 +46,7 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
             }
         }
         let total: u64 = pruned.iter().map(|(_, n)| n).sum();
-        eprintln!(
+        crate::note!(
             "pruned {total} event(s) of {} run(s), keeping at least the last {keep} of each",
             pruned.len()
         );
@@ -64,7 +64,7 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
     if let Some(keep) = args.prune {
         let host = args.store.host()?;
         let ids = host.prune(keep)?;
-        eprintln!("deleted {} ended run(s), kept the newest {keep}", ids.len());
+        crate::note!("deleted {} ended run(s), kept the newest {keep}", ids.len());
         if args.json {
             let names: Vec<String> = ids.into_iter().map(Store::run_name).collect();
             out::println(&serde_json::json!({ "deleted": names }).to_string())?;
@@ -87,7 +87,7 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
             .collect();
         out::println(&serde_json::to_string_pretty(&docs)?)?;
     } else if runs.is_empty() {
-        eprintln!("no runs");
+        crate::note!("no runs");
     } else {
         out::println(&format!(
             "{:<10} {:<18} {:<17} {:<24} {:>9} {:>9} {:>8} {:>8} result",
@@ -330,9 +330,11 @@ pub fn trace(args: &TraceArgs) -> Result<ExitStatus> {
     // Logical time counts the pruned events too.
     let mut time = detail.pruned;
     if detail.pruned > 0 {
-        eprintln!(
+        crate::note!(
             "note: the first {} events of {} were pruned (--history-keep); showing the retained {}",
-            detail.pruned, detail.summary.name, detail.events
+            detail.pruned,
+            detail.summary.name,
+            detail.events
         );
     }
     loop {
@@ -564,7 +566,7 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         Err(e) => {
-            eprintln!("error: {}", sanitize(&e));
+            crate::note!("error: {}", sanitize(&e));
             Ok(ExitStatus::Failure)
         }
     }
@@ -589,7 +591,7 @@ pub fn tasks(args: &TasksArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     if tasks.is_empty() {
-        eprintln!("no pending tasks");
+        crate::note!("no pending tasks");
         return Ok(ExitStatus::Success);
     }
     let mut text = String::new();

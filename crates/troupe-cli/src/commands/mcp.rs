@@ -20,7 +20,7 @@ pub fn run(cmd: McpCommand) -> Result<ExitStatus> {
         Ok(_) => Ok(ExitStatus::Usage),
         Err(e) => {
             out.flush()?;
-            eprintln!("error: {e}");
+            crate::note!("error: {e}");
             Ok(ExitStatus::Usage)
         }
     }

@@ -47,8 +47,8 @@ fn load(file: &Path, color: ColorChoice) -> Result<Option<Program>> {
             color.enabled_for_stderr(),
             &mut buf,
         );
-        eprint!("{}", String::from_utf8_lossy(&buf));
-        eprintln!("error: {shown} does not check");
+        crate::out::note_raw(&String::from_utf8_lossy(&buf));
+        crate::note!("error: {shown} does not check");
     }
     Ok(program)
 }
@@ -216,7 +216,7 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
     match &args.output {
         Some(out) => {
             std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
-            eprintln!("wrote {}", out.display());
+            crate::note!("wrote {}", out.display());
         }
         None => crate::out::print(&text)?,
     }

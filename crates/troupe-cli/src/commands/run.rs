@@ -165,7 +165,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         Ok(j) => j,
         Err(e) if args.json => {
             let message = format!("--input-json is not valid JSON: {e}");
-            eprintln!("error: {message}");
+            crate::note!("error: {message}");
             let hint = "give one JSON object, e.g. --input-json '{\"limit\": 3}'";
             out::println(&error_json("usage", &message, Some(hint)).to_string())?;
             return Ok(ExitStatus::Usage);
@@ -190,7 +190,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         Ok(o) => o,
         Err(e) => {
             let message = e.to_string();
-            eprintln!("error: {}", sanitize(&message));
+            crate::note!("error: {}", sanitize(&message));
             if args.json {
                 let hint = "record the run with --store: `troupe retry` then continues a failed run from its last durable step";
                 out::println(&error_json("run_failed", &message, Some(hint)).to_string())?;
@@ -205,7 +205,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
             Ok(n) => Some(n),
             Err(e) => {
                 let message = format!("run run-1: the execution is not in ⟦P⟧: {e}");
-                eprintln!("error: {}", sanitize(&message));
+                crate::note!("error: {}", sanitize(&message));
                 if args.json {
                     let hint =
                         "this is a bug in troupe's runtime: please report it with the workflow";
@@ -235,7 +235,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
     } else {
         print_results(&outcome.results, types)?;
         if let Some(n) = verified {
-            eprintln!(
+            crate::note!(
                 "verified: the run ({n} events) is a run of `{}`",
                 engine.workflow().name
             );
