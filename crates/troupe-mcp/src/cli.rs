@@ -392,7 +392,8 @@ async fn serve(
     match http {
         Some((addr, http)) => {
             let serving = server.bind_http(addr, &http).await?;
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "serving {names} at http://{}/mcp (store {}{})",
                 serving.addr,
                 options.store.display(),
@@ -405,7 +406,8 @@ async fn serve(
             serving.run().await
         }
         None => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "serving {names} over stdio (store {})",
                 options.store.display()
             );

@@ -27,6 +27,7 @@ mod live;
 pub mod notify;
 mod routes;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -151,7 +152,8 @@ pub fn run(args: ServeArgs) -> Result<i32, WebError> {
 /// The access token: `--token`, `--token-file` or `TROUPE_TOKEN`.
 fn resolve_token(args: &ServeArgs) -> Result<Option<String>, WebError> {
     if let Some(t) = &args.token {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "warning: a --token on the command line is visible to other users (ps); prefer TROUPE_TOKEN or --token-file"
         );
         return Ok(Some(t.clone()));
@@ -207,13 +209,15 @@ pub async fn serve_with(
             std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
         )
     {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "warning: the store {} is read-only ({e}): the pages show its runs, but answers cannot be recorded",
             store_path.display()
         );
     }
     if !bind.ip().is_loopback() {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "warning: listening on {bind}, which is not a loopback address: anyone who can reach it and has the token can answer tasks"
         );
     }
@@ -231,7 +235,10 @@ pub async fn serve_with(
         None => (random_hex(24)?, true),
     };
     if !made {
-        eprintln!("troupe serve: open http://{bind}/ and sign in with your token (?token=…)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "troupe serve: open http://{bind}/ and sign in with your token (?token=…)"
+        );
     }
     let options = ServeOptions {
         token,
@@ -258,13 +265,14 @@ pub async fn serve_listener(
     let db = Arc::new(NotifyDb::open(&store)?);
     let adapters = notify::start(&store, &db, &options.notify)?;
     if options.announce {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "troupe serve: {} on http://{addr}/ — open http://{addr}/?token={}",
             store.path().display(),
             options.token
         );
         for a in &adapters {
-            eprintln!("notifications: {a}");
+            let _ = writeln!(std::io::stderr(), "notifications: {a}");
         }
     }
     let app = router_with(store, options.token, db, options.session_ttl);

@@ -38,6 +38,7 @@ pub mod webhook;
 
 use crate::{ServeArgs, WebError};
 use serde::Deserialize;
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -322,7 +323,10 @@ impl Backoff {
     pub(crate) async fn failed(&mut self, what: &str, e: &WebError) {
         self.failures = self.failures.saturating_add(1);
         let secs = 1u64 << self.failures.min(5);
-        eprintln!("notifications: {what}: {e}; retrying in {secs} s");
+        let _ = writeln!(
+            std::io::stderr(),
+            "notifications: {what}: {e}; retrying in {secs} s"
+        );
         tokio::time::sleep(Duration::from_secs(secs)).await;
     }
 }

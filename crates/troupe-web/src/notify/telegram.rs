@@ -20,6 +20,7 @@ use crate::answer::{self, AnswerError, AnswerInput};
 use crate::html::clip;
 use crate::{WebError, random_hex};
 use serde_json::{Value, json};
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use troupe_store::{Store, TaskRow};
@@ -246,7 +247,7 @@ impl Telegram {
                     task.answered_by.as_deref().unwrap_or("someone")
                 );
                 if let Err(e) = self.settle(&a, &note).await {
-                    eprintln!("notifications: telegram: {e}");
+                    let _ = writeln!(std::io::stderr(), "notifications: telegram: {e}");
                 }
             }
         }
@@ -423,7 +424,10 @@ impl Telegram {
                 Ok(())
             };
             if let Err(e) = handled {
-                eprintln!("notifications: telegram: update {update_id}: {e}");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "notifications: telegram: update {update_id}: {e}"
+                );
             }
             let db = self.db.clone();
             let next = (update_id + 1).to_string();
