@@ -355,6 +355,34 @@ fn troupe(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Queues a run on the SQLite store `s.db` in `dir`: `troupe run FILE -i
+/// INPUT --store s.db --detach`, then `extra`.
+fn queue(dir: &Path, file: &str, input: &str, extra: &[&str]) {
+    let args = [
+        &["run", file, "-i", input, "--store", "s.db", "--detach"],
+        extra,
+    ]
+    .concat();
+    let out = troupe(dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A worker with `label` on the SQLite store `s.db` in `dir` (sweeping
+/// often), its stdout dropped; callers add flags and choose its stderr.
+fn sqlite_worker(dir: &Path, label: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.args(["worker", "--store", "s.db", "--labels", label])
+        .args(["--sweep", "200ms"])
+        .current_dir(dir)
+        .env("WORKER_LABEL", label)
+        .stdout(Stdio::null());
+    c
+}
+
 /// A placement that does not fit is refused before anything is recorded,
 /// with what would fit.
 #[test]
@@ -398,41 +426,13 @@ fn a_placed_run_on_sqlite_runs_on_two_labelled_workers() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     setup(dir);
-    let out = troupe(
-        dir,
-        &[
-            "run",
-            "placed.troupe",
-            "-i",
-            "n=4",
-            "--store",
-            "s.db",
-            "--detach",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    queue(dir, "placed.troupe", "n=4", &[]);
     let out = troupe(dir, &["resume", "run-1", "--store", "s.db"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("is placed"), "{err}");
     let spawn = |label: &str| {
-        Command::new(env!("CARGO_BIN_EXE_troupe"))
-            .args([
-                "worker",
-                "--store",
-                "s.db",
-                "--labels",
-                label,
-                "--exit-when-idle",
-                "--sweep",
-                "200ms",
-            ])
-            .current_dir(dir)
-            .env("WORKER_LABEL", label)
-            .stdout(Stdio::null())
+        sqlite_worker(dir, label)
+            .arg("--exit-when-idle")
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
@@ -488,41 +488,11 @@ workflow ask(n: Int @ Bank) {
 "#,
     )
     .unwrap();
-    let out = troupe(
-        dir,
-        &[
-            "run",
-            "ask.troupe",
-            "-i",
-            "n=3",
-            "--store",
-            "s.db",
-            "--detach",
-            "--place",
-            "Bank=vault",
-            "--place",
-            "Clerk=desk",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let placed = ["--place", "Bank=vault", "--place", "Clerk=desk"];
+    queue(dir, "ask.troupe", "n=3", &placed);
     let spawn = |label: &str| {
-        Command::new(env!("CARGO_BIN_EXE_troupe"))
-            .args([
-                "worker",
-                "--store",
-                "s.db",
-                "--labels",
-                label,
-                "--exit-when-idle",
-                "--sweep",
-                "200ms",
-            ])
-            .current_dir(dir)
-            .stdout(Stdio::null())
+        sqlite_worker(dir, label)
+            .arg("--exit-when-idle")
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
@@ -601,45 +571,19 @@ fn killed_parts_resume_from_their_own_checkpoints() {
     let dir = dir.path();
     std::fs::write(dir.join("counted.troupe"), COUNTED).unwrap();
     const LIMIT: i64 = 30;
-    let out = troupe(
+    let placed = ["--place", "Ping=vault", "--place", "Pong=desk"];
+    let every = ["--checkpoint-every", "8"];
+    queue(
         dir,
-        &[
-            "run",
-            "counted.troupe",
-            "-i",
-            &format!("limit={LIMIT}"),
-            "--store",
-            "s.db",
-            "--detach",
-            "--checkpoint-every",
-            "8",
-            "--place",
-            "Ping=vault",
-            "--place",
-            "Pong=desk",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "counted.troupe",
+        &format!("limit={LIMIT}"),
+        &[&placed[..], &every].concat(),
     );
     let spawn = |label: &str, log: &str| {
         use std::os::unix::process::CommandExt;
-        Command::new(env!("CARGO_BIN_EXE_troupe"))
-            .args([
-                "worker",
-                "--store",
-                "s.db",
-                "--labels",
-                label,
-                "--exit-when-idle",
-                "--sweep",
-                "200ms",
-            ])
-            .current_dir(dir)
+        sqlite_worker(dir, label)
+            .arg("--exit-when-idle")
             .env("TROUPE_LEASE", "1s")
-            .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join(log)).unwrap())
             .process_group(0)
             .spawn()
@@ -750,35 +694,12 @@ workflow slow(n: Int @ Bank) {
         ),
     )
     .unwrap();
-    let out = troupe(
-        dir,
-        &[
-            "run",
-            "slow.troupe",
-            "-i",
-            "n=1",
-            "--store",
-            "s.db",
-            "--detach",
-            "--place",
-            "Bank=vault",
-            "--place",
-            "Clerk=desk",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let placed = ["--place", "Bank=vault", "--place", "Clerk=desk"];
+    queue(dir, "slow.troupe", "n=1", &placed);
     let mut workers: Vec<Child> = LABELS
         .iter()
         .map(|label| {
-            Command::new(env!("CARGO_BIN_EXE_troupe"))
-                .args(["worker", "--store", "s.db", "--labels", label])
-                .args(["--sweep", "200ms"])
-                .current_dir(dir)
-                .stdout(Stdio::null())
+            sqlite_worker(dir, label)
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap()
