@@ -62,6 +62,11 @@ pub enum HostError {
         owner: String,
         expires_in_ms: i64,
     },
+    /// This process drives the run (or the part) already: its lease
+    /// expired while it was busy and it claimed it again. One drive goes
+    /// on; a second would repeat its steps under the same owner.
+    #[error("{run} is being run by this process already")]
+    AlreadyDriving { run: String },
     /// A run waits for a person to settle an unfinished effect.
     #[error(
         "{run} waits for a person to settle the effect {step} (did it happen or not?): {message}"

@@ -407,6 +407,29 @@ pub struct Host {
     recorded: Arc<Mutex<HashMap<i64, Arc<Compiled>>>>,
     /// Lease renewals so far (a worker's metric).
     renewals: Arc<std::sync::atomic::AtomicU64>,
+    /// The runs (and parts) this process drives now. A lease that expired
+    /// while its holder was busy (a starved process) is claimable by
+    /// anyone, this process included; a second drive of the same run under
+    /// the same owner would pass every lease check and repeat effects, so
+    /// it is refused here.
+    driving: DrivenHere,
+}
+
+/// The runs, and parts `(run, Some(part))`, a host drives now.
+type DrivenHere = Arc<Mutex<std::collections::HashSet<(i64, Option<u32>)>>>;
+
+/// Marks a run (or part) as driven by this process while it lives.
+struct Driving {
+    set: DrivenHere,
+    key: (i64, Option<u32>),
+}
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.set.lock() {
+            s.remove(&self.key);
+        }
+    }
 }
 
 impl std::fmt::Debug for Host {
@@ -426,7 +449,30 @@ impl Host {
             config,
             recorded: Arc::default(),
             renewals: Arc::default(),
+            driving: Arc::default(),
         }
+    }
+
+    /// Whether this process drives `run` (or its part `part`) now.
+    pub fn is_driving(&self, run: i64, part: Option<u32>) -> bool {
+        self.driving.lock().is_ok_and(|s| s.contains(&(run, part)))
+    }
+
+    /// Marks `run` (or its part) as driven here, unless it is already.
+    fn start_driving(&self, run: i64, part: Option<u32>) -> Result<Driving, HostError> {
+        let mut set = self
+            .driving
+            .lock()
+            .map_err(|_| HostError::Config("the host's run table was poisoned".into()))?;
+        if !set.insert((run, part)) {
+            return Err(HostError::AlreadyDriving {
+                run: Store::run_name(run),
+            });
+        }
+        Ok(Driving {
+            set: self.driving.clone(),
+            key: (run, part),
+        })
     }
 
     pub fn store(&self) -> &Store {
@@ -661,6 +707,8 @@ impl Host {
         overrides: &Overrides,
         answers: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Finished, HostError> {
+        // A second drive here returns before it touches the lease.
+        let _driving = self.start_driving(run, None)?;
         let result = self.drive_claimed(run, None, overrides, answers).await;
         let _ = self.store.release(run, &self.config.owner);
         // A long-lived host (a worker) drives many runs: keep the cache to
@@ -677,6 +725,7 @@ impl Host {
     /// the part's lease at the end. The part that ends last ends the run,
     /// and verifies the whole run's recorded execution.
     pub async fn drive_part(&self, run: i64, part: u32) -> Result<Finished, HostError> {
+        let _driving = self.start_driving(run, Some(part))?;
         let result = self
             .drive_claimed(run, Some(part), &Overrides::default(), None)
             .await;
@@ -1255,5 +1304,65 @@ pub fn scripted_answers(
             "answers: expected a JSON object keyed by `Lifeline.action` or `action`".into(),
         )),
         Err(e) => Err(HostError::Input(format!("answers are not JSON: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process whose lease expired while it was busy, and that claimed
+    /// the run again (as a starved worker does), does not drive it a
+    /// second time beside the first: under the same owner the second
+    /// drive would pass every lease check and repeat the run's effects.
+    #[test]
+    fn a_run_is_never_driven_twice_by_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.db"), troupe_store::Durability::Normal).unwrap();
+        let host = Host::new(
+            store,
+            HostConfig::new(dir.path().to_owned()),
+            Arc::new(NoTools),
+        );
+        let source = "human ok(n: Int) -> Bool { ask: \"ok {n}?\" }\n\
+                      workflow w(n: Int @ A) {\n  lifelines A\n  act A: r = ok(n)\n  return r @ A\n}\n";
+        let compiled = Compiled::from_source(source.into(), "w.troupe", dir.path(), None).unwrap();
+        let started = host
+            .start(
+                &compiled,
+                vec![Value::Int(1)],
+                &RunSettings::default(),
+                StartPolicy::New,
+            )
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let overrides = Overrides::default();
+        rt.block_on(async {
+            let first = host.drive(started.run, &overrides, None);
+            tokio::pin!(first);
+            // The first drive starts and waits for its person.
+            tokio::select! {
+                _ = &mut first => panic!("the run ended without its answer"),
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+            assert!(host.is_driving(started.run, None));
+            // (A second drive would wait for the person too: bounded, so
+            // that it fails instead of hanging.)
+            let second = tokio::time::timeout(
+                Duration::from_secs(10),
+                host.drive(started.run, &overrides, None),
+            )
+            .await;
+            assert!(
+                matches!(second, Ok(Err(HostError::AlreadyDriving { .. }))),
+                "{second:?}"
+            );
+            // The refused drive left the first one's lease alone.
+            let owner = host.store().run(started.run).unwrap().summary.owner;
+            assert_eq!(owner.as_deref(), Some(host.config().owner.as_str()));
+        });
     }
 }

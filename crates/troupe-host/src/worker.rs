@@ -101,6 +101,12 @@ impl Host {
                         None => break,
                     },
                 };
+                // Its own run whose lease expired while it was busy (a
+                // starved worker): the claim renewed the lease, and the
+                // drive under way goes on; a second would repeat it.
+                if self.is_driving(run, part) {
+                    continue;
+                }
                 report.claimed += 1;
                 let name = match part {
                     None => troupe_store::Store::run_name(run),
