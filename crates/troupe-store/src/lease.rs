@@ -210,6 +210,14 @@ pub(crate) fn for_update(db: &dyn Db) -> &'static str {
     }
 }
 
+/// ` FOR SHARE` where the database locks rows (see [`for_update`]).
+pub(crate) fn for_share(db: &dyn Db) -> &'static str {
+    match db.dialect() {
+        crate::Dialect::Sqlite => "",
+        crate::Dialect::Postgres => " FOR SHARE",
+    }
+}
+
 pub(crate) fn cancel_now(tx: &mut dyn Db, run: i64, reason: &str) -> Result<(), DbError> {
     tx.execute(
         "UPDATE runs SET status = 'cancelled', error = ?2, cancel_requested = NULL,

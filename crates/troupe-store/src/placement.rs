@@ -590,6 +590,23 @@ mod tests {
     use troupe_check::Value;
     use troupe_runtime::RunJournal;
 
+    /// The channel from lifeline A to lifeline B of [`placed_run`].
+    fn channel_a_to_b() -> RemoteChannel {
+        RemoteChannel {
+            from: LifelineId(0),
+            to: LifelineId(1),
+            lane: 0,
+        }
+    }
+
+    /// A data message carrying `n`.
+    fn msg(n: i64) -> Queued {
+        Queued::Data {
+            stmt: troupe_check::ir::StmtId(7),
+            values: vec![Value::Int(n)],
+        }
+    }
+
     fn placed_run(store: &Store) -> i64 {
         let mut run = testing::bare_run("");
         run.lifelines = 3;
@@ -689,15 +706,7 @@ mod tests {
             let run = placed_run(&store);
             let a = StoreChannels::new(&store, run, vec![true, false, false]).unwrap();
             let b = StoreChannels::new(&store, run, vec![false, true, false]).unwrap();
-            let ch = RemoteChannel {
-                from: LifelineId(0),
-                to: LifelineId(1),
-                lane: 0,
-            };
-            let msg = |n: i64| Queued::Data {
-                stmt: troupe_check::ir::StmtId(7),
-                values: vec![Value::Int(n)],
-            };
+            let ch = channel_a_to_b();
             // The receiver waits before anything was sent.
             let waiting = b.receive(ch, 0);
             a.send(ch, 0, &msg(10));
@@ -754,15 +763,7 @@ mod tests {
                 .unwrap()
                 .under(0, "heir");
             let b = StoreChannels::new(&store, run, vec![false, true, false]).unwrap();
-            let ch = RemoteChannel {
-                from: LifelineId(0),
-                to: LifelineId(1),
-                lane: 0,
-            };
-            let msg = |n: i64| Queued::Data {
-                stmt: troupe_check::ir::StmtId(7),
-                values: vec![Value::Int(n)],
-            };
+            let ch = channel_a_to_b();
             zombie.send(ch, 0, &msg(666));
             heir.send(ch, 0, &msg(1));
             assert_eq!(rt.block_on(b.receive(ch, 0)).unwrap(), vec![msg(1)]);

@@ -437,10 +437,7 @@ fn commit(db: &mut dyn Db, batch: &[Request]) -> Result<Vec<bool>, DbError> {
 /// the transaction (PostgreSQL; a SQLite write transaction excludes every
 /// other writer already).
 fn holds(tx: &mut dyn Db, fence: &Fence) -> Result<bool, DbError> {
-    let lock = match tx.dialect() {
-        crate::db::Dialect::Sqlite => "",
-        crate::db::Dialect::Postgres => " FOR SHARE",
-    };
+    let lock = crate::lease::for_share(&*tx);
     let row = match fence.part {
         None => tx.query_opt(
             &format!("SELECT 1 FROM runs WHERE id = ?1 AND lease_owner = ?2{lock}"),
