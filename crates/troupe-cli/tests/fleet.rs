@@ -58,7 +58,9 @@ fn setup(dir: &Path) {
     .unwrap();
 }
 
-fn worker(dir: &Path, url: &str) -> Child {
+/// Starts worker number `n`, its stderr in `worker-N.log`: a pipe nobody
+/// reads until the end would fill, and block the worker at its next line.
+fn worker(dir: &Path, url: &str, n: usize) -> Child {
     use std::os::unix::process::CommandExt;
     Command::new(env!("CARGO_BIN_EXE_troupe"))
         .args([
@@ -77,10 +79,27 @@ fn worker(dir: &Path, url: &str) -> Child {
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join(format!("worker-{n}.log"))).unwrap())
         .process_group(0)
         .spawn()
         .unwrap()
+}
+
+/// The lines of the workers' logs that mention `what`, by worker.
+fn logs(dir: &Path, workers: usize, what: &str) -> String {
+    let mut said = String::new();
+    // Notes name runs `run-N`, log fields `run=N`.
+    let field = what.replace("run-", "run=");
+    for n in 0..workers {
+        let log = std::fs::read_to_string(dir.join(format!("worker-{n}.log"))).unwrap_or_default();
+        for line in log
+            .lines()
+            .filter(|l| l.contains(what) || l.contains(&field))
+        {
+            said.push_str(&format!("worker-{n}: {line}\n"));
+        }
+    }
+    said
 }
 
 /// The ledger: the amounts each effect (by idempotency key) was applied with.
@@ -138,7 +157,10 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             .unwrap();
     }
 
-    let mut workers: Vec<Child> = (0..WORKERS).map(|_| worker(dir, &db.url)).collect();
+    // Each worker with the number of its log.
+    let mut workers: Vec<(Child, usize)> =
+        (0..WORKERS).map(|n| (worker(dir, &db.url, n), n)).collect();
+    let mut started_workers = WORKERS;
     let mut rng = Rng(0x00f1_ee75_eed5_u64);
     let mut kills = 0usize;
     let started = Instant::now();
@@ -170,15 +192,16 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
         // while runs are in flight.
         if Instant::now() >= next_kill && done < RUNS as usize * 9 / 10 {
             let i = rng.below(WORKERS as u64) as usize;
-            kill_group(&mut workers[i]);
-            workers[i] = worker(dir, &db.url);
+            kill_group(&mut workers[i].0);
+            workers[i] = (worker(dir, &db.url, started_workers), started_workers);
+            started_workers += 1;
             kills += 1;
             next_kill = Instant::now() + Duration::from_millis(1_000 + rng.below(2_000));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     // A graceful stop: SIGTERM drains and exits cleanly.
-    for w in &mut workers {
+    for (w, _) in &mut workers {
         let ok = Command::new("kill")
             .args(["-TERM", &w.id().to_string()])
             .status()
@@ -186,13 +209,13 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             .success();
         assert!(ok);
     }
-    let stopped: Vec<u32> = workers.iter().map(Child::id).collect();
-    for w in workers {
-        let out = w.wait_with_output().unwrap();
+    let stopped: Vec<u32> = workers.iter().map(|(w, _)| w.id()).collect();
+    for (mut w, n) in workers {
+        let status = w.wait().unwrap();
         assert!(
-            out.status.success(),
-            "a worker did not stop cleanly: {}",
-            String::from_utf8_lossy(&out.stderr)
+            status.success(),
+            "a worker did not stop cleanly ({status}): {}",
+            std::fs::read_to_string(dir.join(format!("worker-{n}.log"))).unwrap_or_default()
         );
     }
     assert!(kills >= 3, "only {kills} kills: the fleet was not tested");
@@ -212,8 +235,9 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
     let twice: Vec<_> = applied.iter().filter(|(_, a)| a.len() != 1).collect();
     assert!(
         twice.is_empty(),
-        "effects applied twice: {:?}",
-        &twice[..twice.len().min(5)]
+        "effects applied twice: {:?}\n{}",
+        &twice[..twice.len().min(5)],
+        logs(dir, started_workers, twice[0].0.split('/').next().unwrap())
     );
     // Every result right, every run a run of the workflow.
     for r in store.runs(None).unwrap() {
@@ -229,8 +253,9 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             .unwrap_or_else(|e| panic!("{}: {e}", r.name));
     }
     eprintln!(
-        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {} resolutions, in {:.1?}",
+        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {} resolutions, {} leases lost by live workers, in {:.1?}",
         settler.resolutions,
+        logs(dir, started_workers, "lost the lease").lines().count(),
         started.elapsed()
     );
 }

@@ -828,6 +828,11 @@ impl Host {
         let stored =
             store.journal_with(run, Arc::new(compiled.types().clone()), journal_options)?;
         let fenced = stored.clone();
+        let fence = troupe_store::Fence {
+            run,
+            part,
+            owner: self.config.owner.clone(),
+        };
         let recorded_steps = stored.recorded_steps();
         let checkpoint = stored.resumes_at();
         // Verified online as it goes (a resumed run continues the monitor
@@ -897,17 +902,30 @@ impl Host {
                 let message = format!(
                     "the effect {step} started before a crash and did not finish; it is not declared idempotent"
                 );
-                self.store.needs_resolution(run, &message)?;
-                RunEnd::NeedsResolution { step, message }
+                // Only while this process still holds the lease: one that
+                // lost it (starved past it since it looked at the step)
+                // would mark a run whose successor may be performing that
+                // step by now.
+                if self.store.needs_resolution(&fence, &message)? {
+                    RunEnd::NeedsResolution { step, message }
+                } else {
+                    tracing::warn!(run, "lost the lease of the run; left it to its new owner");
+                    RunEnd::LeaseLost
+                }
             }
             Ok(Err(e)) => RunEnd::Failed(e),
             Err(Stop::Cancel(reason)) => {
                 // A placed run is cancelled at once (it has no owner); a
                 // part stops because it was.
-                if part.is_none() {
-                    self.store.mark_cancelled(run, &reason)?;
+                if part.is_none() && !self.store.mark_cancelled(&fence, &reason)? {
+                    tracing::warn!(
+                        run,
+                        "lost the lease of the run; left its cancellation to its new owner"
+                    );
+                    RunEnd::LeaseLost
+                } else {
+                    RunEnd::Cancelled { reason }
                 }
-                RunEnd::Cancelled { reason }
             }
             Err(Stop::Lost) => RunEnd::LeaseLost,
         };

@@ -746,6 +746,71 @@ mod tests {
         }
     }
 
+    /// An effect whose start is recorded and whose end is not is settled
+    /// by a person only once nothing runs its run, and a run is marked as
+    /// waiting for that only by its lease's holder. Without the checks, a
+    /// starved owner that had seen the start marked the run while its heir
+    /// performed the step again, and the person's "retry" forgot the heir's
+    /// start: the effect happened twice (seen once in the fleet test).
+    #[test]
+    fn a_started_effect_is_settled_only_once_nothing_runs_it() {
+        use crate::Fence;
+        use troupe_runtime::{StepKey, StepKind};
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let step = StepKey {
+            lifeline: "A".into(),
+            action: "deposit".into(),
+            occurrence: 0,
+        };
+        let key = step.to_string();
+        let fence = |run, owner: &str| Fence {
+            run,
+            part: None,
+            owner: owner.into(),
+        };
+        for (store, run, _db) in stores(dir.path()) {
+            let short = std::time::Duration::from_millis(1);
+            assert_eq!(store.claim(run, "starved", short).unwrap(), Claim::Claimed);
+            rt.block_on(owned_by(&store, run, "starved").begin_effect(
+                &step,
+                StepKind::Effect,
+                &[],
+            ))
+            .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let long = std::time::Duration::from_secs(60);
+            assert_eq!(store.claim(run, "heir", long).unwrap(), Claim::Claimed);
+
+            // The starved owner wakes: it marks nothing, cancels nothing.
+            assert!(!store.needs_resolution(&fence(run, "starved"), "…").unwrap());
+            assert!(!store.mark_cancelled(&fence(run, "starved"), "…").unwrap());
+            let summary = store.run(run).unwrap().summary;
+            assert_eq!(summary.status, crate::RunStatus::Running, "{store:?}");
+            assert_eq!(summary.owner.as_deref(), Some("heir"));
+            // Nobody settles the step while the heir runs it.
+            let e = store.resolve(run, &key, None).unwrap_err();
+            assert!(
+                matches!(&e, StoreError::Running { owner, .. } if owner == "heir"),
+                "{e}"
+            );
+            assert!(e.to_string().contains("troupe cancel run-"), "{e}");
+            assert_eq!(store.steps(run).unwrap().len(), 1, "the start is kept");
+
+            // The heir finds the start and marks the run; now it settles.
+            assert!(store.needs_resolution(&fence(run, "heir"), "…").unwrap());
+            let summary = store.run(run).unwrap().summary;
+            assert_eq!(summary.status, crate::RunStatus::NeedsResolution);
+            assert_eq!(summary.owner, None);
+            store.resolve(run, &key, None).unwrap();
+            assert!(store.steps(run).unwrap().is_empty(), "{store:?}");
+            // Settled, it may go on.
+            assert_eq!(store.claim(run, "next", long).unwrap(), Claim::Claimed);
+        }
+    }
+
     fn damage(store: &Store) {
         store
             .with("damage", |db| {

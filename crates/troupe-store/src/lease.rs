@@ -194,10 +194,19 @@ impl Store {
         })
     }
 
-    /// Records `run` cancelled with `reason` (by its owner, after it stopped
-    /// its actions), closes its pending tasks and releases the lease.
-    pub fn mark_cancelled(&self, run: i64, reason: &str) -> Result<(), StoreError> {
-        self.transaction("record the cancellation", |tx| cancel_now(tx, run, reason))
+    /// Records the run cancelled with `reason` (by its owner, after it
+    /// stopped its actions), closes its pending tasks and releases the
+    /// lease, if `fence`'s owner still holds it; returns whether it did. An
+    /// owner that lost the lease leaves the cancellation to its successor,
+    /// which is asked the same (the request stays on the run).
+    pub fn mark_cancelled(&self, fence: &crate::Fence, reason: &str) -> Result<bool, StoreError> {
+        self.transaction("record the cancellation", |tx| {
+            if !crate::writer::holds(tx, fence)? {
+                return Ok(false);
+            }
+            cancel_now(tx, fence.run, reason)?;
+            Ok(true)
+        })
     }
 }
 

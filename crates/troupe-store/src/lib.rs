@@ -47,6 +47,7 @@ pub use lease::{Claim, Renewal};
 pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
 pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
+pub use writer::Fence;
 
 pub use db::Dialect;
 pub use postgres::{exists, is_postgres, redact};
@@ -97,6 +98,18 @@ pub enum StoreError {
     UnknownTask(String),
     #[error("{0}")]
     Conflict(String),
+    /// A live owner still runs the run (or one of its parts): what was
+    /// asked may only be done once nothing runs it.
+    #[error(
+        "{run} is being run by {owner} (its lease ends in {}s): {what} only once nothing runs it; cancel it first (`troupe cancel {run}`), or wait for the lease to end",
+        (.expires_in_ms + 999) / 1000
+    )]
+    Running {
+        run: String,
+        owner: String,
+        expires_in_ms: i64,
+        what: String,
+    },
     #[error(
         "{path} was written by a newer troupe (schema {found}, this troupe knows up to {known}); upgrade troupe or choose another store with --store"
     )]

@@ -95,15 +95,21 @@ pub struct PartRow {
 
 /// Whether a part of `run` runs under a live lease.
 pub(crate) fn parts_running(db: &mut dyn Db, run: i64) -> Result<bool, DbError> {
-    Ok(db
-        .query_opt(
-            &format!(
-                "SELECT 1 FROM parts WHERE run = ?1 AND status = 'open'
-                   AND lease_owner IS NOT NULL AND lease_expires > {NOW_MS} LIMIT 1"
-            ),
-            args![run],
-        )?
-        .is_some())
+    Ok(live_part(db, run)?.is_some())
+}
+
+/// The owner of a part of `run` under a live lease, with the milliseconds
+/// its lease has left; `None` when no part of it runs.
+pub(crate) fn live_part(db: &mut dyn Db, run: i64) -> Result<Option<(String, i64)>, DbError> {
+    db.query_opt(
+        &format!(
+            "SELECT lease_owner, lease_expires - {NOW_MS} FROM parts WHERE run = ?1 AND status = 'open'
+               AND lease_owner IS NOT NULL AND lease_expires > {NOW_MS} LIMIT 1"
+        ),
+        args![run],
+    )?
+    .map(|r| Ok((r.get(0)?, r.get(1)?)))
+    .transpose()
 }
 
 /// The labels a worker with `labels` may claim parts of, as the list of an
@@ -784,6 +790,23 @@ mod tests {
             let parts = store.parts(run).unwrap();
             assert_eq!(parts[0].status, PartStatus::Open, "{parts:?}");
             assert_eq!(parts[0].owner.as_deref(), Some("heir"));
+            // Nor does it mark the run waiting for a person, and nobody
+            // settles a step while the heir runs its part.
+            let fence = crate::Fence {
+                run,
+                part: Some(0),
+                owner: "zombie".into(),
+            };
+            assert!(!store.needs_resolution(&fence, "…").unwrap());
+            assert_ne!(
+                store.run(run).unwrap().summary.status,
+                crate::RunStatus::NeedsResolution
+            );
+            let e = store.resolve(run, "A/deposit#0", None).unwrap_err();
+            assert!(
+                matches!(&e, StoreError::Running { owner, .. } if owner == "heir"),
+                "{e}"
+            );
         }
     }
 

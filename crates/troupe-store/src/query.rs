@@ -767,62 +767,99 @@ impl Store {
 
     /// Settles an effect that started and never finished: `Some(outputs)`
     /// records it done with those outputs; `None` forgets the start so that
-    /// the resumed run performs it again.
+    /// the resumed run performs it again. Refused while a live owner holds
+    /// the run's lease or one of its parts' ([`StoreError::Running`]): that
+    /// owner may be performing the effect right now, and forgetting its
+    /// start would have it performed twice. Checked in the transaction that
+    /// settles it, with the run's row locked, so no claim slips between.
     pub fn resolve(
         &self,
         run: i64,
         key: &str,
         outputs: Option<(&[Value], serde_json::Value)>,
     ) -> Result<(), StoreError> {
-        let status: Option<String> = self.with("read the step", |db| {
-            db.query_opt(
-                "SELECT status FROM steps WHERE run = ?1 AND key = ?2",
-                args![run, key],
-            )?
-            .map(|r| r.get(0))
-            .transpose()
-        })?;
-        let status = status.map(|s| s.parse::<StepStatus>().unwrap_or(StepStatus::Started));
-        match status {
-            None => {
-                return Err(StoreError::Conflict(format!(
-                    "{} has no step {key}",
-                    Store::run_name(run)
-                )));
-            }
-            Some(StepStatus::Done) => {
-                return Err(StoreError::Conflict(format!(
-                    "step {key} of {} already finished",
-                    Store::run_name(run)
-                )));
-            }
-            _ => {}
+        enum Outcome {
+            Settled,
+            NoRun,
+            NoStep,
+            Finished,
+            Running(String, i64),
         }
-        self.with("settle the step", |db| match &outputs {
-            Some((values, json)) => {
-                let mut bin = Vec::new();
-                codec::encode_values(&mut bin, values);
-                db.execute(
-                    "UPDATE steps SET status = 'done', outputs = ?3, outputs_json = ?4, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                     WHERE run = ?1 AND key = ?2",
-                    args![run, key, bin, json.to_string()],
-                )
-                .map(|_| ())
+        let outcome = self.transaction("settle the step", |tx| {
+            let lock = crate::lease::for_update(&*tx);
+            let Some((owner, left, placed)) = tx
+                .query_opt(
+                    &format!(
+                        "SELECT lease_owner, lease_expires - {NOW_MS}, placed FROM runs WHERE id = ?1{lock}"
+                    ),
+                    args![run],
+                )?
+                .map(|r| {
+                    Ok::<(Option<String>, i64, i64), DbError>((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .transpose()?
+            else {
+                return Ok(Outcome::NoRun);
+            };
+            if let Some(owner) = owner.filter(|_| left > 0) {
+                return Ok(Outcome::Running(owner, left));
             }
-            None => db
-                .execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", args![run, key])
-                .map(|_| ()),
-        })?;
-        // Settled: the run may go on.
-        self.with("reopen the run", |db| {
-            db.execute(
+            if placed != 0
+                && let Some((owner, left)) = crate::placement::live_part(tx, run)?
+            {
+                return Ok(Outcome::Running(owner, left));
+            }
+            let status: Option<String> = tx
+                .query_opt(
+                    "SELECT status FROM steps WHERE run = ?1 AND key = ?2",
+                    args![run, key],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?;
+            match status.map(|s| s.parse::<StepStatus>().unwrap_or(StepStatus::Started)) {
+                None => return Ok(Outcome::NoStep),
+                Some(StepStatus::Done) => return Ok(Outcome::Finished),
+                _ => {}
+            }
+            match &outputs {
+                Some((values, json)) => {
+                    let mut bin = Vec::new();
+                    codec::encode_values(&mut bin, values);
+                    tx.execute(
+                        "UPDATE steps SET status = 'done', outputs = ?3, outputs_json = ?4, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                         WHERE run = ?1 AND key = ?2",
+                        args![run, key, bin, json.to_string()],
+                    )?;
+                }
+                None => {
+                    tx.execute("DELETE FROM steps WHERE run = ?1 AND key = ?2", args![run, key])?;
+                }
+            }
+            // Settled: the run may go on.
+            tx.execute(
                 "UPDATE runs SET status = 'queued', error = NULL WHERE id = ?1 AND status = 'needs_resolution'",
                 args![run],
-            )
-            .map(|_| ())
+            )?;
+            Ok(Outcome::Settled)
         })?;
-        crate::postgres::wake(self, run);
-        Ok(())
+        let name = Store::run_name(run);
+        match outcome {
+            Outcome::Settled => {
+                crate::postgres::wake(self, run);
+                Ok(())
+            }
+            Outcome::NoRun => Err(StoreError::UnknownRun(name)),
+            Outcome::NoStep => Err(StoreError::Conflict(format!("{name} has no step {key}"))),
+            Outcome::Finished => Err(StoreError::Conflict(format!(
+                "step {key} of {name} already finished"
+            ))),
+            Outcome::Running(owner, expires_in_ms) => Err(StoreError::Running {
+                run: name,
+                owner,
+                expires_in_ms,
+                what: format!("its step {key} can be settled"),
+            }),
+        }
     }
 
     /// Records a run's settings (after an explicit override on resume).
@@ -848,15 +885,23 @@ impl Store {
         })
     }
 
-    /// Marks a run as waiting for a person to settle a step.
-    pub fn needs_resolution(&self, run: i64, error: &str) -> Result<(), StoreError> {
-        self.with("mark the run", |db| {
-            db.execute(
+    /// Marks a run as waiting for a person to settle a step, if `fence`'s
+    /// owner still holds the run's lease (or its part's); returns
+    /// whether it did. A process that lost its lease (paused past it, or
+    /// starved) must not: its successor may be performing that very step
+    /// by now, and a run marked so would have a person settle a step that
+    /// still runs.
+    pub fn needs_resolution(&self, fence: &crate::Fence, error: &str) -> Result<bool, StoreError> {
+        self.transaction("mark the run", |tx| {
+            if !crate::writer::holds(tx, fence)? {
+                return Ok(false);
+            }
+            tx.execute(
                 "UPDATE runs SET status = 'needs_resolution', error = ?2, lease_owner = NULL, lease_expires = 0,
                     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
-                args![run, error],
-            )
-            .map(|_| ())
+                args![fence.run, error],
+            )?;
+            Ok(true)
         })
     }
 

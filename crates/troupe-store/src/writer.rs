@@ -115,7 +115,7 @@ pub(crate) struct Request {
 /// commit): the writes of one owner all precede or all follow another's.
 /// A fenced-out write fails with [`LEASE_LOST`] and changes nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Fence {
+pub struct Fence {
     pub run: i64,
     /// The part of a placed run whose lease it is (`parts.lease_owner`);
     /// `None`: the run's own (`runs.lease_owner`).
@@ -436,7 +436,7 @@ fn commit(db: &mut dyn Db, batch: &[Request]) -> Result<Vec<bool>, DbError> {
 /// Whether `fence`'s owner holds its lease, locking the holder's row for
 /// the transaction (PostgreSQL; a SQLite write transaction excludes every
 /// other writer already).
-fn holds(tx: &mut dyn Db, fence: &Fence) -> Result<bool, DbError> {
+pub(crate) fn holds(tx: &mut dyn Db, fence: &Fence) -> Result<bool, DbError> {
     let lock = crate::lease::for_share(&*tx);
     let row = match fence.part {
         None => tx.query_opt(

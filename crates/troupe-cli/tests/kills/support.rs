@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use troupe_host::{Host, Resolution};
-use troupe_store::{RunStatus, RunSummary, Store};
+use troupe_host::{Host, HostError, Resolution};
+use troupe_store::{RunStatus, RunSummary, Store, StoreError};
 
 /// SIGKILLs `c`'s whole process group (its effect commands too) and reaps it.
 pub fn kill_group(c: &mut Child) {
@@ -96,9 +96,17 @@ impl Settler {
                     Some(amount) => Resolution::Done(serde_json::json!(amount)),
                     None => Resolution::Retry,
                 };
-                host.resolve(r.id, &step.key, how).unwrap();
-                self.resolutions += 1;
+                match host.resolve(r.id, &step.key, how) {
+                    Ok(()) => self.resolutions += 1,
+                    // Claimed again meanwhile (a part of it still ran):
+                    // settled later, if it still needs to be.
+                    Err(HostError::Store(StoreError::Running { .. })) => {}
+                    Err(e) => panic!("{}: {e}", r.name),
+                }
             }
+            // Settled: should the run wait for `resolve` again, that is a
+            // new wait, timed from when it is first seen.
+            self.first_seen.remove(&r.id);
         }
     }
 }
