@@ -253,9 +253,11 @@ fn a_fleet_whose_workers_are_killed_completes_every_run_once() {
             .unwrap_or_else(|e| panic!("{}: {e}", r.name));
     }
     eprintln!(
-        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {} resolutions, {} leases lost by live workers, in {:.1?}",
+        "fleet: {RUNS} runs on {WORKERS} workers, {kills} SIGKILLs, {} resolutions, {} runs whose live worker lost the lease, in {:.1?}",
         settler.resolutions,
-        logs(dir, started_workers, "lost the lease").lines().count(),
+        logs(dir, started_workers, "lost its lease to another worker")
+            .lines()
+            .count(),
         started.elapsed()
     );
 }

@@ -28,6 +28,7 @@ pub mod chosen;
 mod compile;
 mod error;
 pub mod externs;
+mod keeper;
 mod policy;
 mod settings;
 mod worker;
@@ -49,8 +50,8 @@ use troupe_runtime::{
     Engine, EngineBuilder, Externs, HumanInbox, HumanTask, RunError, RunOptions, StepKey, ToolHost,
 };
 use troupe_store::{
-    Claim, NewPart, NewRun, Renewal, RunDetail, RunStatus, StepStatus, Store, StoreChannels,
-    StoreError, StoreInbox, TaskKind, TaskRow, TaskStatus,
+    Claim, NewPart, NewRun, RunDetail, RunStatus, StepStatus, Store, StoreChannels, StoreError,
+    StoreInbox, TaskKind, TaskRow, TaskStatus,
 };
 
 /// The lease a run is claimed for unless configured otherwise.
@@ -405,8 +406,8 @@ pub struct Host {
     backends: Backends,
     /// Recorded programs by run, for typed answers.
     recorded: Arc<Mutex<HashMap<i64, Arc<Compiled>>>>,
-    /// Lease renewals so far (a worker's metric).
-    renewals: Arc<std::sync::atomic::AtomicU64>,
+    /// Renews the leases of what this host drives, all together.
+    keeper: Arc<keeper::Keeper>,
     /// The runs (and parts) this process drives now. A lease that expired
     /// while its holder was busy (a starved process) is claimable by
     /// anyone, this process included; a second drive of the same run under
@@ -444,11 +445,11 @@ impl std::fmt::Debug for Host {
 impl Host {
     pub fn new(store: Store, config: HostConfig, tools: Arc<dyn ToolsFactory>) -> Host {
         Host {
+            keeper: keeper::Keeper::new(store.clone(), config.owner.clone(), config.lease),
             store,
             backends: Backends::new(config.clone(), tools),
             config,
             recorded: Arc::default(),
-            renewals: Arc::default(),
             driving: Arc::default(),
         }
     }
@@ -489,7 +490,9 @@ impl Host {
 
     /// Leases this host renewed so far.
     pub fn renewals(&self) -> u64 {
-        self.renewals.load(std::sync::atomic::Ordering::Relaxed)
+        self.keeper
+            .renewals
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn notify(&self, notice: Notice) {
@@ -937,55 +940,11 @@ impl Host {
         })
     }
 
-    /// Renews the lease on `run` every third of its length; resolves when
-    /// the run must stop (a cancellation request, or the lease lost).
+    /// Keeps the lease on `run` (or its part) with every other this host
+    /// holds; resolves when the run must stop (a cancellation request, the
+    /// lease lost, or for a part its run ended elsewhere).
     async fn renew_until_stopped(&self, run: i64, part: Option<u32>) -> Stop {
-        let every = (self.config.lease / 3).max(Duration::from_millis(50));
-        // A cancellation is looked for often (a read), the lease renewed
-        // every third of its length (a write).
-        let look = every.min(Duration::from_millis(250));
-        // Measured on the clock, not counted in ticks: a process paused
-        // (SIGSTOP, a frozen VM) past its lease renews at its first tick
-        // awake, and so learns at once that it lost the lease, rather than
-        // go on for ticks it did not see. (Its writes meanwhile are fenced
-        // by the store; this shortens the time it spends finding out.)
-        let mut renewed_at = tokio::time::Instant::now();
-        loop {
-            tokio::time::sleep(look).await;
-            if renewed_at.elapsed() < every {
-                let stop = match part {
-                    None => self.store.cancel_request(run),
-                    Some(_) => self.store.stopped_elsewhere(run),
-                };
-                if let Ok(Some(reason)) = stop {
-                    return Stop::Cancel(reason);
-                }
-                continue;
-            }
-            let renewed = match part {
-                None => self.store.renew(run, &self.config.owner, self.config.lease),
-                Some(p) => self
-                    .store
-                    .renew_part(run, p, &self.config.owner, self.config.lease),
-            };
-            match renewed {
-                Ok(Renewal::Held { cancel: None }) => {
-                    renewed_at = tokio::time::Instant::now();
-                    self.renewals
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                Ok(Renewal::Held {
-                    cancel: Some(reason),
-                }) => return Stop::Cancel(reason),
-                Ok(Renewal::Lost) => {
-                    tracing::warn!(run, "lost the lease of the run; stopping it");
-                    return Stop::Lost;
-                }
-                // A busy store: try again at the next tick; the lease is
-                // three ticks long.
-                Err(e) => tracing::warn!(run, error = %e, "cannot renew the lease"),
-            }
-        }
+        self.keeper.until_stopped(run, part).await
     }
 
     /// Validates and records an answer to `task`: read as the task's
@@ -1382,5 +1341,91 @@ mod tests {
             let owner = host.store().run(started.run).unwrap().summary.owner;
             assert_eq!(owner.as_deref(), Some(host.config().owner.as_str()));
         });
+    }
+
+    /// One keeper holds the leases of every run a host drives (one renewal
+    /// for all of them), and stops only the run that must stop: a
+    /// cancelled one is cancelled, one whose lease another owner took
+    /// stops writing, and the rest run on under their leases.
+    #[test]
+    fn one_keeper_renews_every_run_and_stops_only_those_that_must_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.db"), troupe_store::Durability::Normal).unwrap();
+        let mut config = HostConfig::new(dir.path().to_owned());
+        let lease = Duration::from_millis(1500);
+        config.lease = lease;
+        let host = Host::new(store.clone(), config, Arc::new(NoTools));
+        let source = "human ok(n: Int) -> Bool { ask: \"ok {n}?\" }\n\
+                      workflow w(n: Int @ A) {\n  lifelines A\n  act A: r = ok(n)\n  return r @ A\n}\n";
+        let compiled = Compiled::from_source(source.into(), "w.troupe", dir.path(), None).unwrap();
+        let runs: Vec<i64> = (0..3)
+            .map(|n| {
+                host.start(
+                    &compiled,
+                    vec![Value::Int(n)],
+                    &RunSettings::default(),
+                    StartPolicy::New,
+                )
+                .unwrap()
+                .run
+            })
+            .collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let overrides = Overrides::default();
+        let me = host.config().owner.clone();
+        let ends = rt.block_on(async {
+            let control = async {
+                // Past two leases, each still held by this host.
+                tokio::time::sleep(lease * 2 + lease / 2).await;
+                for &run in &runs {
+                    let summary = store.run(run).unwrap().summary;
+                    assert_eq!(summary.owner.as_deref(), Some(me.as_str()), "{run}");
+                }
+                assert!(host.renewals() >= 3, "{}", host.renewals());
+                assert!(!store.request_cancel(runs[0], "enough").unwrap());
+                store.release(runs[1], &me).unwrap();
+                assert_eq!(
+                    store.claim(runs[1], "thief", lease * 40).unwrap(),
+                    Claim::Claimed
+                );
+                // The third runs on; then it is cancelled too.
+                tokio::time::sleep(lease).await;
+                assert!(host.is_driving(runs[2], None));
+                assert!(!store.request_cancel(runs[2], "done with it").unwrap());
+            };
+            // Bounded, so that a run never stopped fails the test rather
+            // than hang it.
+            let (a, b, c, ()) = tokio::time::timeout(Duration::from_secs(60), async {
+                tokio::join!(
+                    host.drive(runs[0], &overrides, None),
+                    host.drive(runs[1], &overrides, None),
+                    host.drive(runs[2], &overrides, None),
+                    control,
+                )
+            })
+            .await
+            .expect("every run stopped");
+            [a, b, c].map(|r| r.unwrap().end)
+        });
+        assert!(
+            matches!(&ends[0], RunEnd::Cancelled { reason } if reason == "enough"),
+            "{:?}",
+            ends[0]
+        );
+        assert!(matches!(ends[1], RunEnd::LeaseLost), "{:?}", ends[1]);
+        assert!(matches!(ends[2], RunEnd::Cancelled { .. }), "{:?}", ends[2]);
+        let owner = |run| store.run(run).unwrap().summary.owner;
+        assert_eq!(
+            owner(runs[1]).as_deref(),
+            Some("thief"),
+            "the thief's lease stays"
+        );
+        assert_eq!(
+            store.run(runs[0]).unwrap().summary.status,
+            RunStatus::Cancelled
+        );
     }
 }

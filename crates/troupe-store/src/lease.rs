@@ -47,6 +47,51 @@ pub enum Renewal {
     Lost,
 }
 
+/// The leases an owner still holds after [`Store::renew_all`], and of
+/// those it does not, the ones it gave up because their run (or part)
+/// ended rather than lost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    pub runs: std::collections::BTreeSet<i64>,
+    pub parts: std::collections::BTreeSet<(i64, u32)>,
+    pub ended_runs: std::collections::BTreeSet<i64>,
+    pub ended_parts: std::collections::BTreeSet<(i64, u32)>,
+}
+
+impl Held {
+    /// Whether the lease on `run` (or its part `part`) is still held.
+    pub fn holds(&self, run: i64, part: Option<u32>) -> bool {
+        match part {
+            None => self.runs.contains(&run),
+            Some(p) => self.parts.contains(&(run, p)),
+        }
+    }
+
+    /// Whether the lease on `run` (or its part `part`) was lost: neither
+    /// held nor given up at its end.
+    pub fn lost(&self, run: i64, part: Option<u32>) -> bool {
+        let ended = match part {
+            None => self.ended_runs.contains(&run),
+            Some(p) => self.ended_parts.contains(&(run, p)),
+        };
+        !self.holds(run, part) && !ended
+    }
+}
+
+/// Ids per `IN (…)` list: well under either database's limit on
+/// parameters.
+const IN_CHUNK: usize = 500;
+
+/// `?k, ?k+1, …` for `ids`, appended to `params`.
+fn in_list(ids: impl Iterator<Item = i64>, params: &mut Vec<crate::db::Val>) -> String {
+    let mut list = Vec::new();
+    for id in ids {
+        params.push(id.into());
+        list.push(format!("?{}", params.len()));
+    }
+    list.join(", ")
+}
+
 impl Store {
     /// Claims `run` for `owner` for `lease`: succeeds when the run is
     /// unfinished and nobody holds a live lease (or `owner` already does).
@@ -134,6 +179,140 @@ impl Store {
                 .transpose()?
                 .flatten())
         })
+    }
+
+    /// Renews, in a statement or two, `owner`'s leases on the whole runs
+    /// `runs` and the parts `parts` (what one process drives); returns the
+    /// ones it still holds. One owner's leases renewed together cost the
+    /// database two statements per renewal period however many runs the
+    /// owner drives, rather than one each: on a loaded store, a renewal
+    /// queued behind many others came too late, and lost a healthy run.
+    pub fn renew_all(
+        &self,
+        owner: &str,
+        runs: &[i64],
+        parts: &[(i64, u32)],
+        lease: Duration,
+    ) -> Result<Held, StoreError> {
+        let mut held = Held::default();
+        self.with_leases("renew the leases", |db| {
+            for chunk in runs.chunks(IN_CHUNK) {
+                let mut params = vec![owner.into(), millis(lease).into()];
+                let ids = in_list(chunk.iter().copied(), &mut params);
+                for r in db.query(
+                    &format!(
+                        "UPDATE runs SET lease_expires = {NOW_MS} + ?2
+                         WHERE lease_owner = ?1 AND id IN ({ids}) RETURNING id"
+                    ),
+                    &params,
+                )? {
+                    held.runs.insert(r.get(0)?);
+                }
+            }
+            let mut of_parts: Vec<i64> = parts.iter().map(|(r, _)| *r).collect();
+            of_parts.sort_unstable();
+            of_parts.dedup();
+            for chunk in of_parts.chunks(IN_CHUNK) {
+                let mut params = vec![owner.into(), millis(lease).into()];
+                let ids = in_list(chunk.iter().copied(), &mut params);
+                for r in db.query(
+                    &format!(
+                        "UPDATE parts SET lease_expires = {NOW_MS} + ?2
+                         WHERE lease_owner = ?1 AND status = 'open' AND run IN ({ids})
+                         RETURNING run, part"
+                    ),
+                    &params,
+                )? {
+                    let part: i64 = r.get(1)?;
+                    held.parts.insert((r.get(0)?, u32::try_from(part).unwrap_or(u32::MAX)));
+                }
+            }
+            // A lease not renewed was lost, or given up as its run (or
+            // part) ended by its owner's own writes: told apart here, as
+            // rarely as leases are not renewed.
+            let mut gone: Vec<i64> = runs
+                .iter()
+                .copied()
+                .filter(|r| !held.runs.contains(r))
+                .chain(
+                    parts
+                        .iter()
+                        .filter(|p| !held.parts.contains(p))
+                        .map(|(r, _)| *r),
+                )
+                .collect();
+            gone.sort_unstable();
+            gone.dedup();
+            for chunk in gone.chunks(IN_CHUNK) {
+                let mut params = vec![owner.into()];
+                let ids = in_list(chunk.iter().copied(), &mut params);
+                for r in db.query(
+                    &format!(
+                        "SELECT id FROM runs WHERE id IN ({ids}) AND (lease_owner IS NULL OR lease_owner = ?1)
+                           AND status IN ('done', 'failed', 'cancelled', 'needs_resolution')"
+                    ),
+                    &params,
+                )? {
+                    held.ended_runs.insert(r.get(0)?);
+                }
+                for r in db.query(
+                    &format!(
+                        "SELECT run, part FROM parts WHERE run IN ({ids}) AND status <> 'open'
+                           AND (lease_owner IS NULL OR lease_owner = ?1)"
+                    ),
+                    &params,
+                )? {
+                    let part: i64 = r.get(1)?;
+                    held.ended_parts
+                        .insert((r.get(0)?, u32::try_from(part).unwrap_or(u32::MAX)));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(held)
+    }
+
+    /// Why each of `runs` (driven whole) and of the runs of `parts` (driven
+    /// in parts) must stop, for those that must: someone asked to cancel
+    /// it, or, for a part, its run ended elsewhere. One read for all of
+    /// them (see [`Store::renew_all`]).
+    pub fn stop_reasons(
+        &self,
+        runs: &[i64],
+        parts: &[i64],
+    ) -> Result<std::collections::BTreeMap<i64, String>, StoreError> {
+        let mut all: Vec<i64> = runs.iter().chain(parts).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut rows = std::collections::BTreeMap::new();
+        self.with_leases("read the runs", |db| {
+            for chunk in all.chunks(IN_CHUNK) {
+                let mut params = Vec::new();
+                let ids = in_list(chunk.iter().copied(), &mut params);
+                for r in db.query(
+                    &format!(
+                        "SELECT id, status, cancel_requested, error FROM runs WHERE id IN ({ids})"
+                    ),
+                    &params,
+                )? {
+                    let ending: crate::placement::RunEnding = (r.get(1)?, r.get(2)?, r.get(3)?);
+                    rows.insert(r.get::<i64>(0)?, ending);
+                }
+            }
+            Ok(())
+        })?;
+        let mut why = std::collections::BTreeMap::new();
+        for run in runs {
+            if let Some((_, Some(reason), _)) = rows.get(run) {
+                why.insert(*run, reason.clone());
+            }
+        }
+        for run in parts {
+            if let Some(reason) = crate::placement::part_stops(*run, rows.get(run).cloned()) {
+                why.insert(*run, reason);
+            }
+        }
+        Ok(why)
     }
 
     /// Gives up `owner`'s lease on `run` (the run ended, or the owner stops).

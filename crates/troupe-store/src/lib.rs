@@ -43,7 +43,7 @@ pub use codec::{DecodeError, decode_events, fnv64};
 pub use fleet::{Wakeups, WorkerRow};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
-pub use lease::{Claim, Renewal};
+pub use lease::{Claim, Held, Renewal};
 pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
 pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
@@ -207,6 +207,11 @@ struct Inner {
     conn: Mutex<Box<dyn Db>>,
     /// Opens the writer's own connection.
     connector: Connector,
+    /// The connection of lease renewals ([`Store::renew_all`]), opened on
+    /// first use: a renewal must not wait behind the queries of the runs
+    /// it keeps. `None`: it could not be opened, and renewals share
+    /// `conn`.
+    leases: OnceLock<Option<Mutex<Box<dyn Db>>>>,
     /// Started on first use by a run.
     writer: OnceLock<Result<Writer, String>>,
     /// Runs announced as runnable (PostgreSQL's notifications, fanned out
@@ -485,6 +490,7 @@ impl Store {
                 durability,
                 conn: Mutex::new(conn),
                 connector,
+                leases: OnceLock::new(),
                 writer: OnceLock::new(),
                 wakeups: OnceLock::new(),
                 message_wakeups: OnceLock::new(),
@@ -578,6 +584,28 @@ impl Store {
         let mut conn = self
             .inner
             .conn
+            .lock()
+            .map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
+        f(conn.as_mut()).map_err(|e| StoreError::from_db(&self.inner.shown, what, e))
+    }
+
+    /// `with`, on the connection of lease renewals.
+    pub(crate) fn with_leases<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut dyn Db) -> Result<T, DbError>,
+    ) -> Result<T, StoreError> {
+        let leases = self.inner.leases.get_or_init(|| match self.reconnect() {
+            Ok(db) => Some(Mutex::new(db)),
+            Err(e) => {
+                tracing::warn!(error = %e, "no connection of its own for lease renewals");
+                None
+            }
+        });
+        let Some(conn) = leases else {
+            return self.with(what, f);
+        };
+        let mut conn = conn
             .lock()
             .map_err(|_| StoreError::Sql("the store connection was poisoned".into()))?;
         f(conn.as_mut()).map_err(|e| StoreError::from_db(&self.inner.shown, what, e))

@@ -112,6 +112,37 @@ pub(crate) fn live_part(db: &mut dyn Db, run: i64) -> Result<Option<(String, i64
     .transpose()
 }
 
+/// What a run's row says about its ending: status, cancellation request,
+/// error.
+pub(crate) type RunEnding = (String, Option<String>, Option<String>);
+
+/// Why a part of `run` (whose row is `row`, `None` if it is gone) must
+/// stop, if it must: the run ended in another part, or someone asked to
+/// cancel it.
+pub(crate) fn part_stops(run: i64, row: Option<RunEnding>) -> Option<String> {
+    let name = Store::run_name(run);
+    match row {
+        None => Some(format!("{name} was deleted")),
+        Some((_, Some(reason), _)) => Some(reason),
+        Some((status, None, error)) => match status.parse::<RunStatus>() {
+            Ok(RunStatus::Cancelled) => Some(format!(
+                "{name} was cancelled: {}",
+                error.as_deref().unwrap_or("no reason given")
+            )),
+            Ok(RunStatus::Failed) => Some(format!(
+                "{name} failed in another part: {}",
+                error.as_deref().unwrap_or("no error recorded")
+            )),
+            Ok(RunStatus::NeedsResolution) => Some(format!(
+                "{name} waits for a person to settle an effect in another part (`troupe status {name}`)"
+            )),
+            Ok(RunStatus::Done) => Some(format!("{name} is done already")),
+            Ok(_) => None,
+            Err(e) => Some(e),
+        },
+    }
+}
+
 /// The labels a worker with `labels` may claim parts of, as the list of an
 /// SQL `IN (…)`: none (`''`, the part for any worker) and each of its
 /// labels, as parameters appended to `params`.
@@ -393,8 +424,7 @@ impl Store {
     /// Why a part of `run` must stop, if it must: the run ended, or
     /// someone asked to cancel it.
     pub fn stopped_elsewhere(&self, run: i64) -> Result<Option<String>, StoreError> {
-        type Row = (String, Option<String>, Option<String>);
-        let row: Option<Row> = self.with("read the run", |db| {
+        let row: Option<RunEnding> = self.with("read the run", |db| {
             db.query_opt(
                 "SELECT status, cancel_requested, error FROM runs WHERE id = ?1",
                 args![run],
@@ -402,27 +432,7 @@ impl Store {
             .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .transpose()
         })?;
-        let name = Store::run_name(run);
-        Ok(match row {
-            None => Some(format!("{name} was deleted")),
-            Some((_, Some(reason), _)) => Some(reason),
-            Some((status, None, error)) => match status.parse::<RunStatus>() {
-                Ok(RunStatus::Cancelled) => Some(format!(
-                    "{name} was cancelled: {}",
-                    error.as_deref().unwrap_or("no reason given")
-                )),
-                Ok(RunStatus::Failed) => Some(format!(
-                    "{name} failed in another part: {}",
-                    error.as_deref().unwrap_or("no error recorded")
-                )),
-                Ok(RunStatus::NeedsResolution) => Some(format!(
-                    "{name} waits for a person to settle an effect in another part (`troupe status {name}`)"
-                )),
-                Ok(RunStatus::Done) => Some(format!("{name} is done already")),
-                Ok(_) => None,
-                Err(e) => Some(e),
-            },
-        })
+        Ok(part_stops(run, row))
     }
 
     /// The stored messages of `channel` from number `seq` on, at most
@@ -631,6 +641,65 @@ mod tests {
             },
         ];
         store.create_run(&run).unwrap()
+    }
+
+    /// One owner's leases, on whole runs and on parts, renewed at once:
+    /// those it holds come back, one another owner took does not; and one
+    /// read says which must stop, and why.
+    #[test]
+    fn leases_are_renewed_together_and_stops_read_together() {
+        let dir = tempfile::tempdir().unwrap();
+        for (store, _db) in testing::both(dir.path(), Durability::Normal) {
+            let lease = Duration::from_secs(30);
+            let mine = store.create_run(&testing::bare_run("")).unwrap();
+            let taken = store.create_run(&testing::bare_run("")).unwrap();
+            let placed = placed_run(&store);
+            assert_eq!(store.claim(mine, "me", lease).unwrap(), Claim::Claimed);
+            assert_eq!(store.claim(taken, "other", lease).unwrap(), Claim::Claimed);
+            assert_eq!(
+                store.claim_part("me", &["a".into()], lease).unwrap(),
+                Some((placed, 0))
+            );
+            let held = store
+                .renew_all("me", &[mine, taken], &[(placed, 0), (placed, 1)], lease)
+                .unwrap();
+            assert_eq!(held.runs.into_iter().collect::<Vec<_>>(), vec![mine]);
+            assert_eq!(
+                held.parts.into_iter().collect::<Vec<_>>(),
+                vec![(placed, 0)]
+            );
+            assert!(store.stop_reasons(&[mine], &[placed]).unwrap().is_empty());
+            assert!(!store.request_cancel(mine, "enough").unwrap());
+            assert!(!store.request_cancel(placed, "that too").unwrap());
+            let why = store.stop_reasons(&[mine, taken], &[placed]).unwrap();
+            assert_eq!(why.get(&mine).map(String::as_str), Some("enough"));
+            assert_eq!(why.get(&placed).map(String::as_str), Some("that too"));
+            assert_eq!(why.len(), 2, "{why:?}");
+            // A lease given up at the run's end is not lost; one taken is.
+            let expected = vec![(taken, None), (placed, Some(1))];
+            assert_eq!(held_lost(&store, mine, taken, placed), expected);
+            store.fail(mine, "ended").unwrap();
+            assert_eq!(
+                held_lost(&store, mine, taken, placed),
+                expected,
+                "{store:?}"
+            );
+        }
+    }
+
+    /// Which of the runs and parts of the test above read as lost.
+    fn held_lost(store: &Store, mine: i64, taken: i64, placed: i64) -> Vec<(i64, Option<u32>)> {
+        let lease = Duration::from_secs(30);
+        let held = store
+            .renew_all("me", &[mine, taken], &[(placed, 0), (placed, 1)], lease)
+            .unwrap();
+        let all = [
+            (mine, None),
+            (taken, None),
+            (placed, Some(0)),
+            (placed, Some(1)),
+        ];
+        all.into_iter().filter(|(r, p)| held.lost(*r, *p)).collect()
     }
 
     #[test]

@@ -1,0 +1,202 @@
+//! One lease keeper per host: it renews the leases of every run and part
+//! the host drives, and tells each why it must stop (its lease lost, a
+//! cancellation asked for, or, for a part, its run ended elsewhere).
+//!
+//! A worker drives dozens of runs at once. Renewing each lease on its own
+//! (and looking for its cancellation four times a second) cost the store
+//! a statement per run per tick, each made from an async task holding a
+//! runtime thread while it waited for the one store connection: on a
+//! loaded machine renewals queued behind each other came after the lease,
+//! and healthy runs were lost to other workers, each with an unfinished
+//! effect for a person to settle. The keeper makes one renewal (two
+//! statements) per period and one read per tick for all of them, on a
+//! thread of its own and the store's lease connection
+//! ([`Store::renew_all`]), so that neither busy runtime threads nor a
+//! queue of queries delays it.
+
+use crate::Stop;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use troupe_store::Store;
+
+/// A run driven whole `(run, None)`, or one of its parts `(run, Some(p))`.
+type Key = (i64, Option<u32>);
+
+pub(crate) struct Keeper {
+    store: Store,
+    owner: String,
+    lease: Duration,
+    /// Leases renewed so far (a worker's metric).
+    pub(crate) renewals: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Who waits to hear why to stop, by what they drive.
+    watchers: BTreeMap<Key, oneshot::Sender<Stop>>,
+    /// Whether the keeping task runs (it ends when nobody watches).
+    running: bool,
+}
+
+impl Keeper {
+    pub(crate) fn new(store: Store, owner: String, lease: Duration) -> Arc<Keeper> {
+        Arc::new(Keeper {
+            store,
+            owner,
+            lease,
+            renewals: AtomicU64::new(0),
+            state: Mutex::default(),
+        })
+    }
+
+    /// Keeps the lease of `run` (or its part `part`), which this process
+    /// holds, until the run must stop; resolves with why. Dropping the
+    /// future gives up keeping it (the caller releases the lease).
+    pub(crate) async fn until_stopped(self: &Arc<Self>, run: i64, part: Option<u32>) -> Stop {
+        let key = (run, part);
+        let (tx, rx) = oneshot::channel();
+        {
+            let Ok(mut state) = self.state.lock() else {
+                return Stop::Lost;
+            };
+            state.watchers.insert(key, tx);
+            if !state.running {
+                let keeper = self.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("troupe-leases".into())
+                    .spawn(move || keeper.keep());
+                match spawned {
+                    Ok(_) => state.running = true,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the lease keeper");
+                        return Stop::Lost;
+                    }
+                }
+            }
+        }
+        let _unwatch = Unwatch {
+            keeper: self.clone(),
+            key,
+        };
+        match rx.await {
+            Ok(stop) => stop,
+            // Only the keeper sends, and it removes a watcher only as it
+            // sends: nothing to hear any more.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// The keeping thread: a look every tick, a renewal every third of
+    /// the lease, measured on the clock (a process paused past its lease
+    /// renews at its first tick awake, and learns at once that it lost
+    /// it). Ends when nobody watches.
+    fn keep(self: Arc<Self>) {
+        let every = (self.lease / 3).max(Duration::from_millis(50));
+        let look = every.min(Duration::from_millis(250));
+        let mut renewed_at = Instant::now();
+        // What the last renewal renewed.
+        let mut renewed = std::collections::BTreeSet::new();
+        // Runs (and parts) seen ended while still driven here.
+        let mut ended = std::collections::BTreeSet::new();
+        loop {
+            std::thread::sleep(look);
+            // Taken before the statements: a run claimed after them is not
+            // among their answers, and must not read as lost.
+            let keys: Vec<Key> = {
+                let Ok(mut state) = self.state.lock() else {
+                    return;
+                };
+                if state.watchers.is_empty() {
+                    state.running = false;
+                    return;
+                }
+                state.watchers.keys().copied().collect()
+            };
+            // A run claimed since the last renewal is renewed at once: its
+            // claim may be older than the period (it was claimed, then
+            // compiled and replayed before its drive began).
+            let renew = renewed_at.elapsed() >= every || keys.iter().any(|k| !renewed.contains(k));
+            let asked = Instant::now();
+            let whole: Vec<i64> = keys.iter().filter(|k| k.1.is_none()).map(|k| k.0).collect();
+            let parts: Vec<(i64, u32)> = keys
+                .iter()
+                .filter_map(|(r, p)| p.map(|p| (*r, p)))
+                .collect();
+            let answer = (|| {
+                let held = if renew {
+                    Some(
+                        self.store
+                            .renew_all(&self.owner, &whole, &parts, self.lease)?,
+                    )
+                } else {
+                    None
+                };
+                let of_parts: Vec<i64> = parts.iter().map(|(r, _)| *r).collect();
+                let why = self.store.stop_reasons(&whole, &of_parts)?;
+                Ok::<_, troupe_store::StoreError>((held, why))
+            })();
+            let (held, why) = match answer {
+                Ok(answer) => answer,
+                // A busy store: try again at the next tick; the lease is
+                // three renewals long.
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot renew the leases");
+                    continue;
+                }
+            };
+            if let Some(held) = &held {
+                renewed_at = asked;
+                renewed = keys.iter().copied().collect();
+                self.renewals.fetch_add(
+                    (held.runs.len() + held.parts.len()) as u64,
+                    Ordering::Relaxed,
+                );
+            }
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            ended.retain(|k| state.watchers.contains_key(k));
+            for key in keys {
+                // A lease given up because the run ended is, most often,
+                // its drive's own doing: it is ending, and hears nothing
+                // now. A drive still here a renewal later was ended by
+                // someone else (a cancellation while its lease had
+                // lapsed): it stops as one that lost its lease.
+                let lost = held.as_ref().is_some_and(|h| {
+                    h.lost(key.0, key.1) || (!h.holds(key.0, key.1) && !ended.insert(key))
+                });
+                let stop = if lost {
+                    Stop::Lost
+                } else if let Some(reason) = why.get(&key.0) {
+                    Stop::Cancel(reason.clone())
+                } else {
+                    continue;
+                };
+                if let Some(tx) = state.watchers.remove(&key) {
+                    if matches!(stop, Stop::Lost) {
+                        tracing::warn!(run = key.0, "lost the lease of the run; stopping it");
+                    }
+                    let _ = tx.send(stop);
+                }
+            }
+        }
+    }
+}
+
+/// Stops keeping a lease when its drive ends.
+struct Unwatch {
+    keeper: Arc<Keeper>,
+    key: Key,
+}
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.keeper.state.lock() {
+            state.watchers.remove(&self.key);
+        }
+    }
+}
