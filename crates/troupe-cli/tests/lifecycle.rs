@@ -265,6 +265,16 @@ fn a_run_waiting_for_resolve_is_never_silently_replaced() {
     );
     let mut first = d.spawn(&["run", "w.troupe", "--store", "db", "-i", "n=5"]);
     d.wait_for("the effect to start", |_| marker.exists());
+    // While its owner performs it, nobody settles the step: a "retry"
+    // would have it performed twice.
+    let out = d.run(&["resolve", "run-1", "A/slow#0", "--retry", "--store", "db"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run-1 is being run by")
+            && stderr(&out).contains("troupe cancel run-1"),
+        "{}",
+        stderr(&out)
+    );
     kill_group(&mut first);
     d.wait_for("the lease to expire", |d| d.status()["status"] == "stalled");
     // The effect started and never finished: it waits for a person.

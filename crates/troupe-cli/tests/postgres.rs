@@ -209,6 +209,121 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     assert_eq!(workers["workers"], serde_json::json!([]), "{workers}");
 }
 
+/// Runs waiting on people hold no worker: a worker that drives one run at
+/// a time parks each run whose lifelines all wait on a person, so every
+/// run's task appears (without parking only the first would), and each
+/// answer wakes its run, which the worker takes up again and finishes.
+#[test]
+fn runs_waiting_on_people_are_parked_and_taken_up_when_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("ask.troupe"), WORKFLOW).unwrap();
+    let db = TestDatabase::new();
+    const RUNS: usize = 3;
+    for n in 0..RUNS {
+        let request = format!("request=laptop-{n}");
+        let queued = output(
+            dir,
+            &[
+                "run",
+                "ask.troupe",
+                "--store",
+                &db.url,
+                "-i",
+                &request,
+                "--detach",
+            ],
+        );
+        assert!(queued.status.success(), "{}", text(&queued));
+    }
+    use std::os::unix::process::CommandExt;
+    let log = dir.join("worker.log");
+    let mut worker = troupe(
+        dir,
+        &[
+            "worker",
+            "--store",
+            &db.url,
+            "--concurrency",
+            "1",
+            "--park-after",
+            "300ms",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap())
+    .process_group(0)
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    let tasks = loop {
+        let tasks = json(dir, &["tasks", "--store", &db.url, "--json"]);
+        if tasks.as_array().is_some_and(|t| t.len() == RUNS) {
+            break tasks;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every run's task appeared: {tasks}\n{}",
+            said()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Parked, they hold no lease and count as nothing to run.
+    loop {
+        let runs = json(dir, &["runs", "--store", &db.url, "--json"]);
+        let parked = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "parked")
+            .count();
+        if parked == RUNS {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not all parked: {runs}\n{}",
+            said()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let workers = json(dir, &["workers", "--store", &db.url, "--json"]);
+    assert_eq!(workers["runnable"], 0, "{workers}");
+    for t in tasks.as_array().unwrap() {
+        let id = t["id"].as_str().unwrap();
+        let answered = output(dir, &["answer", id, "--yes", "--store", &db.url]);
+        assert!(answered.status.success(), "{}", text(&answered));
+    }
+    for n in 1..=RUNS {
+        let name = format!("run-{n}");
+        loop {
+            let status = json(dir, &["status", &name, "--store", &db.url, "--json"]);
+            if status["status"] == "done" {
+                assert_eq!(
+                    status["result"],
+                    serde_json::json!({ "ok": true }),
+                    "{status}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} did not end: {status}\n{}",
+                said()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let verified = output(dir, &["verify", &name, "--store", &db.url]);
+        assert!(verified.status.success(), "{}", text(&verified));
+    }
+    assert!(said().contains("parked"), "{}", said());
+    let _ = Command::new("kill")
+        .args(["-TERM", &worker.id().to_string()])
+        .status();
+    assert!(worker.wait().unwrap().success(), "{}", said());
+}
+
 #[test]
 fn the_shared_store_is_named_once_in_the_environment_or_troupe_toml() {
     let dir = tempfile::tempdir().unwrap();

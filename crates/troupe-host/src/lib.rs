@@ -156,6 +156,10 @@ pub struct HostConfig {
     /// instead of the configured ones (a program embedding troupe with its
     /// own backend, the crash test's counting model).
     pub llm: Option<Arc<dyn LlmBackend>>,
+    /// Give a run back once every lifeline has waited on a person this
+    /// long ([`RunEnd::Parked`]); any worker picks it up when a person
+    /// answers. `None` (the default, and `troupe run`): wait in place.
+    pub park_after: Option<Duration>,
 }
 
 impl std::fmt::Debug for HostConfig {
@@ -177,6 +181,7 @@ impl HostConfig {
             observer: None,
             externs: Externs::new(),
             llm: None,
+            park_after: None,
         }
     }
 }
@@ -256,6 +261,12 @@ pub enum RunEnd {
     },
     /// The lease expired and another process took the run over.
     LeaseLost,
+    /// Every lifeline waited on a person for [`HostConfig::park_after`]:
+    /// the run was given back, to go on with any worker once a person
+    /// answers (`requeued`: one had answered already, so it is queued).
+    Parked {
+        requeued: bool,
+    },
     /// One part of a placed run ended. `run` is how the whole run ended
     /// when this part was its last (verified, as [`RunEnd::Done`]'s).
     PartDone {
@@ -866,6 +877,8 @@ impl Host {
             seed: detail.seed,
             trace: false,
             journal: Some(journal.clone()),
+            // Parts wait on each other's messages too: only whole runs park.
+            park_after: self.config.park_after.filter(|_| part.is_none()),
             remote,
             ..RunOptions::default()
         };
@@ -916,6 +929,14 @@ impl Host {
                     RunEnd::LeaseLost
                 }
             }
+            Ok(Err(RunError::Parked { .. })) => match self.store.park(&fence)? {
+                troupe_store::Parking::Parked => RunEnd::Parked { requeued: false },
+                troupe_store::Parking::Requeued => RunEnd::Parked { requeued: true },
+                troupe_store::Parking::Lost => {
+                    tracing::warn!(run, "lost the lease of the run; left it to its new owner");
+                    RunEnd::LeaseLost
+                }
+            },
             Ok(Err(e)) => RunEnd::Failed(e),
             Err(Stop::Cancel(reason)) => {
                 // A placed run is cancelled at once (it has no owner); a

@@ -57,6 +57,8 @@ pub struct WorkerReport {
     pub failed: u64,
     /// Runs handed back unfinished when the worker stopped (or lost).
     pub released: u64,
+    /// Runs given back while they waited on people (`--park-after`).
+    pub parked: u64,
 }
 
 /// Something a worker tells its caller as it goes.
@@ -232,6 +234,15 @@ fn tally(joined: Result<Driven, tokio::task::JoinError>, report: &mut WorkerRepo
                 RunEnd::LeaseLost => {
                     report.released += 1;
                     "lost its lease to another worker".to_owned()
+                }
+                RunEnd::Parked { requeued: false } => {
+                    report.parked += 1;
+                    "parked: every lifeline waits on a person; any worker goes on once one answers"
+                        .to_owned()
+                }
+                RunEnd::Parked { requeued: true } => {
+                    report.parked += 1;
+                    "given back: a person answered as it was parking; queued again".to_owned()
                 }
                 RunEnd::PartDone { part, run: None } => {
                     report.done += 1;

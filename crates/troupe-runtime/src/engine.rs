@@ -506,6 +506,11 @@ pub struct RunOptions {
     /// checkpoints of its own lifelines and its place on the channels
     /// between parts; a resumed part continues from its latest.
     pub remote: Option<Arc<dyn Remote>>,
+    /// Stop with [`RunError::Parked`] once every action in flight has been
+    /// a person's task for this long (and nothing else can move): a worker
+    /// then gives the run back rather than hold a slot while people think.
+    /// `None`: wait as long as it takes. Not for parts of placed runs.
+    pub park_after: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for dyn RunJournal {
@@ -523,6 +528,7 @@ impl Default for RunOptions {
             schedule: Schedule::RunToBlock,
             journal: None,
             remote: None,
+            park_after: None,
         }
     }
 }
@@ -627,7 +633,8 @@ impl Engine {
                 outcome,
                 Err(RunError::NeedsResolution { .. }
                     | RunError::Journal { .. }
-                    | RunError::Stopped { .. })
+                    | RunError::Stopped { .. }
+                    | RunError::Parked { .. })
             ) {
                 let ended = outcome.as_ref().map(|o| o.results.as_slice());
                 journal
@@ -865,6 +872,9 @@ struct RunState {
     /// Asynchronous actions in flight. Polled by the run's own task, so an
     /// action's completion wakes the run without crossing threads.
     pending: FuturesUnordered<troupe_llm::BoxFuture<'static, Pending>>,
+    /// The tasks whose action in flight is a person's (see
+    /// [`RunOptions::park_after`]).
+    with_people: std::collections::BTreeSet<u32>,
     /// One part of a placed run: whether each lifeline runs here (empty:
     /// all do), the transport to the others, the fetches under way from
     /// them, and per channel to them how many messages were sent.
@@ -960,6 +970,7 @@ impl RunState {
             done: tasks.iter().filter(|t| t.wait == Wait::Done).count(),
             tasks,
             pending: FuturesUnordered::new(),
+            with_people: std::collections::BTreeSet::new(),
             local,
             remote,
             arrivals: FuturesUnordered::new(),
@@ -976,6 +987,23 @@ impl RunState {
 
     fn workflow(&self) -> &Workflow {
         &self.engine.program.workflows[self.engine.workflow]
+    }
+
+    /// Stops a run in which only people's tasks are in flight: a
+    /// checkpoint of it as it waits (every task is at an action, so the
+    /// resumed run asks the same tasks again under the same keys, and
+    /// finds their answers), its records made durable.
+    async fn park(&mut self) -> RunError {
+        let run = self.options.run_id.clone();
+        if self.next_checkpoint != u64::MAX {
+            self.checkpoint();
+        }
+        if let Some(journal) = self.options.journal.clone()
+            && let Err(message) = journal.flush().await
+        {
+            return RunError::Journal { run, message };
+        }
+        RunError::Parked { run }
     }
 
     /// Hands the journal a checkpoint of the run as it is now (see
@@ -1300,7 +1328,20 @@ impl RunState {
                 break;
             }
             if self.arrivals.is_empty() {
-                let Some((lane, result)) = self.pending.next().await else {
+                let next = match self.options.park_after {
+                    // Nothing can move but people: wait for them so long.
+                    Some(after)
+                        if !self.pending.is_empty()
+                            && self.pending.len() == self.with_people.len() =>
+                    {
+                        match tokio::time::timeout(after, self.pending.next()).await {
+                            Ok(next) => next,
+                            Err(_) => return Err(self.park().await),
+                        }
+                    }
+                    _ => self.pending.next().await,
+                };
+                let Some((lane, result)) = next else {
                     return Err(self.deadlock());
                 };
                 self.complete(lane, result)?;
@@ -2126,6 +2167,9 @@ impl RunState {
             }
             Ok(values)
         };
+        if kind == StepKind::Human {
+            self.with_people.insert(task);
+        }
         self.pending
             .push(Box::pin(async move { (task, fut.instrument(span).await) }));
         Ok(())
@@ -2377,6 +2421,7 @@ impl RunState {
 
     /// An asynchronous action of `task` finished.
     fn complete(&mut self, task: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
+        self.with_people.remove(&task);
         let engine = self.engine.clone();
         let (lane, pc) = {
             let t = &self.tasks[task as usize];

@@ -57,6 +57,11 @@ pub enum RunError {
     /// other parts: it records no end of its own.
     #[error("run {run}: {message}")]
     Stopped { run: String, message: String },
+    /// Every lifeline waited on a person (or on a message) for
+    /// [`crate::RunOptions::park_after`]: the run stopped with its records
+    /// durable and a checkpoint taken, to go on once a person answers.
+    #[error("run {run}: every lifeline waits on a person; parked until one answers")]
+    Parked { run: String },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

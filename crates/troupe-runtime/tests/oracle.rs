@@ -242,6 +242,7 @@ fn concurrent_workflows_run_as_the_global_workflow_up_to_interleaving() {
                         schedule,
                         journal: None,
                         remote: None,
+                        park_after: None,
                     },
                 ))
                 .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));
@@ -348,6 +349,7 @@ fn runs_with_asynchronous_actions_are_the_global_workflows_execution() {
                         schedule,
                         journal: None,
                         remote: None,
+                        park_after: None,
                     },
                 ))
                 .unwrap_or_else(|e| panic!("seed {seed} under {schedule:?}: {e}\n{hint}"));

@@ -130,6 +130,7 @@ fn options(seed: u64, part: Arc<Part>, schedule: Schedule) -> RunOptions {
         schedule,
         journal: None,
         remote: Some(part),
+        park_after: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn random_workflows_under_random_schedules_complete_and_conform() {
                 schedule,
                 journal: None,
                 remote: None,
+                park_after: None,
             };
             let outcome = rt
                 .block_on(engine.run(inputs.clone(), options))

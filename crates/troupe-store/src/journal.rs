@@ -811,6 +811,57 @@ mod tests {
         }
     }
 
+    /// A run every lifeline of which waits on a person is given back and
+    /// claimed by no worker until someone answers; then any worker goes on
+    /// with it. An answer its run has not taken yet when it parks has it
+    /// queued again at once, so that no answer is left unheard; only the
+    /// holder of its lease parks it.
+    #[test]
+    fn a_run_waiting_on_people_is_parked_until_one_answers() {
+        use crate::{Fence, NewTask, Parking, TaskKind};
+        let dir = tempfile::tempdir().unwrap();
+        let fence = |run, owner: &str| Fence {
+            run,
+            part: None,
+            owner: owner.into(),
+        };
+        let lease = std::time::Duration::from_secs(60);
+        for (store, run, _db) in stores(dir.path()) {
+            let task = NewTask {
+                run,
+                key: "A/ok#0".into(),
+                lifeline: "A".into(),
+                action: "ok".into(),
+                kind: TaskKind::Confirm,
+                prompt: "ok?".into(),
+                prefill: None,
+                options: Vec::new(),
+                ty: "Bool".into(),
+                schema: "{}".into(),
+            };
+            store
+                .with("record the task", |db| crate::insert_task(db, &task))
+                .unwrap();
+            assert_eq!(store.claim(run, "w1", lease).unwrap(), Claim::Claimed);
+            assert_eq!(store.park(&fence(run, "stranger")).unwrap(), Parking::Lost);
+            assert_eq!(store.park(&fence(run, "w1")).unwrap(), Parking::Parked);
+            let summary = store.run(run).unwrap().summary;
+            assert_eq!(summary.status, crate::RunStatus::Parked, "{store:?}");
+            assert_eq!(summary.owner, None);
+            assert_eq!(store.claim_next("w2", lease).unwrap(), None, "{store:?}");
+            assert_eq!(store.runnable().unwrap(), 0, "not counted as runnable");
+
+            let id = store.task_row_id(run, "A/ok#0").unwrap().unwrap();
+            store
+                .answer(&format!("task-{id}"), &serde_json::json!(true), "someone")
+                .unwrap();
+            assert_eq!(store.claim_next("w2", lease).unwrap(), Some(run));
+            // Answered, and the run has not taken the answer yet.
+            assert_eq!(store.park(&fence(run, "w2")).unwrap(), Parking::Requeued);
+            assert_eq!(store.claim_next("w3", lease).unwrap(), Some(run));
+        }
+    }
+
     fn damage(store: &Store) {
         store
             .with("damage", |db| {

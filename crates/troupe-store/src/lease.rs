@@ -100,9 +100,9 @@ impl Store {
             db.execute(
                 &format!(
                     "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
-                        status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+                        status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,
                         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting') AND placed = 0
+                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting', 'parked') AND placed = 0
                        AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires < {NOW_MS})"
                 ),
                 args![run, owner, millis(lease)],

@@ -45,7 +45,7 @@ pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Held, Renewal};
 pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
-pub use query::{Events, LlmCallRow, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
+pub use query::{Events, LlmCallRow, Parking, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 pub use writer::Fence;
 

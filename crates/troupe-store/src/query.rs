@@ -30,6 +30,17 @@ pub struct RunSummary {
     pub lease_expires_in_ms: i64,
 }
 
+/// What [`Store::park`] did with a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parking {
+    /// Parked until one of its tasks is answered.
+    Parked,
+    /// A task of it was answered meanwhile: queued again, for any worker.
+    Requeued,
+    /// Its owner no longer held its lease: nothing changed.
+    Lost,
+}
+
 /// Events of a run, with their lifelines, in the order they were recorded.
 pub type Events = Vec<(LifelineId, Event)>;
 
@@ -740,12 +751,31 @@ impl Store {
         by: &str,
     ) -> Result<TaskRow, StoreError> {
         let n = parse_task_id(id).ok_or_else(|| StoreError::UnknownTask(id.to_owned()))?;
-        let changed = self.with("answer the task", |db| {
-            db.execute(
+        let changed = self.transaction("answer the task", |tx| {
+            // The run's row first, locked: a worker parking the run at the
+            // same moment (`Store::park`) either sees this answer or is
+            // seen parked by it, never neither.
+            let lock = crate::lease::for_update(&*tx);
+            tx.query_opt(
+                &format!(
+                    "SELECT r.id FROM runs r WHERE r.id = (SELECT run FROM tasks WHERE id = ?1){lock}"
+                ),
+                args![n],
+            )?;
+            let changed = tx.execute(
                 "UPDATE tasks SET status = 'answered', answer = ?2, answered_by = ?3, answered_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
                  WHERE id = ?1 AND status = 'pending'",
                 args![n, answer.to_string(), by],
-            )
+            )?;
+            if changed > 0 {
+                // A parked run goes on, with any worker.
+                tx.execute(
+                    "UPDATE runs SET status = 'queued', updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE id = (SELECT run FROM tasks WHERE id = ?1) AND status = 'parked'",
+                    args![n],
+                )?;
+            }
+            Ok(changed)
         })?;
         let row = self.task(id)?;
         if changed == 0 {
@@ -903,6 +933,49 @@ impl Store {
             )?;
             Ok(true)
         })
+    }
+
+    /// Gives back a run whose every lifeline waits on a person, so that it
+    /// holds no worker while it waits: the run is parked (no worker claims
+    /// it until one of its tasks is answered), or, when a task of it was
+    /// answered and the run has not taken the answer yet, queued again at
+    /// once. Only while `fence`'s owner holds its lease.
+    pub fn park(&self, fence: &crate::Fence) -> Result<Parking, StoreError> {
+        let parking = self.transaction("park the run", |tx| {
+            let lock = crate::lease::for_update(&*tx);
+            // Locked first, then read in statements of their own: an
+            // answer committed while this waited for the lock is seen.
+            tx.query_opt(
+                &format!("SELECT id FROM runs WHERE id = ?1{lock}"),
+                args![fence.run],
+            )?;
+            if !crate::writer::holds(tx, fence)? {
+                return Ok(Parking::Lost);
+            }
+            let answered = tx
+                .query_opt(
+                    "SELECT 1 FROM tasks t WHERE t.run = ?1 AND t.status = 'answered'
+                       AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run = t.run AND s.key = t.key AND s.status = 'done')
+                     LIMIT 1",
+                    args![fence.run],
+                )?
+                .is_some();
+            let status = if answered { "queued" } else { "parked" };
+            tx.execute(
+                "UPDATE runs SET status = ?2, lease_owner = NULL, lease_expires = 0,
+                    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+                args![fence.run, status],
+            )?;
+            Ok(if answered {
+                Parking::Requeued
+            } else {
+                Parking::Parked
+            })
+        })?;
+        if parking == Parking::Requeued {
+            crate::postgres::wake(self, fence.run);
+        }
+        Ok(parking)
     }
 
     /// Makes a failed run, or one whose unsettled step was resolved,

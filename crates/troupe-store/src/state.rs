@@ -60,6 +60,10 @@ stored_enum! {
         Running = "running",
         /// Its owner waits on a person (a human task is pending).
         Waiting = "waiting",
+        /// Every lifeline waited on a person (or a message) for long, and
+        /// its worker gave it back: no worker claims it until one of its
+        /// tasks is answered (or `troupe resume` asks for it).
+        Parked = "parked",
         /// Unfinished, and no live owner: `troupe resume` continues it.
         Stalled = "stalled",
         /// An effect started before a crash and never finished: a person
@@ -88,7 +92,11 @@ impl RunStatus {
     pub fn is_resumable(self) -> bool {
         matches!(
             self,
-            RunStatus::Queued | RunStatus::Running | RunStatus::Waiting | RunStatus::Stalled
+            RunStatus::Queued
+                | RunStatus::Running
+                | RunStatus::Waiting
+                | RunStatus::Stalled
+                | RunStatus::Parked
         )
     }
 }

@@ -492,6 +492,13 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
             )?;
             Ok(ExitStatus::Failure)
         }
+        // Only workers park runs (`--park-after`), never this command.
+        RunEnd::Parked { .. } => {
+            crate::note!(
+                "{name}: parked until a person answers; `troupe tasks` lists what it waits for"
+            );
+            Ok(ExitStatus::Success)
+        }
         // Only workers drive parts (`troupe worker`), never this command.
         RunEnd::PartDone { part, .. } => {
             crate::note!("{name}: part {part} ended");

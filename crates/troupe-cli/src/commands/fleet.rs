@@ -35,6 +35,12 @@ pub struct WorkerArgs {
     /// runs).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::commands::run::parse_duration)]
     pub sweep: std::time::Duration,
+    /// Give a run back once every lifeline of it has waited on a person
+    /// this long, so that runs waiting on people hold no slot of
+    /// `--concurrency`; any worker goes on with it as soon as someone
+    /// answers (from its checkpoint). `never` keeps them in place.
+    #[arg(long, value_name = "DURATION|never", default_value = "1m", value_parser = parse_park_after)]
+    pub park_after: ParkAfter,
     /// Stop once no run is runnable and none is in flight (a batch worker).
     #[arg(long)]
     pub exit_when_idle: bool,
@@ -43,15 +49,24 @@ pub struct WorkerArgs {
     pub json: bool,
 }
 
+/// `--park-after`: a duration, or `never` (`None`).
+#[derive(Debug, Clone, Copy)]
+pub struct ParkAfter(pub Option<std::time::Duration>);
+
+fn parse_park_after(s: &str) -> Result<ParkAfter, String> {
+    if s.trim() == "never" {
+        return Ok(ParkAfter(None));
+    }
+    crate::commands::run::parse_duration(s).map(|d| ParkAfter(Some(d)))
+}
+
 /// `troupe worker`.
 pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
     let address = crate::commands::durable::store_address(&args.store.store)?;
     let store = crate::commands::durable::open_store(&address, Durability::Full)?;
-    let host = Arc::new(Host::new(
-        store,
-        host_config()?,
-        Arc::new(troupe_mcp::McpTools),
-    ));
+    let mut settings = host_config()?;
+    settings.park_after = args.park_after.0;
+    let host = Arc::new(Host::new(store, settings, Arc::new(troupe_mcp::McpTools)));
     let config = WorkerConfig {
         concurrency: args.concurrency as usize,
         sweep: args.sweep,

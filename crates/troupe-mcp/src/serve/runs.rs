@@ -225,6 +225,10 @@ impl Runs {
                     RunEnd::NeedsResolution { message, .. } => Err(message),
                     RunEnd::Cancelled { reason } => Err(format!("cancelled: {reason}")),
                     RunEnd::LeaseLost => Err("another process took the run over".into()),
+                    // This host waits in place (it parks nothing).
+                    RunEnd::Parked { .. } => {
+                        Err("the run was given back to wait for a person".into())
+                    }
                     // `drive` runs whole runs; parts are driven by workers.
                     RunEnd::PartDone { .. } => Err("the run is placed on workers".into()),
                 },

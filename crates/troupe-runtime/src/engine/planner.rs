@@ -316,6 +316,7 @@ impl PlannerCall {
                     schedule: crate::Schedule::RunToBlock,
                     journal,
                     remote: None,
+                    park_after: None,
                 },
             )
             .await
