@@ -48,6 +48,38 @@ fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&o)))
 }
 
+/// Queues a run of `ask.troupe` with `request` on the store at `url`;
+/// returns its name.
+fn queue(dir: &Path, url: &str, request: &str) -> String {
+    let request = format!("request={request}");
+    let queued = output(
+        dir,
+        &[
+            "run",
+            "ask.troupe",
+            "--store",
+            url,
+            "-i",
+            &request,
+            "--detach",
+        ],
+    );
+    assert!(queued.status.success(), "{}", text(&queued));
+    String::from_utf8_lossy(&queued.stdout).trim().to_owned()
+}
+
+/// Asks `f` every 50 ms until it answers, for at most until `deadline`;
+/// `f`'s last word is `Err(what it saw)`.
+fn poll<T>(deadline: Instant, mut f: impl FnMut() -> Result<T, String>) -> T {
+    loop {
+        match f() {
+            Ok(t) => return t,
+            Err(seen) => assert!(Instant::now() < deadline, "timed out: {seen}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn an_unreachable_store_is_named_without_its_password() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,20 +142,7 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     let dir = dir.path();
     std::fs::write(dir.join("ask.troupe"), WORKFLOW).unwrap();
     let db = TestDatabase::new();
-    let queued = output(
-        dir,
-        &[
-            "run",
-            "ask.troupe",
-            "--store",
-            &db.url,
-            "-i",
-            "request=laptop",
-            "--detach",
-        ],
-    );
-    assert!(queued.status.success(), "{}", text(&queued));
-    assert_eq!(String::from_utf8_lossy(&queued.stdout).trim(), "run-1");
+    assert_eq!(queue(dir, &db.url, "laptop"), "run-1");
     // Queued: no process runs it yet.
     let status = json(dir, &["status", "run-1", "--store", &db.url, "--json"]);
     assert_eq!(status["status"], "stalled", "{status}");
@@ -143,14 +162,13 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     .spawn()
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    let task = loop {
+    let task = poll(deadline, || {
         let tasks = json(dir, &["tasks", "--store", &db.url, "--json"]);
-        if let Some(t) = tasks.as_array().and_then(|t| t.first()) {
-            break t["id"].as_str().unwrap().to_owned();
+        match tasks.as_array().and_then(|t| t.first()) {
+            Some(t) => Ok(t["id"].as_str().unwrap().to_owned()),
+            None => Err(format!("no task: {tasks}")),
         }
-        assert!(Instant::now() < deadline, "no task: {tasks}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     let workers = json(dir, &["workers", "--store", &db.url, "--json"]);
     let w = &workers["workers"][0];
     assert_eq!(w["labels"], serde_json::json!(["eu", "gpu"]), "{workers}");
@@ -176,19 +194,18 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     );
     let won = a.status.success();
     // The worker holds the waiting run; its inbox sees the answer.
-    loop {
+    let status = poll(deadline, || {
         let status = json(dir, &["status", "run-1", "--store", &db.url, "--json"]);
-        if status["status"] == "done" {
-            assert_eq!(
-                status["result"],
-                serde_json::json!({ "ok": won }),
-                "{status}"
-            );
-            break;
+        match status["status"] == "done" {
+            true => Ok(status),
+            false => Err(format!("the run did not end: {status}")),
         }
-        assert!(Instant::now() < deadline, "the run did not end: {status}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
+    assert_eq!(
+        status["result"],
+        serde_json::json!({ "ok": won }),
+        "{status}"
+    );
     let verified = output(dir, &["verify", "run-1", "--store", &db.url]);
     assert!(verified.status.success(), "{}", text(&verified));
     // SIGTERM: the worker drains (nothing in flight) and leaves the list.
@@ -221,20 +238,7 @@ fn runs_waiting_on_people_are_parked_and_taken_up_when_answered() {
     let db = TestDatabase::new();
     const RUNS: usize = 3;
     for n in 0..RUNS {
-        let request = format!("request=laptop-{n}");
-        let queued = output(
-            dir,
-            &[
-                "run",
-                "ask.troupe",
-                "--store",
-                &db.url,
-                "-i",
-                &request,
-                "--detach",
-            ],
-        );
-        assert!(queued.status.success(), "{}", text(&queued));
+        queue(dir, &db.url, &format!("laptop-{n}"));
     }
     use std::os::unix::process::CommandExt;
     let log = dir.join("worker.log");
@@ -257,63 +261,50 @@ fn runs_waiting_on_people_are_parked_and_taken_up_when_answered() {
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    let tasks = loop {
+    let tasks = poll(deadline, || {
         let tasks = json(dir, &["tasks", "--store", &db.url, "--json"]);
-        if tasks.as_array().is_some_and(|t| t.len() == RUNS) {
-            break tasks;
+        match tasks.as_array() {
+            Some(t) if t.len() == RUNS => Ok(t.clone()),
+            _ => Err(format!(
+                "not every run's task appeared: {tasks}\n{}",
+                said()
+            )),
         }
-        assert!(
-            Instant::now() < deadline,
-            "not every run's task appeared: {tasks}\n{}",
-            said()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     // Parked, they hold no lease and count as nothing to run.
-    loop {
+    poll(deadline, || {
         let runs = json(dir, &["runs", "--store", &db.url, "--json"]);
         let parked = runs
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| r["status"] == "parked")
-            .count();
-        if parked == RUNS {
-            break;
+            .filter(|r| r["status"] == "parked");
+        match parked.count() {
+            RUNS => Ok(()),
+            _ => Err(format!("not all parked: {runs}\n{}", said())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "not all parked: {runs}\n{}",
-            said()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     let workers = json(dir, &["workers", "--store", &db.url, "--json"]);
     assert_eq!(workers["runnable"], 0, "{workers}");
-    for t in tasks.as_array().unwrap() {
+    for t in &tasks {
         let id = t["id"].as_str().unwrap();
         let answered = output(dir, &["answer", id, "--yes", "--store", &db.url]);
         assert!(answered.status.success(), "{}", text(&answered));
     }
     for n in 1..=RUNS {
         let name = format!("run-{n}");
-        loop {
+        let status = poll(deadline, || {
             let status = json(dir, &["status", &name, "--store", &db.url, "--json"]);
-            if status["status"] == "done" {
-                assert_eq!(
-                    status["result"],
-                    serde_json::json!({ "ok": true }),
-                    "{status}"
-                );
-                break;
+            match status["status"] == "done" {
+                true => Ok(status),
+                false => Err(format!("{name} did not end: {status}\n{}", said())),
             }
-            assert!(
-                Instant::now() < deadline,
-                "{name} did not end: {status}\n{}",
-                said()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        });
+        assert_eq!(
+            status["result"],
+            serde_json::json!({ "ok": true }),
+            "{status}"
+        );
         let verified = output(dir, &["verify", &name, "--store", &db.url]);
         assert!(verified.status.success(), "{}", text(&verified));
     }
