@@ -20,18 +20,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
-use troupe_store::Store;
+use troupe_store::{Store, WeakStore};
 
 /// A run driven whole `(run, None)`, or one of its parts `(run, Some(p))`.
 type Key = (i64, Option<u32>);
 
 pub(crate) struct Keeper {
-    store: Store,
+    /// Weak: the keeping thread must not keep the store open once the
+    /// host lets it go (a process would exit with SQLite's `-wal` and
+    /// `-shm` files left beside the store).
+    store: WeakStore,
     owner: String,
     lease: Duration,
     /// Leases renewed so far (a worker's metric).
     pub(crate) renewals: AtomicU64,
     state: Mutex<State>,
+    /// Held by the keeping thread while it holds the store (a tick): the
+    /// last drive to end waits for it, so that the store is let go of on
+    /// the drive's side, not the thread's.
+    tick: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -45,11 +52,12 @@ struct State {
 impl Keeper {
     pub(crate) fn new(store: Store, owner: String, lease: Duration) -> Arc<Keeper> {
         Arc::new(Keeper {
-            store,
+            store: store.downgrade(),
             owner,
             lease,
             renewals: AtomicU64::new(0),
             state: Mutex::default(),
+            tick: Mutex::new(()),
         })
     }
 
@@ -126,19 +134,25 @@ impl Keeper {
                 .iter()
                 .filter_map(|(r, p)| p.map(|p| (*r, p)))
                 .collect();
-            let answer = (|| {
-                let held = if renew {
-                    Some(
-                        self.store
-                            .renew_all(&self.owner, &whole, &parts, self.lease)?,
-                    )
-                } else {
-                    None
+            let answer = {
+                let _tick = self.tick.lock();
+                // Nobody holds the store any more: nothing to keep.
+                let Some(store) = self.store.upgrade() else {
+                    return;
                 };
-                let of_parts: Vec<i64> = parts.iter().map(|(r, _)| *r).collect();
-                let why = self.store.stop_reasons(&whole, &of_parts)?;
-                Ok::<_, troupe_store::StoreError>((held, why))
-            })();
+                let answer = (|| {
+                    let held = if renew {
+                        Some(store.renew_all(&self.owner, &whole, &parts, self.lease)?)
+                    } else {
+                        None
+                    };
+                    let of_parts: Vec<i64> = parts.iter().map(|(r, _)| *r).collect();
+                    let why = store.stop_reasons(&whole, &of_parts)?;
+                    Ok::<_, troupe_store::StoreError>((held, why))
+                })();
+                drop(store);
+                answer
+            };
             let (held, why) = match answer {
                 Ok(answer) => answer,
                 // A busy store: try again at the next tick; the lease is
@@ -195,8 +209,13 @@ struct Unwatch {
 
 impl Drop for Unwatch {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.keeper.state.lock() {
+        let last = self.keeper.state.lock().is_ok_and(|mut state| {
             state.watchers.remove(&self.key);
+            state.watchers.is_empty()
+        });
+        // The last: wait out a tick in progress, which holds the store.
+        if last {
+            drop(self.keeper.tick.lock());
         }
     }
 }

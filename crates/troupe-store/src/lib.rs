@@ -196,6 +196,26 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
+/// A handle on a store that does not keep it open: a background thread
+/// holds one, so that the store still closes (its connections, and with
+/// the last of them SQLite's `-wal` and `-shm` files) when its owners let
+/// it go.
+#[derive(Clone)]
+pub struct WeakStore(std::sync::Weak<Inner>);
+
+impl std::fmt::Debug for WeakStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakStore").finish_non_exhaustive()
+    }
+}
+
+impl WeakStore {
+    /// The store, while anyone else still holds it open.
+    pub fn upgrade(&self) -> Option<Store> {
+        self.0.upgrade().map(|inner| Store { inner })
+    }
+}
+
 struct Inner {
     /// The file, or the PostgreSQL address as given (with its password:
     /// other processes of this one open it again).
@@ -496,6 +516,11 @@ impl Store {
                 message_wakeups: OnceLock::new(),
             }),
         }
+    }
+
+    /// A handle that does not keep the store open ([`WeakStore`]).
+    pub fn downgrade(&self) -> WeakStore {
+        WeakStore(Arc::downgrade(&self.inner))
     }
 
     /// Which database the store is in.
