@@ -1,0 +1,331 @@
+//! `troupe mcp serve` over stdio, as real clients start it: the binary as a
+//! child process of the official Python SDK's client (PyPI `mcp`), of the MCP
+//! Inspector's CLI mode (npm `@modelcontextprotocol/inspector`), and of a raw
+//! JSON-RPC client that disconnects in the middle of a call.
+//! The clients are installed by `.ci/install-test-deps.sh`.
+
+use crate::mcp_support as support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value as J, json};
+use support::*;
+
+#[test]
+fn the_python_sdk_drives_the_binary_over_stdio() {
+    let python = python();
+    let dir = project();
+    let store = dir.path().join("db");
+    let output = Command::new(&python)
+        .arg(script("stdio_client.py"))
+        .arg(troupe())
+        .arg(examples())
+        .arg(&store)
+        .current_dir(dir.path())
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["server"], "troupe");
+    assert_eq!(seen["protocol"], "2025-11-25");
+    assert_eq!(
+        seen["tools"],
+        json!(["answer_task", "counter", "list_tasks", "local_approval"])
+    );
+    assert_eq!(seen["counter"], json!({"k": 5}));
+    assert_eq!(seen["waiting"]["status"], "waiting");
+    assert_eq!(
+        seen["answered"],
+        json!({"status": "done", "results": {"approved": true}})
+    );
+    assert_eq!(
+        seen["run"],
+        json!({"status": "done", "results": {"approved": true}})
+    );
+    assert_eq!(
+        seen["chart"],
+        json!({"mime": "text/x-mermaid", "first_line": "sequenceDiagram"})
+    );
+    assert!(
+        seen["trace_events"].as_u64().is_some_and(|n| n > 0),
+        "{seen}"
+    );
+    assert_eq!(seen["pending_after"], 0);
+    let resources = seen["resources"].as_array().expect("resources");
+    for uri in [
+        "troupe://runs",
+        "troupe://tasks",
+        "troupe://runs/1",
+        "troupe://runs/2",
+    ] {
+        assert!(resources.contains(&json!(uri)), "{uri} missing: {seen}");
+    }
+    // The server's process ended with its client, and the runs are settled.
+    assert_eq!(
+        run_status(&store, 2),
+        troupe_store::RunStatus::Done,
+        "the answered run"
+    );
+}
+
+/// One Inspector CLI call: `mcp-inspector --cli troupe mcp serve FILES… --method …`.
+/// Each call starts the server afresh on the same store, as the Inspector does.
+fn inspector_call(dir: &Path, method_args: &[&str]) -> J {
+    let examples = examples();
+    let output = Command::new(inspector())
+        .arg("--cli")
+        .arg(troupe())
+        .args(["mcp", "serve"])
+        .arg(examples.join("counter.troupe"))
+        .arg(examples.join("local_approval.troupe"))
+        .args(["--store", "db", "--mock-externs", "--deadline-ms", "20000"])
+        .args(method_args)
+        .current_dir(dir)
+        .env("TROUPE_LEASE", "1s")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the Inspector starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Inspector failed on {method_args:?} ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the Inspector printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+#[test]
+fn the_mcp_inspector_cli_drives_the_binary_over_stdio() {
+    let dir = project();
+    let d = dir.path();
+
+    let listed = inspector_call(d, &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["counter", "local_approval", "answer_task", "list_tasks"]
+    );
+    assert_eq!(
+        listed["tools"][0]["inputSchema"]["properties"]["limit"],
+        json!({"type": "integer"})
+    );
+
+    let done = inspector_call(
+        d,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "counter",
+            "--tool-arg",
+            "limit=7",
+        ],
+    );
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(done["structuredContent"], json!({"k": 7}));
+    assert_eq!(done["_meta"]["troupe/run"], "run-1");
+
+    let waiting = inspector_call(
+        d,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "local_approval",
+            "--tool-arg",
+            "request=a desk lamp",
+        ],
+    );
+    let doc = &waiting["structuredContent"];
+    assert_eq!(doc["status"], "waiting", "{waiting}");
+    assert_eq!(doc["run"], "run-2");
+    let task = doc["tasks"][0]["task"].as_str().expect("a task").to_owned();
+
+    // That server ended with the Inspector's call and released its run: the
+    // next server takes the answer and finishes the run from the store.
+    let answered = inspector_call(
+        d,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "answer_task",
+            "--tool-arg",
+            &format!("task={task}"),
+            "answer=false",
+        ],
+    );
+    let doc = &answered["structuredContent"];
+    assert_eq!(doc["status"], "done", "{answered}");
+    assert_eq!(doc["results"], json!({"approved": false}));
+
+    let resources = inspector_call(d, &["--method", "resources/list"]);
+    let uris: Vec<&str> = resources["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"troupe://runs/2"), "{resources}");
+    let templates = inspector_call(d, &["--method", "resources/templates/list"]);
+    assert_eq!(
+        templates["resourceTemplates"].as_array().map(Vec::len),
+        Some(3),
+        "{templates}"
+    );
+    let read = inspector_call(
+        d,
+        &["--method", "resources/read", "--uri", "troupe://runs/2"],
+    );
+    let run: J = serde_json::from_str(read["contents"][0]["text"].as_str().expect("text"))
+        .expect("the run as JSON");
+    assert_eq!(run["status"], "done", "{run}");
+    assert_eq!(run["results"], json!({"approved": false}));
+}
+
+#[test]
+fn a_client_that_disconnects_mid_call_ends_the_server_cleanly() {
+    let dir = project();
+    let d = dir.path();
+    // A lease far longer than the test: the run is `stalled` at once only
+    // if the server released it.
+    let mut client = serve_stdio(
+        d,
+        "10m",
+        &["slow.troupe", "--store", "db", "--deadline-ms", "600000"],
+    );
+    let init = client.handshake();
+    assert_eq!(init["result"]["serverInfo"]["name"], "troupe", "{init}");
+    client.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow_one", "arguments": {"n": 1}}}));
+    let pid_file = d.join("slow.pid");
+    wait_for("the effect to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    });
+    let effect: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(alive(effect), "the effect runs while the call is in flight");
+
+    let status = client.disconnect_and_wait();
+    assert!(status.success(), "the server exited with {status}");
+    // Its in-flight action was stopped with it, and its lease released: the
+    // run can be resumed (it is `stalled`, not `running` under a dead owner).
+    wait_for("the effect's process to end", || !alive(effect));
+    assert_eq!(
+        run_status(&d.join("db"), 1),
+        troupe_store::RunStatus::Stalled
+    );
+}
+
+#[test]
+fn a_call_with_a_progress_token_gets_progress_notifications() {
+    let python = python();
+    let dir = project();
+    let output = Command::new(&python)
+        .arg(script("progress_client.py"))
+        .arg(troupe())
+        .current_dir(dir.path())
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["error"], false, "{seen}");
+    assert_eq!(seen["result"], json!({"i": 5}), "{seen}");
+    let progress: Vec<f64> = seen["progress"]
+        .as_array()
+        .expect("progress")
+        .iter()
+        .filter_map(J::as_f64)
+        .collect();
+    assert!(!progress.is_empty(), "no progress notification: {seen}");
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "progress must grow: {progress:?}"
+    );
+    assert!(
+        seen["messages"][0]
+            .as_str()
+            .is_some_and(|m| m.starts_with("run-1: ") && m.contains("events recorded")),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_cancelled_call_cancels_its_run_and_stops_its_effect() {
+    let dir = project();
+    let d = dir.path();
+    let mut client = serve_stdio(
+        d,
+        "1s",
+        &["slow.troupe", "--store", "db", "--deadline-ms", "600000"],
+    );
+    client.handshake();
+    client.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow_one", "arguments": {"n": 1}, "_meta": {"progressToken": "p-1"}}}));
+    let pid_file = d.join("slow.pid");
+    wait_for("the effect to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    });
+    let effect: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(alive(effect));
+    client.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "the user stopped it"}}),
+    );
+    // The run's in-flight effect is stopped and the run recorded as cancelled.
+    wait_for("the effect's process to end", || !alive(effect));
+    let db = d.join("db");
+    wait_for("the run to be cancelled", || {
+        run_status(&db, 1) == troupe_store::RunStatus::Cancelled
+    });
+    let store = troupe_store::Store::open(&db, troupe_store::Durability::Normal).expect("store");
+    let run = store.run(1).expect("run");
+    assert!(
+        run.summary
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("the user stopped it")),
+        "{:?}",
+        run.summary.error
+    );
+    // The server goes on serving; the cancelled call gets no answer.
+    client.send(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    let mut before = Vec::new();
+    let pong = client.answer(2, &mut before);
+    assert!(pong.get("result").is_some(), "{pong}");
+    assert!(
+        before.iter().all(|m| m.get("id") != Some(&json!(1))),
+        "the cancelled call was answered: {before:?}"
+    );
+    let status = client.disconnect_and_wait();
+    assert!(status.success(), "{status}");
+}
