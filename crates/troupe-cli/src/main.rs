@@ -4,6 +4,7 @@
 mod commands;
 mod out;
 mod render;
+mod signals;
 mod telemetry;
 mod terminal;
 
@@ -24,7 +25,8 @@ use std::process::ExitCode;
 /// them so that no run deadlocks or strays from the chart.
 ///
 /// Exit status: 0 on success, 1 when a check finds errors or a run fails,
-/// 2 for usage and I/O errors.
+/// 2 for usage and I/O errors, 130 or 143 when SIGINT or SIGTERM stopped a
+/// run at a step boundary (`troupe resume RUN` continues it).
 #[derive(Debug, Parser)]
 #[command(
     name = "troupe",
@@ -140,6 +142,16 @@ enum Command {
     /// Cancel a run: its in-flight actions stop, its pending tasks close,
     /// and the reason is recorded.
     Cancel(commands::durable::CancelArgs),
+    /// Pause a run at its next step boundary (an effect in flight finishes
+    /// first): it holds no lease and no process takes it up until
+    /// `troupe unpause`.
+    ///
+    /// A run nobody drives is paused at once; a driven one is asked, and
+    /// this waits for its owner (`--wait`).
+    Pause(commands::pause::PauseArgs),
+    /// Let a paused run go on: it is queued again, for `troupe resume` or
+    /// any worker.
+    Unpause(commands::pause::UnpauseArgs),
     /// Delete runs with their events, steps and tasks.
     Delete(commands::durable::DeleteArgs),
     /// Settle an effect that started before a crash and never finished.
@@ -240,6 +252,8 @@ pub enum ExitStatus {
     Success,
     Failure,
     Usage,
+    /// Stopped by this signal (SIGINT, SIGTERM): exit 128 + its number.
+    Signalled(i32),
 }
 
 fn main() -> ExitCode {
@@ -284,6 +298,8 @@ fn main() -> ExitCode {
         Command::Resume(args) => commands::durable::resume(&args, cli.color),
         Command::Retry(args) => commands::durable::retry(&args, cli.color),
         Command::Cancel(args) => commands::durable::cancel(&args, cli.color),
+        Command::Pause(args) => commands::pause::pause(&args),
+        Command::Unpause(args) => commands::pause::unpause(&args),
         Command::Delete(args) => commands::durable::delete(&args, cli.color),
         Command::Resolve(args) => commands::durable::resolve(&args, cli.color),
         Command::Verify(args) => commands::inspect::verify(&args),
@@ -300,6 +316,7 @@ fn main() -> ExitCode {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
         Ok(ExitStatus::Failure) => ExitCode::from(1),
         Ok(ExitStatus::Usage) => ExitCode::from(2),
+        Ok(ExitStatus::Signalled(n)) => ExitCode::from((128 + n) as u8),
         // A closed pipe (`troupe runs | head -1`) ends the command quietly.
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {

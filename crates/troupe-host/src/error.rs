@@ -56,7 +56,7 @@ pub enum HostError {
     #[error(transparent)]
     Llm(#[from] troupe_llm::ConfigError),
     /// Another process holds the run's lease.
-    #[error("{run} is being run by {owner} (its lease runs for {} more unless renewed); wait for it, or cancel it", humantime::format_duration(std::time::Duration::from_millis(*expires_in_ms as u64)))]
+    #[error("{run} is being run by {} ({owner}; its lease runs for {} more unless renewed); wait for it, or cancel it{}", troupe_store::describe_owner(owner), humantime::format_duration(std::time::Duration::from_millis(*expires_in_ms as u64)), owned_hint(owner))]
     Owned {
         run: String,
         owner: String,
@@ -106,4 +106,20 @@ pub enum HostError {
     Store(#[from] StoreError),
     #[error("cannot start the run's runtime: {0}")]
     Runtime(#[source] std::io::Error),
+}
+
+/// What to do about a live owner: one on this machine is never waited out
+/// (its process is asked), so it must be stopped to take its run at once.
+fn owned_hint(owner: &str) -> String {
+    match troupe_store::liveness(owner) {
+        troupe_store::Liveness::Alive | troupe_store::Liveness::Stopped => {
+            match owner.split('@').next().and_then(|n| n.split(':').nth(1)) {
+                Some(pid) => format!(
+                    " (it runs on this machine: stopping it, `kill {pid}`, lets the run be continued at once)"
+                ),
+                None => String::new(),
+            }
+        }
+        _ => String::new(),
+    }
 }

@@ -11,7 +11,11 @@
 //! (the same for the same call after a restart: use it to apply the effect
 //! at most once), `TROUPE_RUN` and `TROUPE_ACTION`. It answers on stdout
 //! with JSON: the value of a single output, or an object keyed by output
-//! name. A non-zero exit fails the action with the end of its stderr.
+//! name. A non-zero exit fails the action with the end of its stderr. It
+//! starts with SIGINT and SIGTERM ignored, so that a Ctrl-C at the
+//! terminal interrupts troupe (which gives it time to finish) and not the
+//! command; it stays in troupe's process group, so a SIGKILL of the group
+//! takes it too.
 
 use crate::HostError;
 use std::collections::BTreeMap;
@@ -139,8 +143,17 @@ async fn invoke(
         .zip(&call.args)
         .map(|(p, v)| (p.clone(), v.to_json(types)))
         .collect();
-    let mut child = tokio::process::Command::new(&cmd.argv[0])
-        .args(&cmd.argv[1..])
+    // Through a shell that ignores SIGINT and SIGTERM, then becomes the
+    // command (`exec` keeps ignored signals ignored): a Ctrl-C at the
+    // terminal, or a SIGTERM to troupe's process group, interrupts troupe,
+    // which lets the effect in flight finish (its grace), and not the
+    // command, which would die half done. A SIGKILL of the group still
+    // takes the command with its owner.
+    let mut child = tokio::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg("trap '' INT TERM; exec \"$@\"")
+        .arg("troupe-effect")
+        .args(&cmd.argv)
         .env("TROUPE_IDEMPOTENCY_KEY", &call.idempotency_key)
         .env("TROUPE_RUN", run)
         .env("TROUPE_ACTION", action)
@@ -163,6 +176,16 @@ async fn invoke(
         None => wait.await,
     }
     .map_err(|e| format!("`{}` failed: {e}", cmd.argv[0]))?;
+    // The shell's own word that it could not run the command (127: not
+    // found, 126: not executable), said as a spawn error would be.
+    if matches!(out.status.code(), Some(126 | 127)) && out.stderr.starts_with(b"troupe-effect: ") {
+        let why = if out.status.code() == Some(127) {
+            "no such command"
+        } else {
+            "it is not executable"
+        };
+        return Err(format!("cannot start `{}`: {why}", cmd.argv[0]));
+    }
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: String = err

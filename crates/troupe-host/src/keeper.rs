@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
-use troupe_store::{Store, WeakStore};
+use troupe_store::{StopReason, Store, WeakStore};
 
 /// A run driven whole `(run, None)`, or one of its parts `(run, Some(p))`.
 type Key = (i64, Option<u32>);
@@ -41,10 +41,22 @@ pub(crate) struct Keeper {
     tick: Mutex<()>,
 }
 
+/// A drive that waits to hear why to stop.
+struct Watcher {
+    tx: oneshot::Sender<Stop>,
+    /// Triggered when a pause is asked: the run stops at its next step
+    /// boundary, and keeps its lease (renewed here) until it has.
+    halt: Option<troupe_runtime::Interrupt>,
+}
+
+/// How long a paused run's effects in flight may take to finish: a pause
+/// waits for them (an effect has its own timeout).
+const PAUSE_GRACE: Duration = Duration::from_secs(3600);
+
 #[derive(Default)]
 struct State {
     /// Who waits to hear why to stop, by what they drive.
-    watchers: BTreeMap<Key, oneshot::Sender<Stop>>,
+    watchers: BTreeMap<Key, Watcher>,
     /// Whether the keeping task runs (it ends when nobody watches).
     running: bool,
 }
@@ -62,16 +74,22 @@ impl Keeper {
     }
 
     /// Keeps the lease of `run` (or its part `part`), which this process
-    /// holds, until the run must stop; resolves with why. Dropping the
+    /// holds, until the run must stop; resolves with why. A pause asked
+    /// meanwhile triggers `halt` instead (the lease is kept). Dropping the
     /// future gives up keeping it (the caller releases the lease).
-    pub(crate) async fn until_stopped(self: &Arc<Self>, run: i64, part: Option<u32>) -> Stop {
+    pub(crate) async fn until_stopped(
+        self: &Arc<Self>,
+        run: i64,
+        part: Option<u32>,
+        halt: Option<troupe_runtime::Interrupt>,
+    ) -> Stop {
         let key = (run, part);
         let (tx, rx) = oneshot::channel();
         {
             let Ok(mut state) = self.state.lock() else {
                 return Stop::Lost;
             };
-            state.watchers.insert(key, tx);
+            state.watchers.insert(key, Watcher { tx, halt });
             if !state.running {
                 let keeper = self.clone();
                 let spawned = std::thread::Builder::new()
@@ -185,16 +203,32 @@ impl Keeper {
                 });
                 let stop = if lost {
                     Stop::Lost
-                } else if let Some(reason) = why.get(&key.0) {
-                    Stop::Cancel(reason.clone())
                 } else {
-                    continue;
+                    match why.get(&key.0) {
+                        Some(StopReason::Cancel(reason)) => Stop::Cancel(reason.clone()),
+                        // Only whole runs pause; the drive goes on to its
+                        // next step boundary, its lease kept meanwhile.
+                        Some(StopReason::Pause) if key.1.is_none() => {
+                            if let Some(halt) =
+                                state.watchers.get(&key).and_then(|w| w.halt.as_ref())
+                                && !halt.is_set()
+                            {
+                                tracing::info!(
+                                    run = key.0,
+                                    "pause asked; stopping at the next step boundary"
+                                );
+                                halt.trigger_with(PAUSE_GRACE);
+                            }
+                            continue;
+                        }
+                        _ => continue,
+                    }
                 };
-                if let Some(tx) = state.watchers.remove(&key) {
+                if let Some(w) = state.watchers.remove(&key) {
                     if matches!(stop, Stop::Lost) {
                         tracing::warn!(run = key.0, "lost the lease of the run; stopping it");
                     }
-                    let _ = tx.send(stop);
+                    let _ = w.tx.send(stop);
                 }
             }
         }

@@ -160,6 +160,13 @@ pub struct HostConfig {
     /// long ([`RunEnd::Parked`]); any worker picks it up when a person
     /// answers. `None` (the default, and `troupe run`): wait in place.
     pub park_after: Option<Duration>,
+    /// The owner id of the process that claimed this process's run and
+    /// handed it over (`--detach`): its lease is taken over at the claim.
+    pub adopt: Option<String>,
+    /// Stops this host's runs at their next step boundary once triggered
+    /// (the CLI triggers it on SIGINT and SIGTERM): they end
+    /// [`RunEnd::Interrupted`] with their lease given back.
+    pub interrupt: Option<troupe_runtime::Interrupt>,
 }
 
 impl std::fmt::Debug for HostConfig {
@@ -182,6 +189,8 @@ impl HostConfig {
             externs: Externs::new(),
             llm: None,
             park_after: None,
+            adopt: None,
+            interrupt: None,
         }
     }
 }
@@ -205,27 +214,22 @@ fn plan_verifier(
     }
 }
 
-/// A fresh owner id: host, process and a per-process nonce, so that a
-/// reused process id never looks like a live owner.
+/// How long an effect in flight may finish once its run is interrupted,
+/// when the process gave no interrupt of its own.
+const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// A fresh owner id for this process (see `troupe_store::new_owner_id`).
 pub fn new_owner_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{host}:{}:{:x}",
-        std::process::id(),
-        nanos & 0xffff_ffff_ffff
-    )
+    troupe_store::new_owner_id()
 }
 
 /// How `start` treats unfinished runs of the same workflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartPolicy {
     /// Resume an unfinished run with the same fingerprint and inputs;
-    /// refuse over one that waits for `resolve`; otherwise start a new one.
+    /// refuse over one that waits for `resolve`; else report the newest
+    /// such run that is done (a rerun performs nothing twice); otherwise
+    /// start a new one.
     #[default]
     ResumeSame,
     /// Always start a new run.
@@ -239,6 +243,9 @@ pub struct Started {
     pub name: String,
     /// An unfinished run was claimed rather than a new one created.
     pub resumed: bool,
+    /// The run is done already (the same workflow and inputs ran to the
+    /// end): nothing is claimed or to be driven; its results are recorded.
+    pub finished: bool,
 }
 
 /// How a driven run ended.
@@ -273,6 +280,13 @@ pub enum RunEnd {
         part: u32,
         run: Option<Result<u64, String>>,
     },
+    /// [`HostConfig::interrupt`] was triggered: the run stopped at a step
+    /// boundary, its records durable and its lease given back, to be
+    /// resumed by anyone (`troupe resume`).
+    Interrupted,
+    /// Someone paused it (`troupe pause`): it stopped at a step boundary
+    /// and holds no lease; `troupe unpause` queues it again.
+    Paused,
 }
 
 /// A driven run and the workflow it ran.
@@ -525,15 +539,23 @@ impl Host {
         let inputs_json = compiled.inputs_json(&inputs);
         let wf = compiled.workflow();
         let mut others = Vec::new();
+        // The newest run of the same workflow and inputs that is done.
+        let mut done = None;
         if policy == StartPolicy::ResumeSame {
             for r in self.store.runs(None)? {
                 if r.workflow != wf.name
                     || r.file.as_deref() != Some(compiled.file.as_str())
-                    || r.status.is_final()
+                    || (r.status.is_final() && (r.status != RunStatus::Done || done.is_some()))
                 {
                     continue;
                 }
                 let detail = self.store.run(r.id)?;
+                if r.status == RunStatus::Done {
+                    if detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json {
+                        done = Some(r);
+                    }
+                    continue;
+                }
                 let same =
                     detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json;
                 if !same {
@@ -562,6 +584,7 @@ impl Host {
                                 run: r.id,
                                 name: r.name,
                                 resumed: true,
+                                finished: false,
                             });
                         }
                         Claim::Owned {
@@ -583,6 +606,14 @@ impl Host {
                     },
                 }
             }
+        }
+        if let Some(r) = done {
+            return Ok(Started {
+                run: r.id,
+                name: r.name,
+                resumed: false,
+                finished: true,
+            });
         }
         // A new run needs an implementation of every extern (a resumed one
         // is checked with its recorded settings when it is driven).
@@ -607,6 +638,7 @@ impl Host {
             run,
             name,
             resumed: false,
+            finished: false,
         })
     }
 
@@ -627,6 +659,7 @@ impl Host {
             run,
             name: Store::run_name(run),
             resumed: false,
+            finished: false,
         })
     }
 
@@ -667,6 +700,13 @@ impl Host {
     /// Claims `run` for this process: fails with who owns it, or why it
     /// cannot go on.
     pub fn claim(&self, run: i64) -> Result<(), HostError> {
+        if let Some(parent) = &self.config.adopt
+            && self
+                .store
+                .hand_over(run, parent, &self.config.owner, self.config.lease)?
+        {
+            return Ok(());
+        }
         match self
             .store
             .claim(run, &self.config.owner, self.config.lease)?
@@ -691,6 +731,10 @@ impl Host {
                 status,
                 hint: match status {
                     RunStatus::Failed => "it can be retried from its last durable step".to_owned(),
+                    RunStatus::Paused => format!(
+                        "it is paused; `troupe unpause {}` lets it go on",
+                        Store::run_name(run)
+                    ),
                     _ => "nothing to resume".into(),
                 },
             }),
@@ -872,20 +916,39 @@ impl Host {
             ) as Arc<dyn troupe_runtime::Remote>),
             None => None,
         };
+        // Stops the run at its next step boundary: a pause asked of it, or
+        // the process's interrupt.
+        let halt = troupe_runtime::Interrupt::new(
+            self.config
+                .interrupt
+                .as_ref()
+                .map_or(DEFAULT_GRACE, |i| i.grace()),
+        );
         let options = RunOptions {
             run_id: name.clone(),
+            run_uid: Some(detail.uid.clone()),
             seed: detail.seed,
             trace: false,
             journal: Some(journal.clone()),
             // Parts wait on each other's messages too: only whole runs park.
             park_after: self.config.park_after.filter(|_| part.is_none()),
             remote,
+            interrupt: Some(halt.clone()),
             ..RunOptions::default()
         };
-        let renewal = self.renew_until_stopped(run, part);
+        let renewal = self.renew_until_stopped(run, part, halt.clone());
+        // The process's interrupt (SIGINT, SIGTERM) halts this run too.
+        let forward = async {
+            if let Some(process) = &self.config.interrupt {
+                process.wait().await;
+                halt.trigger_with(process.grace());
+            }
+            std::future::pending::<()>().await
+        };
         let outcome = tokio::select! {
             outcome = engine.run(detail.input_values.clone(), options) => Ok(outcome),
             stop = renewal => Err(stop),
+            () = forward => unreachable!("never resolves"),
         };
         if let Some(close) = tools.close {
             close().await;
@@ -937,6 +1000,15 @@ impl Host {
                     RunEnd::LeaseLost
                 }
             },
+            // Halted for a pause asked of it: recorded paused, its lease
+            // given back with it.
+            Ok(Err(RunError::Interrupted { .. }))
+                if part.is_none() && self.store.mark_paused(&fence)? =>
+            {
+                RunEnd::Paused
+            }
+            // `drive` and `drive_part` give the lease back as for any end.
+            Ok(Err(RunError::Interrupted { .. })) => RunEnd::Interrupted,
             Ok(Err(e)) => RunEnd::Failed(e),
             Err(Stop::Cancel(reason)) => {
                 // A placed run is cancelled at once (it has no owner); a
@@ -964,8 +1036,13 @@ impl Host {
     /// Keeps the lease on `run` (or its part) with every other this host
     /// holds; resolves when the run must stop (a cancellation request, the
     /// lease lost, or for a part its run ended elsewhere).
-    async fn renew_until_stopped(&self, run: i64, part: Option<u32>) -> Stop {
-        self.keeper.until_stopped(run, part).await
+    async fn renew_until_stopped(
+        &self,
+        run: i64,
+        part: Option<u32>,
+        halt: troupe_runtime::Interrupt,
+    ) -> Stop {
+        self.keeper.until_stopped(run, part, Some(halt)).await
     }
 
     /// Validates and records an answer to `task`: read as the task's

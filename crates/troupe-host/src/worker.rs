@@ -235,6 +235,14 @@ fn tally(joined: Result<Driven, tokio::task::JoinError>, report: &mut WorkerRepo
                     report.released += 1;
                     "lost its lease to another worker".to_owned()
                 }
+                RunEnd::Paused => {
+                    report.released += 1;
+                    "paused by an operator (`troupe unpause` lets it go on)".to_owned()
+                }
+                RunEnd::Interrupted => {
+                    report.released += 1;
+                    "interrupted at a step boundary; handed back".to_owned()
+                }
                 RunEnd::Parked { requeued: false } => {
                     report.parked += 1;
                     "parked: every lifeline waits on a person; any worker goes on once one answers"

@@ -513,7 +513,8 @@ fn crash_test(kills_wanted: usize, postgres: bool) {
                 resolutions += 1;
                 let h = host(&dir);
                 let run = the_run(&h);
-                let key = format!("{}/{step}", Store::run_name(run));
+                // Keys are the run's identity, then the step.
+                let key = format!("{}/{step}", h.store().run(run).unwrap().uid);
                 let how = match ledger(&dir).get(&key) {
                     Some(_) => {
                         // The deposit runs in a part of a `par` beside others
@@ -672,7 +673,9 @@ fn planner_crash_test(kills_wanted: usize, postgres: bool) {
                 resolutions += 1;
                 let h = host(&dir);
                 let run = the_run(&h);
-                let how = match ledger(&dir).get(&format!("{}/{step}", Store::run_name(run))) {
+                let how = match ledger(&dir)
+                    .get(&format!("{}/{step}", h.store().run(run).unwrap().uid))
+                {
                     Some(_) => {
                         let k: i64 = step.rsplit('#').next().unwrap().parse().unwrap();
                         Resolution::Done(serde_json::json!(k))
@@ -729,7 +732,8 @@ fn planner_crash_test(kills_wanted: usize, postgres: bool) {
         );
         let h = host(&dir);
         let run = the_run(&h);
-        let prefix = format!("{}/Desk/solve#0/Bank/deposit#", Store::run_name(run));
+        let uid = h.store().run(run).unwrap().uid;
+        let prefix = format!("{uid}/Desk/solve#0/Bank/deposit#");
         assert!(
             applied.keys().all(|k| k.starts_with(&prefix)),
             "{applied:?}"

@@ -73,6 +73,8 @@ pub(crate) struct Offered {
 pub(crate) struct Agent {
     pub(crate) step: StepKey,
     pub(crate) run: String,
+    /// The run's identity, the stem of its tool calls' idempotency keys.
+    pub(crate) uid: Arc<str>,
     /// The first request (prompt, outputs); tools are filled in here.
     pub(crate) request: LlmRequest,
     pub(crate) offered: Vec<Offered>,
@@ -528,7 +530,7 @@ impl Agent {
                     arguments,
                     outputs: tool.outputs.clone(),
                     types: self.types.clone(),
-                    idempotency_key: format!("{}/{key}", self.run),
+                    idempotency_key: format!("{}/{key}", self.uid),
                 })
                 .await?
             }

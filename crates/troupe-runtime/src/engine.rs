@@ -22,6 +22,7 @@ use crate::actions::{
 use crate::agent::{Agent, Offered, Runner, Stop};
 use crate::checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 use crate::error::{Location, RunError};
+use crate::interrupt;
 use crate::journal::{Recorded, RunJournal, StepKey, StepKind};
 use crate::remote::{Elsewhere, Remote, RemoteChannel};
 use crate::trace::{Trace, TraceEntry};
@@ -493,7 +494,13 @@ pub enum Schedule {
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The run's name, for people and messages (`run-3`).
     pub run_id: String,
+    /// The run's identity, unique across runs and stores (a durable run's
+    /// recorded one): the stem of every idempotency key it hands to
+    /// effects and tools. `None`: a fresh one ([`new_run_uid`]), so that
+    /// two in-memory runs never share a key.
+    pub run_uid: Option<String>,
     /// Mixed into deterministic backends (the mock model).
     pub seed: u64,
     /// Record the trace (needed to verify the run).
@@ -511,6 +518,9 @@ pub struct RunOptions {
     /// then gives the run back rather than hold a slot while people think.
     /// `None`: wait as long as it takes. Not for parts of placed runs.
     pub park_after: Option<std::time::Duration>,
+    /// Stop at the next step boundary when triggered, with
+    /// [`RunError::Interrupted`] (see [`crate::Interrupt`]).
+    pub interrupt: Option<crate::Interrupt>,
 }
 
 impl std::fmt::Debug for dyn RunJournal {
@@ -523,14 +533,21 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             run_id: "run".into(),
+            run_uid: None,
             seed: 0,
             trace: true,
             schedule: Schedule::RunToBlock,
             journal: None,
             remote: None,
             park_after: None,
+            interrupt: None,
         }
     }
+}
+
+/// A fresh run identity: a random (version 4) UUID.
+pub fn new_run_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// What a finished run produced.
@@ -634,7 +651,8 @@ impl Engine {
                 Err(RunError::NeedsResolution { .. }
                     | RunError::Journal { .. }
                     | RunError::Stopped { .. }
-                    | RunError::Parked { .. })
+                    | RunError::Parked { .. }
+                    | RunError::Interrupted { .. })
             ) {
                 let ended = outcome.as_ref().map(|o| o.results.as_slice());
                 journal
@@ -858,6 +876,8 @@ type Pending = (u32, Result<Vec<Value>, Failure>);
 struct RunState {
     engine: Arc<Inner>,
     options: RunOptions,
+    /// The run's identity in idempotency keys ([`RunOptions::run_uid`]).
+    uid: Arc<str>,
     lanes: Vec<Lane>,
     /// The tasks; task `i < lanes.len()` is lifeline `i`'s first task.
     tasks: Vec<Task>,
@@ -875,6 +895,9 @@ struct RunState {
     /// The tasks whose action in flight is a person's (see
     /// [`RunOptions::park_after`]).
     with_people: std::collections::BTreeSet<u32>,
+    /// The tasks whose action in flight acts on the world (an effect, a
+    /// tool): an interrupted run waits for these (see [`crate::Interrupt`]).
+    effects: std::collections::BTreeSet<u32>,
     /// One part of a placed run: whether each lifeline runs here (empty:
     /// all do), the transport to the others, the fetches under way from
     /// them, and per channel to them how many messages were sent.
@@ -958,6 +981,7 @@ impl RunState {
             .map(|l| tracing::info_span!("lifeline", lifeline = %l.name))
             .collect();
         RunState {
+            uid: options.run_uid.clone().unwrap_or_else(new_run_uid).into(),
             spans,
             trace: options.trace.then(Vec::new),
             options,
@@ -971,6 +995,7 @@ impl RunState {
             tasks,
             pending: FuturesUnordered::new(),
             with_people: std::collections::BTreeSet::new(),
+            effects: std::collections::BTreeSet::new(),
             local,
             remote,
             arrivals: FuturesUnordered::new(),
@@ -1004,6 +1029,37 @@ impl RunState {
             return RunError::Journal { run, message };
         }
         RunError::Parked { run }
+    }
+
+    /// Stops an interrupted run (see [`crate::Interrupt`]): the effects and
+    /// tool calls in flight get the grace to finish (their futures record
+    /// their results), the rest is dropped, the records made durable.
+    async fn interrupted(&mut self) -> RunError {
+        let run = self.options.run_id.clone();
+        let grace = self
+            .options
+            .interrupt
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |i| i.grace());
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.effects.is_empty() {
+            match tokio::time::timeout_at(deadline, self.pending.next()).await {
+                Ok(Some((task, _))) => {
+                    self.effects.remove(&task);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        // Whatever is still in flight is abandoned here, before the flush:
+        // a model call's answer is not recorded, a person's task stays open.
+        self.pending = FuturesUnordered::new();
+        if let Some(journal) = self.options.journal.clone()
+            && let Err(message) = journal.flush().await
+        {
+            return RunError::Journal { run, message };
+        }
+        tracing::info!(run = %run, "interrupted at a step boundary");
+        RunError::Interrupted { run }
     }
 
     /// Hands the journal a checkpoint of the run as it is now (see
@@ -1315,6 +1371,11 @@ impl RunState {
         let mut turns = 0u32;
         loop {
             while let Some(lane) = self.pick() {
+                // Checked before each step: `lane`'s step is not started,
+                // and is the first the resumed run takes.
+                if self.options.interrupt.as_ref().is_some_and(|i| i.is_set()) {
+                    return Err(self.interrupted().await);
+                }
                 self.step(lane)?;
                 // A long computation must not hold its thread: every so
                 // often it lets tokio run other tasks (a transport, a
@@ -1334,12 +1395,22 @@ impl RunState {
                         if !self.pending.is_empty()
                             && self.pending.len() == self.with_people.len() =>
                     {
-                        match tokio::time::timeout(after, self.pending.next()).await {
-                            Ok(next) => next,
-                            Err(_) => return Err(self.park().await),
+                        tokio::select! {
+                            next = tokio::time::timeout(after, self.pending.next()) => match next {
+                                Ok(next) => next,
+                                Err(_) => return Err(self.park().await),
+                            },
+                            () = interrupt::triggered(self.options.interrupt.as_ref()) => {
+                                return Err(self.interrupted().await);
+                            }
                         }
                     }
-                    _ => self.pending.next().await,
+                    _ => tokio::select! {
+                        next = self.pending.next() => next,
+                        () = interrupt::triggered(self.options.interrupt.as_ref()) => {
+                            return Err(self.interrupted().await);
+                        }
+                    },
                 };
                 let Some((lane, result)) = next else {
                     return Err(self.deadlock());
@@ -1353,6 +1424,9 @@ impl RunState {
                     self.complete(lane, result)?;
                 }
                 Some(arrival) = self.arrivals.next() => self.arrive(arrival)?,
+                () = interrupt::triggered(self.options.interrupt.as_ref()) => {
+                    return Err(self.interrupted().await);
+                }
             }
         }
         let engine = self.engine.clone();
@@ -2083,6 +2157,7 @@ impl RunState {
                 step: step.clone(),
                 args: args.clone(),
                 run_id: self.options.run_id.clone(),
+                uid: self.uid.clone(),
                 seed: self.options.seed,
                 journal: journal.clone(),
             };
@@ -2167,8 +2242,14 @@ impl RunState {
             }
             Ok(values)
         };
-        if kind == StepKind::Human {
-            self.with_people.insert(task);
+        match kind {
+            StepKind::Human => {
+                self.with_people.insert(task);
+            }
+            StepKind::Effect | StepKind::Tool => {
+                self.effects.insert(task);
+            }
+            _ => {}
         }
         self.pending
             .push(Box::pin(async move { (task, fut.instrument(span).await) }));
@@ -2204,7 +2285,7 @@ impl RunState {
         };
         let seed = self.options.seed;
         let run = self.options.run_id.clone();
-        let idempotency_key = || format!("{}/{step}", self.options.run_id);
+        let idempotency_key = || format!("{}/{step}", self.uid);
         let llm_request =
             |system: Option<String>, prompt: String, model, temperature, retries| LlmRequest {
                 key: key.clone(),
@@ -2407,6 +2488,7 @@ impl RunState {
         Agent {
             step: step.clone(),
             run: self.options.run_id.clone(),
+            uid: self.uid.clone(),
             request,
             offered,
             backend: engine.llm.clone(),
@@ -2422,6 +2504,7 @@ impl RunState {
     /// An asynchronous action of `task` finished.
     fn complete(&mut self, task: u32, result: Result<Vec<Value>, Failure>) -> Result<(), RunError> {
         self.with_people.remove(&task);
+        self.effects.remove(&task);
         let engine = self.engine.clone();
         let (lane, pc) = {
             let t = &self.tasks[task as usize];

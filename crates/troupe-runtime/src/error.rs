@@ -62,6 +62,10 @@ pub enum RunError {
     /// durable and a checkpoint taken, to go on once a person answers.
     #[error("run {run}: every lifeline waits on a person; parked until one answers")]
     Parked { run: String },
+    /// Stopped at a step boundary on request ([`crate::Interrupt`]): its
+    /// records are durable and it continues where it stopped.
+    #[error("run {run}: interrupted; it continues where it stopped when resumed")]
+    Interrupted { run: String },
     /// The recorded execution is not a run of the workflow.
     #[error("run {run}: the execution is not in ⟦P⟧: {message}")]
     NotMember { run: String, message: String },

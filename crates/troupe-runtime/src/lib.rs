@@ -32,6 +32,7 @@ mod agent;
 pub mod checkpoint;
 pub mod engine;
 pub mod error;
+mod interrupt;
 pub mod journal;
 pub mod remote;
 pub mod trace;
@@ -45,9 +46,10 @@ pub use agent::DEFAULT_MAX_STEPS;
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 pub use engine::{
     Engine, EngineBuilder, LANE_OCCURRENCES, PlanVerifier, RunOptions, RunOutcome, Schedule,
-    parse_inputs, plan_key, plan_run_key, render_for_model,
+    new_run_uid, parse_inputs, plan_key, plan_run_key, render_for_model,
 };
 pub use error::{Location, RunError};
+pub use interrupt::Interrupt;
 pub use journal::{LlmCall, Recorded, RunJournal, StepKey, StepKind};
 pub use remote::{Elsewhere, Remote, RemoteChannel};
 pub use trace::{Trace, TraceEntry};

@@ -6,8 +6,9 @@
 //! lease), so of any number of processes that try to claim a run at the
 //! same moment exactly one wins. The owner renews its lease while it runs;
 //! an owner that crashes stops renewing and its lease expires, after which
-//! any process may claim the run. Nothing depends on process ids, which the
-//! system reuses.
+//! any process may claim the run. On one machine a claimant need not wait:
+//! it asks whether the owner's process still lives (`owner.rs`, which a
+//! reused process id does not fool).
 
 use crate::db::{Db, DbError, args};
 use crate::state::RunStatus;
@@ -16,6 +17,17 @@ use std::time::Duration;
 
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+/// Why a driven run must stop ([`Store::stop_reasons`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Someone asked to cancel it (or, for a part, its run ended
+    /// elsewhere), for this reason.
+    Cancel(String),
+    /// Someone asked to pause it (`troupe pause`): it stops at its next
+    /// step boundary and is recorded paused ([`Store::mark_paused`]).
+    Pause,
 }
 
 /// The answer to a claim.
@@ -94,21 +106,20 @@ fn in_list(ids: impl Iterator<Item = i64>, params: &mut Vec<crate::db::Val>) -> 
 
 impl Store {
     /// Claims `run` for `owner` for `lease`: succeeds when the run is
-    /// unfinished and nobody holds a live lease (or `owner` already does).
+    /// unfinished and nobody holds its lease, `owner` already does, or the
+    /// holder is gone. A holder on this machine is judged by its process
+    /// (see [`crate::owner`]): gone, its run is taken at once; alive and
+    /// running, never, however the clocks moved; stopped, or on another
+    /// machine, once its lease has expired on the database's clock.
     pub fn claim(&self, run: i64, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
-        let changed = self.with("claim the run", |db| {
-            db.execute(
-                &format!(
-                    "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
-                        status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,
-                        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting', 'parked') AND placed = 0
-                       AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires < {NOW_MS})"
-                ),
-                args![run, owner, millis(lease)],
-            )
-        })?;
-        if changed == 1 {
+        // Nobody holds it, or `owner` does: the common case, one statement.
+        if self.claim_if(
+            run,
+            owner,
+            lease,
+            "lease_owner IS NULL OR lease_owner = ?2",
+            None,
+        )? {
             return Ok(Claim::Claimed);
         }
         let row = self.with("read the lease", |db| {
@@ -135,15 +146,72 @@ impl Store {
         if placed != 0 && !status.is_final() {
             return Ok(Claim::Placed);
         }
-        match lease_owner {
-            Some(owner) if !status.is_final() && status != RunStatus::NeedsResolution => {
-                Ok(Claim::Owned {
-                    owner,
-                    expires_in_ms: left.max(0),
-                })
+        let holder = match lease_owner {
+            Some(holder) if !status.is_final() && status != RunStatus::NeedsResolution => holder,
+            _ => return Ok(Claim::Unclaimable(status)),
+        };
+        let owned = |left: i64| Claim::Owned {
+            owner: holder.clone(),
+            expires_in_ms: left.max(0),
+        };
+        let taken = match crate::owner::liveness(&holder) {
+            crate::owner::Liveness::Gone => {
+                tracing::info!(run, holder, "the lease's owner is gone; taking the run");
+                self.claim_if(run, owner, lease, "lease_owner = ?4", Some(&holder))?
             }
-            _ => Ok(Claim::Unclaimable(status)),
+            crate::owner::Liveness::Alive => return Ok(owned(left)),
+            crate::owner::Liveness::Stopped | crate::owner::Liveness::Unknown => self.claim_if(
+                run,
+                owner,
+                lease,
+                &format!("lease_owner = ?4 AND lease_expires < {NOW_MS}"),
+                Some(&holder),
+            )?,
+        };
+        Ok(if taken { Claim::Claimed } else { owned(left) })
+    }
+
+    /// The claim's compare-and-swap: `owner` takes the lease of the
+    /// unfinished whole run `run` if `condition` holds of its lease (`?4`
+    /// is `holder`).
+    fn claim_if(
+        &self,
+        run: i64,
+        owner: &str,
+        lease: Duration,
+        condition: &str,
+        holder: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut params: Vec<crate::db::Val> = vec![run.into(), owner.into(), millis(lease).into()];
+        if let Some(h) = holder {
+            params.push(h.into());
         }
+        let changed = self.with("claim the run", |db| {
+            db.execute(
+                &format!(
+                    "UPDATE runs SET lease_owner = ?2, lease_expires = {NOW_MS} + ?3,
+                        status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,
+                        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE id = ?1 AND status IN ('queued', 'running', 'waiting', 'parked') AND placed = 0
+                       AND ({condition})"
+                ),
+                &params,
+            )
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// Hands the lease of `run` from `from` to `to` (a `--detach`ed child
+    /// taking over its parent's claim, so the parent's exit does not read as
+    /// its owner being gone); false when `from` no longer holds it.
+    pub fn hand_over(
+        &self,
+        run: i64,
+        from: &str,
+        to: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.claim_if(run, to, lease, "lease_owner = ?4", Some(from))
     }
 
     /// Extends `owner`'s lease on `run`, and says whether someone asked to
@@ -274,29 +342,34 @@ impl Store {
 
     /// Why each of `runs` (driven whole) and of the runs of `parts` (driven
     /// in parts) must stop, for those that must: someone asked to cancel
-    /// it, or, for a part, its run ended elsewhere. One read for all of
-    /// them (see [`Store::renew_all`]).
+    /// or to pause it, or, for a part, its run ended elsewhere. One read for
+    /// all of them (see [`Store::renew_all`]).
     pub fn stop_reasons(
         &self,
         runs: &[i64],
         parts: &[i64],
-    ) -> Result<std::collections::BTreeMap<i64, String>, StoreError> {
+    ) -> Result<std::collections::BTreeMap<i64, StopReason>, StoreError> {
         let mut all: Vec<i64> = runs.iter().chain(parts).copied().collect();
         all.sort_unstable();
         all.dedup();
         let mut rows = std::collections::BTreeMap::new();
+        let mut pausing = std::collections::BTreeSet::new();
         self.with_leases("read the runs", |db| {
             for chunk in all.chunks(IN_CHUNK) {
                 let mut params = Vec::new();
                 let ids = in_list(chunk.iter().copied(), &mut params);
                 for r in db.query(
                     &format!(
-                        "SELECT id, status, cancel_requested, error FROM runs WHERE id IN ({ids})"
+                        "SELECT id, status, cancel_requested, error, pause_requested FROM runs WHERE id IN ({ids})"
                     ),
                     &params,
                 )? {
                     let ending: crate::placement::RunEnding = (r.get(1)?, r.get(2)?, r.get(3)?);
-                    rows.insert(r.get::<i64>(0)?, ending);
+                    let id = r.get::<i64>(0)?;
+                    if r.get::<i64>(4)? != 0 {
+                        pausing.insert(id);
+                    }
+                    rows.insert(id, ending);
                 }
             }
             Ok(())
@@ -304,12 +377,14 @@ impl Store {
         let mut why = std::collections::BTreeMap::new();
         for run in runs {
             if let Some((_, Some(reason), _)) = rows.get(run) {
-                why.insert(*run, reason.clone());
+                why.insert(*run, StopReason::Cancel(reason.clone()));
+            } else if pausing.contains(run) {
+                why.insert(*run, StopReason::Pause);
             }
         }
         for run in parts {
             if let Some(reason) = crate::placement::part_stops(*run, rows.get(run).cloned()) {
-                why.insert(*run, reason);
+                why.insert(*run, StopReason::Cancel(reason));
             }
         }
         Ok(why)

@@ -29,6 +29,8 @@ mod fleet;
 mod inbox;
 mod journal;
 mod lease;
+mod owner;
+mod pause;
 mod placement;
 mod postgres;
 mod query;
@@ -43,7 +45,9 @@ pub use codec::{DecodeError, decode_events, fnv64};
 pub use fleet::{Wakeups, WorkerRow};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
-pub use lease::{Claim, Held, Renewal};
+pub use lease::{Claim, Held, Renewal, StopReason};
+pub use owner::{Liveness, describe as describe_owner, liveness, new_owner_id};
+pub use pause::Pausing;
 pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
 pub use query::{Events, LlmCallRow, Parking, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};
 pub use state::{RunStatus, StepStatus, TaskKind, TaskStatus};
@@ -462,7 +466,24 @@ CREATE TABLE part_checkpoints(
 );
 CREATE INDEX runs_cancelling ON runs(id) WHERE cancel_requested IS NOT NULL;
 ",
+    // 8: a run's identity across stores (`RunDetail::uid`), in every
+    // idempotency key it hands out; runs recorded before get one now.
+    "
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
+CREATE UNIQUE INDEX runs_uid ON runs(uid);
+",
+    // 9: a pause asked of a run's live owner (`troupe pause`).
+    "
+ALTER TABLE runs ADD COLUMN pause_requested INTEGER NOT NULL DEFAULT 0;
+",
 ];
+
+/// A run's identity, unique across stores and never reused: a random
+/// (version 4) UUID.
+pub fn new_uid() -> String {
+    troupe_runtime::new_run_uid()
+}
 
 /// The SQL of "now" in milliseconds since the Unix epoch, from the
 /// database's clock: every process that shares the store agrees on it.
@@ -932,8 +953,8 @@ impl Store {
         let id = self.transaction("create the run", |db| {
             let id: i64 = db.query_one(
                 &format!(
-                    "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END)
+                    "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires, uid)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END, ?15)
                      RETURNING id"
                 ),
                 args![
@@ -951,6 +972,7 @@ impl Store {
                     &run.settings,
                     owner,
                     lease_ms,
+                    new_uid(),
                 ],
             )?
             .get(0)?;

@@ -672,8 +672,9 @@ mod tests {
             assert!(!store.request_cancel(mine, "enough").unwrap());
             assert!(!store.request_cancel(placed, "that too").unwrap());
             let why = store.stop_reasons(&[mine, taken], &[placed]).unwrap();
-            assert_eq!(why.get(&mine).map(String::as_str), Some("enough"));
-            assert_eq!(why.get(&placed).map(String::as_str), Some("that too"));
+            let cancel = |r: &str| Some(crate::StopReason::Cancel(r.into()));
+            assert_eq!(why.get(&mine).cloned(), cancel("enough"));
+            assert_eq!(why.get(&placed).cloned(), cancel("that too"));
             assert_eq!(why.len(), 2, "{why:?}");
             // A lease given up at the run's end is not lost; one taken is.
             let expected = vec![(taken, None), (placed, Some(1))];

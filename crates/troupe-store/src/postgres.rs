@@ -238,6 +238,16 @@ CREATE TABLE part_checkpoints(
 );
 CREATE INDEX runs_cancelling ON runs(id) WHERE cancel_requested IS NOT NULL;
 ",
+    // 8: a run's identity across stores (as SQLite's migration 8).
+    "
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = md5(random()::text || clock_timestamp()::text || id::text) WHERE uid IS NULL;
+CREATE UNIQUE INDEX runs_uid ON runs(uid);
+",
+    // 9: a pause asked of a run's live owner (as SQLite's migration 9).
+    "
+ALTER TABLE runs ADD COLUMN pause_requested BIGINT NOT NULL DEFAULT 0;
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

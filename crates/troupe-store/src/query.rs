@@ -61,6 +61,9 @@ pub struct RunDetail {
     pub settings: serde_json::Value,
     /// Someone asked to cancel the run, with this reason.
     pub cancel_requested: Option<String>,
+    /// The run's identity across stores, never reused (a UUID): in every
+    /// idempotency key the run hands out. `name` (`run-3`) is for people.
+    pub uid: String,
     /// Events in the store (the retained history).
     pub events: u64,
     /// Events pruned by retention before the retained history (which
@@ -157,15 +160,15 @@ fn summary_columns() -> String {
 fn summary(r: &Row) -> Result<RunSummary, DbError> {
     let id: i64 = r.get(0)?;
     let stored: String = r.get(3)?;
-    let owner: Option<String> = r.get(8)?;
+    // An owner on this machine whose process is gone holds nothing, however
+    // long its lease would run (see `owner.rs`).
+    let owner: Option<String> = r
+        .get::<Option<String>>(8)?
+        .filter(|o| crate::owner::liveness(o) != crate::owner::Liveness::Gone);
     let mut status: RunStatus = stored.parse().unwrap_or(RunStatus::Failed);
-    // Unfinished and nobody holds a live lease (of a placed run: of any of
-    // its parts): stalled.
-    if matches!(
-        status,
-        RunStatus::Queued | RunStatus::Running | RunStatus::Waiting
-    ) && owner.is_none()
-    {
+    // Started and nobody holds a live lease (of a placed run: of any of
+    // its parts): stalled. A queued run waits for a worker, as it should.
+    if matches!(status, RunStatus::Running | RunStatus::Waiting) && owner.is_none() {
         status = RunStatus::Stalled;
     }
     let result: Option<String> = r.get(4)?;
@@ -238,7 +241,7 @@ impl Store {
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
         let row = self.with("read the run", |db| {
             let Some(r) = db.query_opt(
-                &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested FROM runs WHERE id = ?1", summary_columns()),
+                &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested, uid FROM runs WHERE id = ?1", summary_columns()),
                 args![id],
             )? else {
                 return Ok(None);
@@ -260,6 +263,7 @@ impl Store {
                 r.get::<Option<String>>(17)?,
                 settings,
                 r.get::<Option<String>>(19)?,
+                r.get::<Option<String>>(20)?,
             )))
         })?;
         let Some((
@@ -274,6 +278,7 @@ impl Store {
             llm,
             settings,
             cancel_requested,
+            uid,
         )) = row
         else {
             return Err(StoreError::UnknownRun(Store::run_name(id)));
@@ -298,6 +303,8 @@ impl Store {
             llm,
             settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
             cancel_requested,
+            // Only a store written outside troupe lacks it.
+            uid: uid.unwrap_or_else(|| Store::run_name(id)),
             events: events.max(0) as u64,
             pruned: pruned.max(0) as u64,
             steps: self.steps(id)?,

@@ -64,6 +64,9 @@ stored_enum! {
         /// its worker gave it back: no worker claims it until one of its
         /// tasks is answered (or `troupe resume` asks for it).
         Parked = "parked",
+        /// Paused by an operator (`troupe pause`): it holds no lease and
+        /// no process claims it until `troupe unpause`.
+        Paused = "paused",
         /// Unfinished, and no live owner: `troupe resume` continues it.
         Stalled = "stalled",
         /// An effect started before a crash and never finished: a person

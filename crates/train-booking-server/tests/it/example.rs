@@ -138,8 +138,15 @@ async fn the_example_books_and_emails_and_the_ledger_shows_the_debit() {
             "email_ticket"
         ]
     );
-    // Every call carries the run's idempotency key.
-    assert_eq!(log[3]["idempotency_key"], json!("run/Agent/book_ticket#0"));
+    // Every call carries the run's idempotency key: the run's identity (a
+    // UUID, never reused), then the step.
+    let key = log[3]["idempotency_key"].as_str().unwrap();
+    let (stem, step) = key.split_once('/').unwrap();
+    assert_eq!(step, "Agent/book_ticket#0", "{key}");
+    assert!(
+        stem.len() == 36 && stem.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+        "{key}"
+    );
 
     let ledger = ledger(&dir);
     let ticket = &ledger["tickets"][0];

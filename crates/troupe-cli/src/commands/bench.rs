@@ -205,10 +205,8 @@ fn measure_child(
     let mut child = std::process::Command::new(std::env::current_exe()?)
         .args(args)
         .current_dir(dir)
-        // One owner for every child, so the resuming process adopts the
-        // lease of the one it replaces (as `--detach` hands one over)
-        // instead of waiting for it to expire.
-        .env("TROUPE_LEASE_OWNER", "troupe-bench-resume")
+        // A killed child's lease is taken at once by the next (its
+        // process is gone, which the claim sees on this machine).
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

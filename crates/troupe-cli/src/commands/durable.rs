@@ -20,7 +20,7 @@ pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
 
 /// The environment variable that sets the lease (e.g. `TROUPE_LEASE=5s`).
 pub const LEASE_ENV: &str = "TROUPE_LEASE";
-/// The owner id a `--detach`ed child adopts from its parent.
+/// The owner id of a `--detach`ing parent, whose lease its child takes over.
 const OWNER_ENV: &str = "TROUPE_LEASE_OWNER";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -119,9 +119,13 @@ pub fn host_config() -> Result<HostConfig> {
         }
         config.lease = lease;
     }
-    if let Ok(owner) = std::env::var(OWNER_ENV) {
-        config.owner = owner;
+    // A `--detach`ed child: its parent claimed the run, and the child
+    // takes the lease over under its own id (the parent's process ends).
+    if let Ok(parent) = std::env::var(OWNER_ENV) {
+        config.adopt = Some(parent);
     }
+    // SIGINT and SIGTERM stop this process's runs at a step boundary.
+    config.interrupt = Some(crate::signals::interrupt());
     config.observer = Some(Arc::new(print_notice));
     Ok(config)
 }
@@ -412,12 +416,6 @@ fn read_answers(path: Option<&Path>) -> Result<Option<serde_json::Map<String, se
     ))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
-}
-
 /// Prints how a driven run ended; returns the exit status.
 fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
     let name = &finished.name;
@@ -498,6 +496,26 @@ fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
                 "{name}: parked until a person answers; `troupe tasks` lists what it waits for"
             );
             Ok(ExitStatus::Success)
+        }
+        RunEnd::Paused => {
+            let message = format!("{name} was paused at a step boundary; it holds no lease");
+            let hint = format!("`troupe unpause {name}`, then `troupe resume {name}` continues it");
+            crate::note!("{message}");
+            crate::note!("  hint: {hint}");
+            json_error("paused", &message, Some(&hint))?;
+            Ok(ExitStatus::Failure)
+        }
+        RunEnd::Interrupted => {
+            let message = format!("{name} stopped at a step boundary; its records are kept");
+            let hint = format!(
+                "`troupe resume {name}` (or the same command again) continues it where it stopped"
+            );
+            crate::note!("{message}");
+            crate::note!("  hint: {hint}");
+            json_error("interrupted", &message, Some(&hint))?;
+            Ok(ExitStatus::Signalled(
+                crate::signals::received().unwrap_or(2),
+            ))
         }
         // Only workers drive parts (`troupe worker`), never this command.
         RunEnd::PartDone { part, .. } => {
@@ -642,6 +660,9 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         Err(e) => return report_error(&e, color),
     };
     let name = &started.name;
+    if started.finished {
+        return done_already(&host, &started, args.json);
+    }
     if args.detach {
         return detach(&host, store_path, name, args);
     }
@@ -653,12 +674,53 @@ pub fn run(args: &RunArgs, store_path: &Path, color: crate::ColorChoice) -> Resu
         crate::note!("recording {name} in {}", host.store().shown().display());
     }
     let answers = read_answers(args.answers.as_deref())?;
-    let finished =
-        match runtime()?.block_on(host.drive(started.run, &Overrides::default(), answers)) {
-            Ok(f) => f,
-            Err(e) => return report_error(&e, color),
-        };
+    let overrides = Overrides::default();
+    let drive = host.drive(started.run, &overrides, answers);
+    let finished = match crate::signals::block_on("the run", drive)? {
+        Ok(f) => f,
+        Err(e) => return report_error(&e, color),
+    };
     report(&finished, args.json)
+}
+
+/// Reports a run that is done already, as `troupe run` of the same
+/// workflow and inputs finds it: its recorded results, verified again;
+/// nothing is performed (a supervisor's restart is harmless).
+fn done_already(host: &Host, started: &troupe_host::Started, json: bool) -> Result<ExitStatus> {
+    let name = &started.name;
+    let summary = host.store().run(started.run)?.summary;
+    let results = summary.result.unwrap_or(serde_json::Value::Null);
+    let verified = host.verify(started.run)?;
+    if json {
+        let doc = serde_json::json!({
+            "run": name,
+            "status": "done",
+            "results": results,
+            "verified": verified.is_ok(),
+            "rerun": true,
+        });
+        crate::out::println(&serde_json::to_string_pretty(&doc)?)?;
+    } else if let serde_json::Value::Object(results) = &results {
+        let mut text = String::new();
+        for (k, v) in results {
+            let shown = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            text += &format!("{k} = {}\n", sanitize(&shown));
+        }
+        crate::out::print(&text)?;
+    }
+    crate::note!(
+        "{name} ran to its end already with the same workflow and inputs; nothing was performed again (pass --new to start another run)"
+    );
+    match verified {
+        Ok(_) => Ok(ExitStatus::Success),
+        Err(e) => {
+            crate::note!("error: {}", sanitize(&e));
+            Ok(ExitStatus::Failure)
+        }
+    }
 }
 
 /// Hands the claimed run to a child process that adopts this process's
@@ -677,7 +739,20 @@ fn detach(host: &Host, store_path: &Path, name: &str, args: &RunArgs) -> Result<
         .stdout(out.try_clone()?)
         .stderr(out)
         .process_group(0);
-    let child = cmd.spawn().context("cannot start the background run")?;
+    let mut child = cmd.spawn().context("cannot start the background run")?;
+    // This process's exit would read as the run's owner being gone: it
+    // waits until the child holds the lease (or ended without it).
+    let run = run_id(name)?;
+    loop {
+        let owner = host.store().run(run)?.summary.owner;
+        if owner.as_deref() != Some(host.config().owner.as_str()) {
+            break;
+        }
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     crate::out::println(name)?;
     crate::note!(
         "started {name} in the background (pid {}); follow it with `troupe status {name}`, its log is {}",
@@ -793,7 +868,7 @@ fn drive(
     color: crate::ColorChoice,
 ) -> Result<ExitStatus> {
     let answers = read_answers(with.answers.as_deref())?;
-    match runtime()?.block_on(host.drive(run, &with.overrides(), answers)) {
+    match crate::signals::block_on("the run", host.drive(run, &with.overrides(), answers))? {
         Ok(f) => report(&f, with.json),
         Err(e) => Ok(report_error(&e, color)),
     }

@@ -25,9 +25,12 @@ pub struct WorkerArgs {
     /// `[placement]` in troupe.toml); `troupe workers` shows them.
     #[arg(long, value_name = "L,…", value_delimiter = ',', value_parser = parse_label)]
     pub labels: Vec<String>,
-    /// On SIGTERM or Ctrl-C, how long the runs in flight may go on before
-    /// they are stopped and handed back (another worker resumes them from
-    /// their last durable step).
+    /// On SIGTERM or Ctrl-C the worker claims nothing more and the runs in
+    /// flight stop at their next step boundary (an effect in flight gets up
+    /// to 10s); this is how long they may take to get there before they are
+    /// stopped where they stand. Either way their leases go back, and
+    /// another worker resumes them from their last durable step. A second
+    /// signal stops the worker at once.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::commands::run::parse_duration)]
     pub drain: std::time::Duration,
     /// How often to look for runs whose owner's lease expired (a store
@@ -92,14 +95,10 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
         .enable_all()
         .build()?;
     let report = runtime.block_on(async move {
-        let stop = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        };
+        // The first SIGINT or SIGTERM stops claiming and interrupts the
+        // runs in flight at their next step boundary (their leases go
+        // back); the second ends the worker at once.
+        let stop = crate::signals::first_signal("the runs in flight");
         host.work(config, stop, move |event| print_event(&event, json))
             .await
     })?;

@@ -12,5 +12,6 @@ pub mod inspect;
 pub mod lsp;
 pub mod mcp;
 pub mod models;
+pub mod pause;
 pub mod project;
 pub mod run;

@@ -44,6 +44,7 @@ fn setup(dir: &Path) {
     std::fs::write(dir.join("fleet.troupe"), WORKFLOW).unwrap();
     let script = format!(
         "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
+         [ -n \"$a\" ] || exit 1; \
          echo \"$TROUPE_IDEMPOTENCY_KEY $a\" >> '{}'; echo \"$a\"",
         dir.join("ledger").display()
     );

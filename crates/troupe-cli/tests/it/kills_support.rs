@@ -54,7 +54,7 @@ impl Settler {
 
     /// Settles each run of `runs` that has waited for `resolve` for at
     /// least [`Settler::after`]: a step the ledger shows applied (by its
-    /// idempotency key, `run-N/Lifeline/action#k`) is done with the first
+    /// idempotency key, `UID/Lifeline/action#k`) is done with the first
     /// amount it was applied with, one it does not show is to be retried.
     /// Only once the run's last owner is surely gone: a worker merely
     /// stalled past its lease stops its run, and kills the effect's
@@ -91,8 +91,10 @@ impl Settler {
             if started.is_empty() {
                 store.reopen(r.id, &[RunStatus::NeedsResolution]).unwrap();
             }
+            // Keys are the run's identity (never reused), then the step.
+            let uid = store.run(r.id).unwrap().uid;
             for step in started {
-                let how = match applied(&format!("{}/{}", r.name, step.key)) {
+                let how = match applied(&format!("{uid}/{}", step.key)) {
                     Some(amount) => Resolution::Done(serde_json::json!(amount)),
                     None => Resolution::Retry,
                 };

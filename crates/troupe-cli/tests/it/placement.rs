@@ -64,6 +64,7 @@ fn setup(dir: &Path) {
     // the one of the worker that ran it (from its environment).
     let script = format!(
         "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
+         [ -n \"$a\" ] || exit 1; \
          echo \"$TROUPE_IDEMPOTENCY_KEY $a $WORKER_LABEL\" >> '{}'; echo \"$a\"",
         dir.join("ledger").display()
     );

@@ -143,9 +143,9 @@ fn a_queued_run_waits_on_a_person_answered_from_another_process() {
     std::fs::write(dir.join("ask.troupe"), WORKFLOW).unwrap();
     let db = TestDatabase::new();
     assert_eq!(queue(dir, &db.url, "laptop"), "run-1");
-    // Queued: no process runs it yet.
+    // Queued: no process runs it yet; it waits for a worker (not stalled).
     let status = json(dir, &["status", "run-1", "--store", &db.url, "--json"]);
-    assert_eq!(status["status"], "stalled", "{status}");
+    assert_eq!(status["status"], "queued", "{status}");
     let workers = json(dir, &["workers", "--store", &db.url, "--json"]);
     assert_eq!(workers["runnable"], 1, "{workers}");
 

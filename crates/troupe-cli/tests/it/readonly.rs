@@ -152,7 +152,18 @@ fn a_read_only_store_file_still_reads_and_refuses_writes_clearly() {
         "the store file data/troupe.db (mode 0400) is read-only",
         "chmod u+w data/troupe.db",
     ];
-    refused(&run_into(&dir, "data/troupe.db"), "run", &hint);
+    // A new run must be written (the same inputs again would only report
+    // run-1, which is done, and write nothing).
+    let mut new = RUN.to_vec();
+    new.extend(["data/troupe.db", "--new"]);
+    refused(&troupe(&dir, &new), "run", &hint);
+    let again = run_into(&dir, "data/troupe.db");
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(
+        text(&again).contains("ran to its end already"),
+        "{}",
+        text(&again)
+    );
     refused(
         &troupe(&dir, &["delete", "run-1", "--store", "data/troupe.db"]),
         "delete",

@@ -49,7 +49,7 @@ fn setup(dir: &Path) {
     std::fs::write(dir.join("zombie.troupe"), WORKFLOW).unwrap();
     let number = "sed -E 's/.*:(-?[0-9]+).*/\\1/'";
     let deposit = format!(
-        "read -r j; a=$(printf '%s' \"$j\" | {number}); \
+        "read -r j; a=$(printf '%s' \"$j\" | {number}); [ -n \"$a\" ] || exit 1; \
          echo \"$TROUPE_IDEMPOTENCY_KEY $a\" >> '{}'; echo \"$a\"",
         dir.join("ledger").display()
     );

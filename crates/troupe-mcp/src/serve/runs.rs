@@ -229,6 +229,11 @@ impl Runs {
                     RunEnd::Parked { .. } => {
                         Err("the run was given back to wait for a person".into())
                     }
+                    RunEnd::Paused => Err("the run was paused by an operator".into()),
+                    RunEnd::Interrupted => Err(
+                        "the server was stopped; the run continues where it stopped when resumed"
+                            .into(),
+                    ),
                     // `drive` runs whole runs; parts are driven by workers.
                     RunEnd::PartDone { .. } => Err("the run is placed on workers".into()),
                 },

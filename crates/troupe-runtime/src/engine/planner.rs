@@ -70,6 +70,8 @@ pub(super) struct PlannerCall {
     pub step: StepKey,
     pub args: Vec<Value>,
     pub run_id: String,
+    /// The outer run's identity: the plan's steps' keys are under it.
+    pub uid: Arc<str>,
     pub seed: u64,
     pub journal: Option<Arc<dyn RunJournal>>,
 }
@@ -311,12 +313,15 @@ impl PlannerCall {
                 inputs,
                 RunOptions {
                     run_id: run_id.clone(),
+                    run_uid: Some(format!("{}/{}", self.uid, self.step)),
                     seed: self.seed,
                     trace: true,
                     schedule: crate::Schedule::RunToBlock,
                     journal,
                     remote: None,
                     park_after: None,
+                    // The outer run is interrupted, and drops this one.
+                    interrupt: None,
                 },
             )
             .await
