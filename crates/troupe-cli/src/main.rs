@@ -152,6 +152,13 @@ enum Command {
     /// Let a paused run go on: it is queued again, for `troupe resume` or
     /// any worker.
     Unpause(commands::pause::UnpauseArgs),
+    /// Start a new run from a recorded one: the steps before `--at` are
+    /// taken from it (no model, tool or person is asked again), the rest
+    /// run live.
+    ///
+    /// The new run records where it came from (`troupe status` shows it)
+    /// and is verified like any other. Inputs may be changed with `-i`.
+    Fork(commands::fork::ForkArgs),
     /// Delete runs with their events, steps and tasks.
     Delete(commands::durable::DeleteArgs),
     /// Settle an effect that started before a crash and never finished.
@@ -300,6 +307,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => commands::durable::cancel(&args, cli.color),
         Command::Pause(args) => commands::pause::pause(&args),
         Command::Unpause(args) => commands::pause::unpause(&args),
+        Command::Fork(args) => commands::fork::fork(&args, cli.color),
         Command::Delete(args) => commands::durable::delete(&args, cli.color),
         Command::Resolve(args) => commands::durable::resolve(&args, cli.color),
         Command::Verify(args) => commands::inspect::verify(&args),

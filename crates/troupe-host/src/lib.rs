@@ -671,30 +671,53 @@ impl Host {
         settings: &RunSettings,
         owner: Option<(String, Duration)>,
     ) -> Result<i64, HostError> {
-        let settings_json = serde_json::to_string(settings)
-            .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
-        let wf = compiled.workflow();
-        let parts = parts_of(compiled, &settings.placement)?;
-        if !parts.is_empty() && owner.is_some() {
-            return Err(HostError::Placement(
-                "a run with placed lifelines runs in parts on labelled workers, not in this process: queue it with `--detach` on a store the workers share".into(),
-            ));
+        Ok(self
+            .store
+            .create_run(&new_run(compiled, inputs, settings, owner)?)?)
+    }
+
+    /// Starts a run forked from `from` (see `troupe_store::ForkAt`): the
+    /// same recorded workflow and settings, its inputs with `inputs`
+    /// overriding the recorded ones, taking the recorded results of the
+    /// steps before `at`. The caller then holds its lease and drives it
+    /// ([`Host::drive`]): those steps are replayed, the rest run live.
+    pub fn fork(
+        &self,
+        from: i64,
+        at: &troupe_store::ForkAt,
+        inputs: &[(String, String)],
+    ) -> Result<(Started, troupe_store::Forked), HostError> {
+        let detail = self.store.run(from)?;
+        if !self.store.parts(from)?.is_empty() {
+            return Err(HostError::Placement(format!(
+                "{} runs in parts on labelled workers, which cannot be forked yet",
+                detail.summary.name
+            )));
         }
-        Ok(self.store.create_run(&NewRun {
-            workflow: wf.name.clone(),
-            file: Some(compiled.file.clone()),
-            source: compiled.source.clone(),
-            fingerprint: compiled.fingerprint.clone(),
-            canonical: compiled.canonical.clone(),
-            inputs_json: compiled.inputs_json(&inputs).to_string(),
-            inputs,
-            seed: settings.seed,
-            lifelines: wf.lifelines.len(),
-            llm: settings.llm_label(),
-            settings: settings_json,
-            owner,
-            parts,
-        })?)
+        let compiled = self.recorded(from)?;
+        let values = compiled.parse_inputs(inputs, Some(&detail.inputs))?;
+        let settings: RunSettings =
+            serde_json::from_value(detail.settings.clone()).unwrap_or_else(|_| RunSettings {
+                llm: detail.llm.clone().filter(|l| l != "default"),
+                seed: detail.seed,
+                ..RunSettings::default()
+            });
+        let new = new_run(
+            &compiled,
+            values,
+            &settings,
+            Some((self.config.owner.clone(), self.config.lease)),
+        )?;
+        let forked = self.store.fork_run(&new, from, at)?;
+        Ok((
+            Started {
+                run: forked.run,
+                name: Store::run_name(forked.run),
+                resumed: false,
+                finished: false,
+            },
+            forked,
+        ))
     }
 
     /// Claims `run` for this process: fails with who owns it, or why it
@@ -1207,6 +1230,39 @@ impl Host {
 enum Stop {
     Cancel(String),
     Lost,
+}
+
+/// The record of a new run of `compiled`, claimed by `owner` or queued.
+fn new_run(
+    compiled: &Compiled,
+    inputs: Vec<Value>,
+    settings: &RunSettings,
+    owner: Option<(String, Duration)>,
+) -> Result<NewRun, HostError> {
+    let settings_json = serde_json::to_string(settings)
+        .map_err(|e| HostError::Config(format!("cannot record the run's settings: {e}")))?;
+    let wf = compiled.workflow();
+    let parts = parts_of(compiled, &settings.placement)?;
+    if !parts.is_empty() && owner.is_some() {
+        return Err(HostError::Placement(
+            "a run with placed lifelines runs in parts on labelled workers, not in this process: queue it with `--detach` on a store the workers share".into(),
+        ));
+    }
+    Ok(NewRun {
+        workflow: wf.name.clone(),
+        file: Some(compiled.file.clone()),
+        source: compiled.source.clone(),
+        fingerprint: compiled.fingerprint.clone(),
+        canonical: compiled.canonical.clone(),
+        inputs_json: compiled.inputs_json(&inputs).to_string(),
+        inputs,
+        seed: settings.seed,
+        lifelines: wf.lifelines.len(),
+        llm: settings.llm_label(),
+        settings: settings_json,
+        owner,
+        parts,
+    })
 }
 
 /// The parts of a run placed by `placement` (lifeline → label): one per

@@ -44,6 +44,13 @@ impl StepKey {
             occurrence: n.parse().ok()?,
         })
     }
+
+    /// Parses the key of a run's own step, `Lifeline/action#n`; `None`
+    /// for a sub-step (`Lifeline/action#n/…`: a model's tool call, a
+    /// plan's step) or anything else.
+    pub fn parse_top_level(text: &str) -> Option<StepKey> {
+        StepKey::parse(text).filter(|k| !k.action.contains('/'))
+    }
 }
 
 /// What the journal knows of a step.

@@ -26,6 +26,7 @@ mod checkpoint;
 mod codec;
 mod db;
 mod fleet;
+mod fork;
 mod inbox;
 mod journal;
 mod lease;
@@ -43,6 +44,7 @@ mod writer;
 pub use announce::Announced;
 pub use codec::{DecodeError, decode_events, fnv64};
 pub use fleet::{Wakeups, WorkerRow};
+pub use fork::{ForkAt, Forked, Lineage};
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Held, Renewal, StopReason};
@@ -473,9 +475,12 @@ ALTER TABLE runs ADD COLUMN uid TEXT;
 UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
 CREATE UNIQUE INDEX runs_uid ON runs(uid);
 ",
-    // 9: a pause asked of a run's live owner (`troupe pause`).
+    // 9: a pause asked of a run's live owner (`troupe pause`); the run a
+    // run was forked from, and the step it ran live from (`troupe fork`).
     "
 ALTER TABLE runs ADD COLUMN pause_requested INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN forked_from INTEGER;
+ALTER TABLE runs ADD COLUMN forked_at TEXT;
 ",
 ];
 
@@ -939,6 +944,16 @@ impl Store {
     /// Records a new run (durably) and returns its id. With an owner, the
     /// run is created already claimed by it, in the same statement.
     pub fn create_run(&self, run: &NewRun) -> Result<i64, StoreError> {
+        self.create_run_then(run, |_, _| Ok(()))
+    }
+
+    /// [`Store::create_run`], doing `then` with the new run's id in the
+    /// same transaction.
+    pub(crate) fn create_run_then(
+        &self,
+        run: &NewRun,
+        then: impl FnOnce(&mut dyn db::Db, i64) -> Result<(), db::DbError>,
+    ) -> Result<i64, StoreError> {
         let mut bin = Vec::new();
         codec::encode_values(&mut bin, &run.inputs);
         let (status, owner, lease_ms) = match &run.owner {
@@ -979,6 +994,7 @@ impl Store {
             if !run.parts.is_empty() {
                 placement::insert_parts(db, id, &run.parts)?;
             }
+            then(db, id)?;
             Ok(id)
         })?;
         if queued {

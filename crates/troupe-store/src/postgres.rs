@@ -244,9 +244,11 @@ ALTER TABLE runs ADD COLUMN uid TEXT;
 UPDATE runs SET uid = md5(random()::text || clock_timestamp()::text || id::text) WHERE uid IS NULL;
 CREATE UNIQUE INDEX runs_uid ON runs(uid);
 ",
-    // 9: a pause asked of a run's live owner (as SQLite's migration 9).
+    // 9: pauses and forks (as SQLite's migration 9).
     "
 ALTER TABLE runs ADD COLUMN pause_requested BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN forked_from BIGINT;
+ALTER TABLE runs ADD COLUMN forked_at TEXT;
 ",
 ];
 

@@ -64,6 +64,8 @@ pub struct RunDetail {
     /// The run's identity across stores, never reused (a UUID): in every
     /// idempotency key the run hands out. `name` (`run-3`) is for people.
     pub uid: String,
+    /// The run it was forked from (`troupe fork`), and where.
+    pub lineage: Option<crate::Lineage>,
     /// Events in the store (the retained history).
     pub events: u64,
     /// Events pruned by retention before the retained history (which
@@ -241,7 +243,7 @@ impl Store {
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
         let row = self.with("read the run", |db| {
             let Some(r) = db.query_opt(
-                &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested, uid FROM runs WHERE id = ?1", summary_columns()),
+                &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested, uid, forked_from, forked_at FROM runs WHERE id = ?1", summary_columns()),
                 args![id],
             )? else {
                 return Ok(None);
@@ -264,6 +266,10 @@ impl Store {
                 settings,
                 r.get::<Option<String>>(19)?,
                 r.get::<Option<String>>(20)?,
+                r.get::<Option<i64>>(21)?.map(|from| crate::Lineage {
+                    forked_from: Store::run_name(from),
+                    at: r.get::<Option<String>>(22).ok().flatten(),
+                }),
             )))
         })?;
         let Some((
@@ -279,6 +285,7 @@ impl Store {
             settings,
             cancel_requested,
             uid,
+            lineage,
         )) = row
         else {
             return Err(StoreError::UnknownRun(Store::run_name(id)));
@@ -305,6 +312,7 @@ impl Store {
             cancel_requested,
             // Only a store written outside troupe lacks it.
             uid: uid.unwrap_or_else(|| Store::run_name(id)),
+            lineage,
             events: events.max(0) as u64,
             pruned: pruned.max(0) as u64,
             steps: self.steps(id)?,

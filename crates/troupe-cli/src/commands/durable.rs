@@ -407,7 +407,9 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-fn read_answers(path: Option<&Path>) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+pub(crate) fn read_answers(
+    path: Option<&Path>,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
     let Some(path) = path else { return Ok(None) };
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -417,7 +419,7 @@ fn read_answers(path: Option<&Path>) -> Result<Option<serde_json::Map<String, se
 }
 
 /// Prints how a driven run ended; returns the exit status.
-fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
+pub(crate) fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
     let name = &finished.name;
     let json_error = |kind: &str, message: &str, hint: Option<&str>| -> std::io::Result<()> {
         if !json {

@@ -167,6 +167,14 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
     text += &format!("  inputs    {}\n", sanitize(&detail.inputs.to_string()));
     text += &format!("  settings  {}\n", sanitize(&detail.settings.to_string()));
     text += &format!("  created   {}   updated {}\n", s.created_at, s.updated_at);
+    if let Some(l) = &detail.lineage {
+        text += &format!(
+            "  forked    from {}{}\n",
+            l.forked_from,
+            l.at.as_deref()
+                .map_or_else(String::new, |k| format!(", live from step {}", sanitize(k)))
+        );
+    }
     if let Some(owner) = &s.owner {
         text += &format!(
             "  owner     {owner} (lease for {} more)\n",

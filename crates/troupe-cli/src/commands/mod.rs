@@ -7,6 +7,7 @@ pub mod contracts;
 pub mod durable;
 pub mod explain;
 pub mod fleet;
+pub mod fork;
 pub mod init;
 pub mod inspect;
 pub mod lsp;

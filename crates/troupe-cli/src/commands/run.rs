@@ -120,7 +120,7 @@ impl RunArgs {
     }
 }
 
-fn parse_pair(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_pair(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
         .filter(|(k, _)| !k.is_empty())

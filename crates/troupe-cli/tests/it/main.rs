@@ -6,6 +6,7 @@ mod checkpoint;
 mod cli;
 mod ergonomics;
 mod fleet;
+mod fork;
 mod fuzz_cli;
 mod fuzz_surfaces;
 mod hardening;
