@@ -10,6 +10,7 @@ mod fork;
 mod fuzz_cli;
 mod fuzz_surfaces;
 mod hardening;
+mod identity;
 mod json_output;
 mod kills_support;
 mod language;
