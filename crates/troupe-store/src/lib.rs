@@ -36,6 +36,8 @@ mod placement;
 mod postgres;
 mod query;
 mod retention;
+#[cfg(test)]
+mod schemas_agree;
 mod state;
 #[doc(hidden)]
 pub mod testing;
