@@ -31,12 +31,14 @@ pub mod externs;
 mod keeper;
 mod policy;
 mod settings;
+mod store_address;
 mod worker;
 
 pub use answer::{AnswerInput, example as example_answer};
 pub use compile::Compiled;
 pub use error::HostError;
 pub use settings::{DurabilitySetting, Overrides, RunSettings};
+pub use store_address::{DEFAULT_STORE, STORE_ENV, store_address};
 pub use worker::{WorkerConfig, WorkerEvent, WorkerReport};
 
 use std::collections::HashMap;

@@ -252,6 +252,13 @@ pub async fn run_async(
                     },
                 )
             });
+            // `--store`, else `TROUPE_STORE`, else `[store] path`, else the
+            // default: the host's one resolution.
+            let store = troupe_host::store_address(Some(&store), std::path::Path::new("."))
+                .map_err(|e| McpError::Io {
+                    path: troupe_llm::config::CONFIG_FILE.into(),
+                    message: e.to_string(),
+                })?;
             let options = ServeOptions {
                 files,
                 store,

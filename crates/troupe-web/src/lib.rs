@@ -38,8 +38,8 @@ pub use auth::SESSION_TTL;
 pub use notify::{NotifyConfig, NotifyDb, TelegramConfig, WebhookConfig};
 pub use routes::{router, router_with};
 
-/// The store used when `--store` names none (as the CLI's).
-pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+/// The store used when nothing names one (the host's).
+pub use troupe_host::DEFAULT_STORE;
 /// Where `serve` listens when `--bind` names nothing.
 pub const DEFAULT_BIND: &str = "127.0.0.1:7878";
 
@@ -145,7 +145,10 @@ pub fn run(args: ServeArgs) -> Result<i32, WebError> {
         .build()
         .map_err(|e| WebError::Io(format!("cannot start the runtime: {e}")))?;
     let token = resolve_token(&args)?;
-    rt.block_on(serve_with(&args.store, args.bind, token, notify))?;
+    // `--store`, else `TROUPE_STORE`, else `[store] path`, else the default.
+    let store = troupe_host::store_address(Some(&args.store), std::path::Path::new("."))
+        .map_err(|e| WebError::Config(e.to_string()))?;
+    rt.block_on(serve_with(&store, args.bind, token, notify))?;
     Ok(0)
 }
 

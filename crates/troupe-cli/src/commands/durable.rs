@@ -15,8 +15,8 @@ use troupe_host::{
 };
 use troupe_store::{Durability, Store, TaskKind};
 
-/// The store used when `--store` names none.
-pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+/// The store used when nothing names one.
+pub use troupe_host::DEFAULT_STORE;
 
 /// The environment variable that sets the lease (e.g. `TROUPE_LEASE=5s`).
 pub const LEASE_ENV: &str = "TROUPE_LEASE";
@@ -53,36 +53,11 @@ pub struct StoreArg {
     pub store: PathBuf,
 }
 
-/// The environment variable that names the store when `--store` does not.
-pub const STORE_ENV: &str = "TROUPE_STORE";
-
 /// The store to use: `--store` when given, else `TROUPE_STORE`, else
-/// `[store] path` in `troupe.toml`, else the default file. A fleet's
-/// machines name their shared database once, in the environment or the
-/// project's configuration.
+/// `[store] path` in `troupe.toml`, else the default file (the host's one
+/// resolution, `troupe_host::store_address`).
 pub fn store_address(given: &Path) -> Result<PathBuf> {
-    if given != Path::new(DEFAULT_STORE) {
-        return Ok(given.to_owned());
-    }
-    if let Ok(s) = std::env::var(STORE_ENV)
-        && !s.trim().is_empty()
-    {
-        return Ok(PathBuf::from(s.trim()));
-    }
-    let Ok(text) = std::fs::read_to_string(troupe_llm::config::CONFIG_FILE) else {
-        return Ok(given.to_owned());
-    };
-    let table: toml::Table = text
-        .parse()
-        .with_context(|| format!("cannot read {}", troupe_llm::config::CONFIG_FILE))?;
-    match table.get("store").and_then(|t| t.get("path")) {
-        None => Ok(given.to_owned()),
-        Some(toml::Value::String(p)) => Ok(PathBuf::from(p)),
-        Some(_) => anyhow::bail!(
-            "{}: [store] path must be a file or a postgres:// address, as a string",
-            troupe_llm::config::CONFIG_FILE
-        ),
-    }
+    Ok(troupe_host::store_address(Some(given), Path::new("."))?)
 }
 
 impl StoreArg {

@@ -168,14 +168,15 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
     let chart = if !path.exists()
         && let Some(run) = Store::parse_run_id(&args.source)
     {
-        if !troupe_store::exists(&args.store) {
+        let store_path = crate::commands::durable::store_address(&args.store)?;
+        if !troupe_store::exists(&store_path) {
             bail!(
                 "no file {} and no store at {}",
                 args.source,
-                args.store.display()
+                store_path.display()
             );
         }
-        let store = Store::open(&args.store, Durability::Full)?;
+        let store = Store::open(&store_path, Durability::Full)?;
         let detail = store.run(run)?;
         let (program, _) = troupe_check::check_text(&detail.source);
         let program = program.context("the recorded source no longer checks")?;

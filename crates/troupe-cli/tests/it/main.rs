@@ -35,6 +35,7 @@ mod race;
 mod readonly;
 mod redaction;
 mod signals;
+mod store_address;
 mod store_files;
 mod support;
 mod tool_calling;

@@ -71,7 +71,7 @@ pub const ANSWER_TOOL: &str = "answer_task";
 /// The tool that lists the pending human tasks.
 pub const LIST_TASKS_TOOL: &str = "list_tasks";
 /// The store used when none is named.
-pub const DEFAULT_STORE: &str = ".troupe/troupe.db";
+pub use troupe_host::DEFAULT_STORE;
 /// How long a tool call waits for a run before it answers with the run id.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 /// The model used when none is named.
