@@ -2,6 +2,7 @@
 //! `TypeTable` and `Action`s.
 
 use crate::Checker;
+use crate::ir::Deadline;
 use crate::ir::{
     self, ActionKind, AnswerKind, HumanAction, LlmAction, Param, Template, TemplatePart,
 };
@@ -683,13 +684,30 @@ impl Checker<'_> {
         let mut ask = None;
         let mut prefill = None;
         let mut prefill_span = None;
-        for f in self.unique_fields(fields, &["ask", "prefill"], "human") {
+        let (mut timeout, mut default, mut remind) = (None, None, None);
+        let allowed = ["ask", "prefill", "timeout", "default", "remind"];
+        for f in self.unique_fields(fields, &allowed, "human") {
             match f.name.name.as_str() {
                 "ask" => ask = self.template(f, params),
                 "prefill" => {
                     prefill = self.template(f, params);
                     prefill_span = Some(f.name.span);
                 }
+                "timeout" => timeout = self.duration_field(f).map(|d| (d, f.name.span)),
+                "remind" => {
+                    // Reminders are not sent yet: refused rather than
+                    // accepted and silently dropped.
+                    remind = self.duration_field(f);
+                    self.error(
+                        Diagnostic::error(
+                            Code::InvalidActionField,
+                            f.name.span,
+                            "`remind` is not supported yet",
+                        )
+                        .with_hint("remove it; `timeout` and `default` are"),
+                    );
+                }
+                "default" => default = Some(f),
                 _ => {}
             }
         }
@@ -736,11 +754,136 @@ impl Checker<'_> {
             );
             Template { parts: Vec::new() }
         });
+        let deadline = self.deadline(decl, outputs, answer, timeout, default, remind);
         ActionKind::Human(HumanAction {
             ask,
             prefill,
             answer,
+            deadline,
         })
+    }
+
+    /// A `timeout:`, `remind:` value: a duration in humantime form.
+    fn duration_field(&mut self, f: &ast::ActionField) -> Option<std::time::Duration> {
+        let text = self.plain_text(f)?;
+        match humantime::parse_duration(text.trim()) {
+            Ok(d) if !d.is_zero() => Some(d),
+            _ => {
+                self.bad_field(f, "a duration such as \"30s\", \"4h\" or \"2days\"");
+                None
+            }
+        }
+    }
+
+    /// The deadline of a `human` action from its `timeout:`, `default:` and
+    /// `remind:` fields: `default` is a literal of the answer's type, and
+    /// required with `timeout` unless the person only acknowledges.
+    fn deadline(
+        &mut self,
+        decl: &ast::ActionDecl,
+        outputs: &[Param],
+        answer: AnswerKind,
+        timeout: Option<(std::time::Duration, Span)>,
+        default: Option<&ast::ActionField>,
+        remind: Option<std::time::Duration>,
+    ) -> Option<Deadline> {
+        let default = match (default, outputs.first()) {
+            (Some(f), Some(out)) => Some((f, self.default_answer(f, &out.ty)?)),
+            (Some(f), None) => {
+                self.error(
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        f.name.span,
+                        "an acknowledgement has no answer to default to",
+                    )
+                    .with_hint("remove `default`: a timed-out acknowledgement is acknowledged"),
+                );
+                None
+            }
+            (None, _) => None,
+        };
+        match (timeout, default) {
+            (Some((after, _)), Some((_, value))) => Some(Deadline {
+                after,
+                default: value,
+                remind,
+            }),
+            (Some((after, _)), None) if answer == AnswerKind::Acknowledge => Some(Deadline {
+                after,
+                default: serde_json::json!({}),
+                remind,
+            }),
+            (Some((_, span)), None) => {
+                self.error(
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        span,
+                        format!(
+                            "`{}` has a `timeout` but no `default`: nothing to answer when it passes",
+                            decl.name.name
+                        ),
+                    )
+                    .with_hint("add `default: …`, the answer recorded when nobody answers in time"),
+                );
+                None
+            }
+            (None, Some((f, _))) => {
+                self.error(
+                    Diagnostic::error(
+                        Code::InvalidActionField,
+                        f.name.span,
+                        "`default` without `timeout` is never used",
+                    )
+                    .with_hint("add `timeout: \"…\"`, or remove `default`"),
+                );
+                None
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// A `default:` answer: a literal of the answer's type, as JSON.
+    fn default_answer(&mut self, f: &ast::ActionField, ty: &Type) -> Option<serde_json::Value> {
+        use ast::ExprKind as E;
+        let value = match (&f.value.kind, ty) {
+            (E::Bool(b), Type::Bool) => Some(serde_json::json!(b)),
+            (E::Int(n), Type::Int) => Some(serde_json::json!(n)),
+            (E::Int(n), Type::Float) => Some(serde_json::json!(*n as f64)),
+            (E::Float(x), Type::Float) => Some(serde_json::json!(x)),
+            (E::Unary(ast::UnaryOp::Neg, inner), Type::Int) => match inner.kind {
+                E::Int(n) => Some(serde_json::json!(-n)),
+                _ => None,
+            },
+            (E::Unary(ast::UnaryOp::Neg, inner), Type::Float) => match inner.kind {
+                E::Int(n) => Some(serde_json::json!(-(n as f64))),
+                E::Float(x) => Some(serde_json::json!(-x)),
+                _ => None,
+            },
+            (E::Str(_), Type::Text) if f.value.is_literal() => {
+                self.plain_text(f).map(serde_json::Value::from)
+            }
+            (E::Name(id), Type::Enum(e)) => self
+                .types
+                .enum_def(*e)
+                .values
+                .contains(&id.name)
+                .then(|| serde_json::json!(id.name)),
+            (E::Field(base, id), Type::Enum(e)) => match &base.kind {
+                E::Name(en)
+                    if en.name == self.types.enum_def(*e).name
+                        && self.types.enum_def(*e).values.contains(&id.name) =>
+                {
+                    Some(serde_json::json!(id.name))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if value.is_none() {
+            let shown = self.types.display(ty).to_string();
+            self.bad_field(f, &format!("a literal {shown}, the answer's type"));
+        }
+        value
     }
 
     /// The fields of an action body that `allowed` lists, reporting unknown

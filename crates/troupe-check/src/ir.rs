@@ -198,6 +198,22 @@ pub struct HumanAction {
     pub ask: Template,
     pub prefill: Option<Template>,
     pub answer: AnswerKind,
+    /// `timeout:` with `default:` (and `remind:`): when nobody answers in
+    /// time, the default is the answer, given by the clock.
+    pub deadline: Option<Deadline>,
+}
+
+/// A human task's deadline (`timeout: "24h"`, `default: false`, `remind:
+/// "4h"`): counted from when the task is first asked, kept across restarts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deadline {
+    pub after: std::time::Duration,
+    /// The answer recorded when the deadline passes, as a person's answer
+    /// is written (JSON: `false`, `3`, `"text"`, an enum value's name;
+    /// `{}` for an acknowledgement).
+    pub default: serde_json::Value,
+    /// Announce the task again this often while it waits.
+    pub remind: Option<std::time::Duration>,
 }
 
 /// A text with `{param}` placeholders.

@@ -131,6 +131,11 @@ impl Host {
                 for run in store.cancelling_placed().unwrap_or_default() {
                     let _ = store.cancel_if_parts_stopped(run);
                 }
+                // People's deadlines that passed while nobody drove their
+                // runs (parked): the clock answers, which queues the run.
+                if let Err(e) = store.answer_due(None) {
+                    tracing::warn!(target: "troupe::worker", error = %e, "cannot answer the due tasks");
+                }
                 // The worker's metrics, for logs and collectors.
                 tracing::info!(
                     target: "troupe::worker",

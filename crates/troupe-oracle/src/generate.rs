@@ -638,6 +638,7 @@ fn actions() -> Vec<Action> {
                 ask: template("ask"),
                 prefill: None,
                 answer: AnswerKind::Input,
+                deadline: None,
             }),
         ),
         int_action(

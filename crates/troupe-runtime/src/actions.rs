@@ -190,6 +190,9 @@ pub struct HumanTask {
     pub options: Vec<String>,
     /// The declared answer type.
     pub ty: Type,
+    /// When nobody answers in time, the clock answers with the default
+    /// (first answer wins).
+    pub deadline: Option<troupe_check::ir::Deadline>,
 }
 
 /// Where human tasks go and their answers come from.
@@ -204,6 +207,13 @@ pub struct NoHumans;
 
 impl HumanInbox for NoHumans {
     fn ask(&self, task: HumanTask) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+        // Nobody can answer: the deadline, if any, will.
+        if let Some(d) = task.deadline {
+            return Box::pin(async move {
+                tokio::time::sleep(d.after).await;
+                Ok(d.default)
+            });
+        }
         let msg = format!(
             "`{}` at {} needs a person's answer, but no inbox is available; pass --answers FILE or run from a terminal",
             task.action, task.lifeline
@@ -252,6 +262,14 @@ impl HumanInbox for ScriptedHumans {
             .get(&qualified)
             .or_else(|| self.answers.get(&task.action))
         {
+            // Unscripted, with a deadline: nobody answers, the clock does.
+            None if task.deadline.is_some() => {
+                let d = task.deadline.clone().unwrap();
+                return Box::pin(async move {
+                    tokio::time::sleep(d.after).await;
+                    Ok(d.default)
+                });
+            }
             None => Err(format!(
                 "no scripted answer for `{qualified}` or `{}`",
                 task.action

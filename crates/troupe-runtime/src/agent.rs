@@ -498,6 +498,8 @@ impl Agent {
             answer: AnswerKind::Confirm,
             options: Vec::new(),
             ty: Type::Bool,
+            // A confirmation is never given by the clock.
+            deadline: None,
         };
         if let Some(j) = &self.journal {
             j.flush().await.map_err(Stop::Journal)?;

@@ -2375,6 +2375,7 @@ impl RunState {
                     answer: h.answer,
                     options,
                     ty: ty.clone(),
+                    deadline: h.deadline.clone(),
                 };
                 let inbox = engine.humans.clone();
                 let types = engine.types.clone();

@@ -2,7 +2,8 @@
 //! with a stable id and answered from anywhere (`troupe answer`, the web
 //! page, a chat) by a conditional update: the first answer wins. The run
 //! waits by polling its task, so an answer from another process reaches it;
-//! on PostgreSQL the answer's notification wakes it at once.
+//! on PostgreSQL the answer's notification wakes it at once. A task with a
+//! deadline is answered by the clock once due (`deadline.rs`).
 
 use crate::writer::Op;
 use crate::{NewTask, RunStatus, Store};
@@ -92,6 +93,7 @@ impl HumanInbox for StoreInbox {
                 options: task.options.clone(),
                 ty: inbox.types.display(&task.ty).to_string(),
                 schema: troupe_llm::json_schema(&task.ty, &inbox.types).to_string(),
+                deadline: task.deadline.as_ref().map(|d| (d.after, d.default.clone())),
             };
             writer
                 .send_durable(Op::Task(new))
@@ -131,13 +133,27 @@ impl HumanInbox for StoreInbox {
                         f(&task_id, &task);
                     }
                 }
-                crate::fleet::wait_for_run(
-                    &mut wakeups,
-                    inbox.run,
-                    inbox.poll.max(Duration::from_secs(1)),
-                    inbox.poll,
-                )
-                .await;
+                // A deadline: answered by the clock once due (first answer
+                // wins), looked at again no later than that.
+                let (mut timeout, mut poll) = (inbox.poll.max(Duration::from_secs(1)), inbox.poll);
+                if task.deadline.is_some() {
+                    match inbox.store.due_in(&task_id).map_err(|e| e.to_string())? {
+                        Some(ms) if ms <= 0 => {
+                            inbox
+                                .store
+                                .answer_due(Some(inbox.run))
+                                .map_err(|e| e.to_string())?;
+                            continue;
+                        }
+                        Some(ms) => {
+                            let left = Duration::from_millis(ms as u64);
+                            timeout = timeout.min(left);
+                            poll = poll.min(left);
+                        }
+                        None => {}
+                    }
+                }
+                crate::fleet::wait_for_run(&mut wakeups, inbox.run, timeout, poll).await;
             }
         })
     }

@@ -838,6 +838,7 @@ mod tests {
                 options: Vec::new(),
                 ty: "Bool".into(),
                 schema: "{}".into(),
+                deadline: None,
             };
             store
                 .with("record the task", |db| crate::insert_task(db, &task))

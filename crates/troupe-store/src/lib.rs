@@ -25,6 +25,7 @@ mod announce;
 mod checkpoint;
 mod codec;
 mod db;
+mod deadline;
 mod fleet;
 mod fork;
 mod inbox;
@@ -175,13 +176,26 @@ pub struct NewTask {
     pub ty: String,
     /// The JSON Schema of the answer, for forms and clients.
     pub schema: String,
+    /// `(after, default)`: when nobody answers within `after` of the task's
+    /// first recording, `default` is its answer, given by `timeout`.
+    pub deadline: Option<(std::time::Duration, serde_json::Value)>,
 }
 
+/// Who answers a task whose deadline passed.
+pub const BY_TIMEOUT: &str = "timeout";
+
+/// Records a task, once: a resumed run asking again keeps the first
+/// record, and with it the original deadline.
 pub(crate) fn insert_task(db: &mut dyn Db, t: &NewTask) -> Result<(), DbError> {
+    let (after, default) = match &t.deadline {
+        Some((after, default)) => (Some(lease::millis(*after)), Some(default.to_string())),
+        None => (None, None),
+    };
     db.execute(
-        "INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-         ON CONFLICT(run, key) DO NOTHING",
+        &format!("INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at, due_at, default_answer)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'),
+           CASE WHEN CAST(?11 AS BIGINT) IS NULL THEN NULL ELSE {NOW_MS} + CAST(?11 AS BIGINT) END, ?12)
+         ON CONFLICT(run, key) DO NOTHING"),
         args![
             t.run,
             &t.key,
@@ -192,7 +206,9 @@ pub(crate) fn insert_task(db: &mut dyn Db, t: &NewTask) -> Result<(), DbError> {
             &t.prefill,
             serde_json::to_string(&t.options).unwrap_or_default(),
             &t.ty,
-            &t.schema
+            &t.schema,
+            after,
+            &default
         ],
     )?;
     Ok(())
@@ -483,6 +499,13 @@ CREATE UNIQUE INDEX runs_uid ON runs(uid);
 ALTER TABLE runs ADD COLUMN pause_requested INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN forked_from INTEGER;
 ALTER TABLE runs ADD COLUMN forked_at TEXT;
+",
+    // 10: human tasks' deadlines: when (the store's clock, in ms) and
+    // what the clock answers.
+    "
+ALTER TABLE tasks ADD COLUMN due_at INTEGER;
+ALTER TABLE tasks ADD COLUMN default_answer TEXT;
+CREATE INDEX tasks_due ON tasks(due_at) WHERE status = 'pending' AND due_at IS NOT NULL;
 ",
 ];
 

@@ -250,6 +250,12 @@ ALTER TABLE runs ADD COLUMN pause_requested BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN forked_from BIGINT;
 ALTER TABLE runs ADD COLUMN forked_at TEXT;
 ",
+    // 10: human tasks' deadlines (as SQLite's migration 10).
+    "
+ALTER TABLE tasks ADD COLUMN due_at BIGINT;
+ALTER TABLE tasks ADD COLUMN default_answer TEXT;
+CREATE INDEX tasks_due ON tasks(due_at) WHERE status = 'pending' AND due_at IS NOT NULL;
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

@@ -2,7 +2,7 @@
 //! answering a task, settling an unfinished effect.
 
 use crate::codec;
-use crate::db::{DbError, Row, args};
+use crate::db::{Db, DbError, Row, args};
 use crate::state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 use crate::{NOW_MS, Store, StoreError};
 use serde::Serialize;
@@ -218,7 +218,7 @@ fn task(r: &Row) -> Result<TaskRow, DbError> {
     })
 }
 
-fn parse_task_id(text: &str) -> Option<i64> {
+pub(crate) fn parse_task_id(text: &str) -> Option<i64> {
     text.trim().trim_start_matches("task-").parse().ok()
 }
 
@@ -783,12 +783,7 @@ impl Store {
                 args![n, answer.to_string(), by],
             )?;
             if changed > 0 {
-                // A parked run goes on, with any worker.
-                tx.execute(
-                    "UPDATE runs SET status = 'queued', updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                     WHERE id = (SELECT run FROM tasks WHERE id = ?1) AND status = 'parked'",
-                    args![n],
-                )?;
+                requeue_parked(tx, n)?;
             }
             Ok(changed)
         })?;
@@ -1067,4 +1062,15 @@ impl Store {
             .map(|r| r.id)
             .collect())
     }
+}
+
+/// The run of task `n` goes on with any worker, if it was parked: one of
+/// its tasks was just answered (by a person or the clock).
+pub(crate) fn requeue_parked(tx: &mut dyn Db, n: i64) -> Result<(), DbError> {
+    tx.execute(
+        "UPDATE runs SET status = 'queued', updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+         WHERE id = (SELECT run FROM tasks WHERE id = ?1) AND status = 'parked'",
+        args![n],
+    )?;
+    Ok(())
 }

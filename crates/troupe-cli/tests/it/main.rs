@@ -4,6 +4,7 @@
 
 mod checkpoint;
 mod cli;
+mod deadlines;
 mod ergonomics;
 mod fleet;
 mod fork;
