@@ -29,6 +29,7 @@ mod compile;
 mod error;
 pub mod externs;
 mod keeper;
+pub mod metrics;
 mod policy;
 mod settings;
 mod store_address;
@@ -441,6 +442,8 @@ pub struct Host {
     /// the same owner would pass every lease check and repeat effects, so
     /// it is refused here.
     driving: DrivenHere,
+    /// What this host did as a worker, for metrics.
+    counters: Arc<metrics::WorkerCounters>,
 }
 
 /// The runs, and parts `(run, Some(part))`, a host drives now.
@@ -478,6 +481,7 @@ impl Host {
             config,
             recorded: Arc::default(),
             driving: Arc::default(),
+            counters: Arc::default(),
         }
     }
 
@@ -516,6 +520,11 @@ impl Host {
     }
 
     /// Leases this host renewed so far.
+    /// What this host did as a worker ([`metrics::render`]).
+    pub fn counters(&self) -> &metrics::WorkerCounters {
+        &self.counters
+    }
+
     pub fn renewals(&self) -> u64 {
         self.keeper
             .renewals

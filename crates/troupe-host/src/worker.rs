@@ -110,6 +110,7 @@ impl Host {
                     continue;
                 }
                 report.claimed += 1;
+                crate::metrics::WorkerCounters::add(&self.counters().claimed, 1);
                 let name = match part {
                     None => troupe_store::Store::run_name(run),
                     Some(p) => format!("{} part {p}", troupe_store::Store::run_name(run)),
@@ -124,6 +125,9 @@ impl Host {
                     (name, finished)
                 });
             }
+            self.counters()
+                .running
+                .store(running.len() as u64, std::sync::atomic::Ordering::Relaxed);
             if last_report.elapsed() >= config.sweep {
                 let _ = store.worker_report(&owner, running.len() as u64, false);
                 // A placed run being cancelled whose parts' workers died
@@ -162,7 +166,7 @@ impl Host {
             }
             tokio::select! {
                 Some(joined) = running.join_next(), if !running.is_empty() => {
-                    on_event(tally(joined, &mut report));
+                    on_event(self.tally(joined, &mut report));
                     // A writer that failed refuses every later record:
                     // claiming more would only fail them. Stop, hand back
                     // what runs, and let a supervisor restart the worker.
@@ -180,7 +184,7 @@ impl Host {
                     while let Ok(Some(joined)) =
                         tokio::time::timeout_at(deadline, running.join_next()).await
                     {
-                        on_event(tally(joined, &mut report));
+                        on_event(self.tally(joined, &mut report));
                     }
                     // The drain is over: what still runs is handed back below.
                     break;
@@ -206,6 +210,27 @@ impl Host {
 }
 
 type Driven = (String, Result<crate::Finished, crate::HostError>);
+
+impl Host {
+    /// [`tally`], and the host's metrics with it.
+    fn tally(
+        &self,
+        joined: Result<Driven, tokio::task::JoinError>,
+        report: &mut WorkerReport,
+    ) -> WorkerEvent {
+        let before = report.clone();
+        let lost = matches!(&joined, Ok((_, Ok(f))) if matches!(f.end, RunEnd::LeaseLost));
+        let event = tally(joined, report);
+        let c = self.counters();
+        use crate::metrics::WorkerCounters as W;
+        W::add(&c.done, report.done - before.done);
+        W::add(&c.failed, report.failed - before.failed);
+        W::add(&c.parked, report.parked - before.parked);
+        W::add(&c.released, report.released - before.released);
+        W::add(&c.leases_lost, u64::from(lost));
+        event
+    }
+}
 
 /// Counts how a driven run ended, and says so.
 fn tally(joined: Result<Driven, tokio::task::JoinError>, report: &mut WorkerReport) -> WorkerEvent {

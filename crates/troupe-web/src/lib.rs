@@ -22,6 +22,7 @@ pub mod answer;
 mod auth;
 mod console;
 mod guard;
+pub mod health;
 mod html;
 mod live;
 pub mod notify;
@@ -278,7 +279,17 @@ pub async fn serve_listener(
             let _ = writeln!(std::io::stderr(), "notifications: {a}");
         }
     }
-    let app = router_with(store, options.token, db, options.session_ttl);
+    // The health routes need no session (supervisors, Prometheus).
+    let probe = Arc::new(health::StoreProbe {
+        store: store.clone(),
+        host: None,
+    });
+    let app = health::health_router(probe).merge(router_with(
+        store,
+        options.token,
+        db,
+        options.session_ttl,
+    ));
     serve_connections(listener, app).await
 }
 
@@ -289,7 +300,7 @@ pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 
 /// Accepts connections and serves each with HTTP/1.1 under
 /// [`HEADER_READ_TIMEOUT`] (what `axum::serve` does, plus the timeout).
-async fn serve_connections(
+pub(crate) async fn serve_connections(
     listener: tokio::net::TcpListener,
     app: axum::Router,
 ) -> Result<(), WebError> {

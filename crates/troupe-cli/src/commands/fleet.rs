@@ -44,6 +44,10 @@ pub struct WorkerArgs {
     /// answers (from its checkpoint). `never` keeps them in place.
     #[arg(long, value_name = "DURATION|never", default_value = "1m", value_parser = parse_park_after)]
     pub park_after: ParkAfter,
+    /// Serve `/healthz`, `/readyz` and `/metrics` (Prometheus text) on this
+    /// address, e.g. `127.0.0.1:9464` (port 0: any free port, printed).
+    #[arg(long, value_name = "ADDR")]
+    pub health: Option<std::net::SocketAddr>,
     /// Stop once no run is runnable and none is in flight (a batch worker).
     #[arg(long)]
     pub exit_when_idle: bool,
@@ -94,6 +98,18 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitStatus> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if let Some(addr) = args.health {
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .with_context(|| format!("--health {addr}: cannot listen there"))?;
+        let bound = listener.local_addr()?;
+        crate::note!("health and metrics on http://{bound}/ (/healthz, /readyz, /metrics)");
+        let probe = Arc::new(troupe_web::health::StoreProbe {
+            store: host.store().clone(),
+            host: Some((*host).clone()),
+        });
+        runtime.spawn(troupe_web::health::serve_health(listener, probe));
+    }
     let report = runtime.block_on(async move {
         // The first SIGINT or SIGTERM stops claiming and interrupts the
         // runs in flight at their next step boundary (their leases go

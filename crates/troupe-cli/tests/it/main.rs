@@ -11,6 +11,7 @@ mod fork;
 mod fuzz_cli;
 mod fuzz_surfaces;
 mod hardening;
+mod health;
 mod identity;
 mod json_output;
 mod kills_support;
