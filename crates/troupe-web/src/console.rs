@@ -147,16 +147,12 @@ impl RunFilter {
 
 /// The filter form: a plain GET form, so it works without script.
 pub(crate) fn filter_form(f: &RunFilter, workflows: &[String]) -> String {
-    let statuses = [
-        "queued",
-        "running",
-        "waiting",
-        "done",
-        "failed",
-        "cancelled",
-        "stalled",
-        "needs_resolution",
-    ];
+    // Every status there is, from the store's one list of them (a list
+    // spelled here forgot `parked`).
+    let statuses: Vec<&str> = troupe_store::RunStatus::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
     let option = |v: &str, label: &str, chosen: Option<&str>| {
         format!(
             "<option value=\"{0}\"{1}>{2}</option>",

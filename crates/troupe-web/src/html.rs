@@ -39,7 +39,7 @@ pub(crate) fn status_badge(status: &str) -> String {
         "done" | "answered" => "ok",
         "failed" | "needs_resolution" | "cancelled" => "bad",
         "waiting" | "pending" => "wait",
-        "stalled" => "stalled",
+        "stalled" | "paused" | "parked" => "stalled",
         _ => "run",
     };
     format!(

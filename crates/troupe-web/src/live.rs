@@ -40,7 +40,7 @@ pub(crate) const CHART_EVERY: Duration = Duration::from_secs(2);
 pub(crate) fn is_over(status: &str) -> bool {
     matches!(
         status,
-        "done" | "failed" | "cancelled" | "stalled" | "needs_resolution"
+        "done" | "failed" | "cancelled" | "stalled" | "needs_resolution" | "paused"
     )
 }
 
