@@ -88,23 +88,11 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use crate::testing::{bare_run, both};
-    use crate::{Durability, NewTask, TaskKind, TaskStatus};
+    use crate::{Durability, NewTask, TaskStatus};
     use std::time::Duration;
 
     fn task(run: i64, key: &str, after: Duration) -> NewTask {
-        NewTask {
-            run,
-            key: key.into(),
-            lifeline: "A".into(),
-            action: "ok".into(),
-            kind: TaskKind::Confirm,
-            prompt: "ok?".into(),
-            prefill: None,
-            options: Vec::new(),
-            ty: "Bool".into(),
-            schema: "{}".into(),
-            deadline: Some((after, serde_json::json!(false))),
-        }
+        crate::testing::confirm_task(run, key, Some((after, serde_json::json!(false))))
     }
 
     #[test]

@@ -818,7 +818,7 @@ mod tests {
     /// holder of its lease parks it.
     #[test]
     fn a_run_waiting_on_people_is_parked_until_one_answers() {
-        use crate::{Fence, NewTask, Parking, TaskKind};
+        use crate::{Fence, Parking};
         let dir = tempfile::tempdir().unwrap();
         let fence = |run, owner: &str| Fence {
             run,
@@ -827,19 +827,7 @@ mod tests {
         };
         let lease = std::time::Duration::from_secs(60);
         for (store, run, _db) in stores(dir.path()) {
-            let task = NewTask {
-                run,
-                key: "A/ok#0".into(),
-                lifeline: "A".into(),
-                action: "ok".into(),
-                kind: TaskKind::Confirm,
-                prompt: "ok?".into(),
-                prefill: None,
-                options: Vec::new(),
-                ty: "Bool".into(),
-                schema: "{}".into(),
-                deadline: None,
-            };
+            let task = crate::testing::confirm_task(run, "A/ok#0", None);
             store
                 .with("record the task", |db| crate::insert_task(db, &task))
                 .unwrap();

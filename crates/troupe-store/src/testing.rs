@@ -126,3 +126,25 @@ pub fn bare_run(fingerprint: &str) -> crate::NewRun {
         parts: Vec::new(),
     }
 }
+
+/// A person's yes-or-no task `A/ok#k`-like, keyed `key`, of run `run`, with
+/// `deadline` (after, default): what the store's own tests record.
+pub fn confirm_task(
+    run: i64,
+    key: &str,
+    deadline: Option<(std::time::Duration, serde_json::Value)>,
+) -> crate::NewTask {
+    crate::NewTask {
+        run,
+        key: key.into(),
+        lifeline: "A".into(),
+        action: "ok".into(),
+        kind: crate::TaskKind::Confirm,
+        prompt: "ok?".into(),
+        prefill: None,
+        options: Vec::new(),
+        ty: "Bool".into(),
+        schema: "{}".into(),
+        deadline,
+    }
+}

@@ -49,23 +49,7 @@ fn provider(body: Value) -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 fn answer(mut stream: TcpStream, n: usize, body: &Value) -> String {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-    let mut length = 0;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).unwrap();
-        if h.trim().is_empty() {
-            break;
-        }
-        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap();
-        }
-    }
-    let mut request = vec![0; length];
-    reader.read_exact(&mut request).unwrap();
+    let (path, _request) = crate::support::read_request(&stream);
     let (status, text) = if n == 0 {
         (
             "429 Too Many Requests\r\nretry-after-ms: 20",

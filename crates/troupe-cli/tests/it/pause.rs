@@ -5,30 +5,11 @@
 
 use crate::support::{Project, said, wait_until};
 
-const WORKFLOW: &str = r#"
-effect deposit(account: Text, amount: Int) -> Int extern
-
-workflow paused(n: Int @ Bank) {
-  lifelines Bank, Clerk
-  act Bank: i = 0
-  act Bank: total = 0
-  while i < 3 @ Bank {
-    act Bank: d = deposit("acct", n + i)
-    msg Bank(d) -> Clerk(d)
-    act Clerk: e = d * 2
-    msg Clerk(e) -> Bank(e)
-    act Bank: total = total + e
-    act Bank: i = i + 1
-  }
-  return (total @ Bank)
-}
-"#;
-
 /// A project whose `deposit` says it started, waits for the file `go`,
 /// then appends `KEY AMOUNT` to `ledger`.
 fn project() -> Project {
     let p = Project::new();
-    p.write("w.troupe", WORKFLOW);
+    p.write("w.troupe", &crate::support::deposit_loop("paused", 3));
     let at = |f: &str| p.path().join(f).display().to_string();
     let script = format!(
         "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \

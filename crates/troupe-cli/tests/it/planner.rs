@@ -340,7 +340,7 @@ fn a_plan_that_fails_once_is_accepted_on_the_reask() {
 /// A fake OpenAI-compatible provider: answers request `n` with `answers[n]`
 /// (the last one again after the list), and keeps every request body.
 fn provider(answers: Vec<String>) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -348,22 +348,7 @@ fn provider(answers: Vec<String>) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<V
     std::thread::spawn(move || {
         for (n, stream) in listener.incoming().enumerate() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut length = 0;
-            loop {
-                let mut h = String::new();
-                reader.read_line(&mut h).unwrap();
-                if h.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
+            let (_, body) = crate::support::read_request(&stream);
             log.lock()
                 .unwrap()
                 .push(serde_json::from_slice(&body).unwrap_or(Value::Null));

@@ -13,25 +13,6 @@ use std::time::Duration;
 
 const ROUNDS: i64 = 4;
 
-const WORKFLOW: &str = r#"
-effect deposit(account: Text, amount: Int) -> Int extern
-
-workflow interrupted(n: Int @ Bank) {
-  lifelines Bank, Clerk
-  act Bank: i = 0
-  act Bank: total = 0
-  while i < 4 @ Bank {
-    act Bank: d = deposit("acct", n + i)
-    msg Bank(d) -> Clerk(d)
-    act Clerk: e = d * 2
-    msg Clerk(e) -> Bank(e)
-    act Bank: total = total + e
-    act Bank: i = i + 1
-  }
-  return (total @ Bank)
-}
-"#;
-
 /// The result, from the workflow's text: the sum of 2(n + i) over the
 /// rounds.
 fn expected(n: i64) -> i64 {
@@ -42,7 +23,10 @@ fn expected(n: i64) -> i64 {
 /// `KEY AMOUNT` to `ledger` and answers the amount.
 fn project() -> Project {
     let p = Project::new();
-    p.write("w.troupe", WORKFLOW);
+    p.write(
+        "w.troupe",
+        &crate::support::deposit_loop("interrupted", ROUNDS),
+    );
     let script = format!(
         "read -r j; a=$(printf '%s' \"$j\" | sed -E 's/.*\"amount\":(-?[0-9]+).*/\\1/'); \
          [ -n \"$a\" ] || exit 1; \

@@ -93,3 +93,53 @@ pub fn said(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Reads one HTTP/1.1 request from `stream` (what the fake model servers
+/// of the tests receive): its path and its body.
+pub fn read_request(stream: &std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    let _ = reader.read_line(&mut line);
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let mut length = 0;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    (path, body)
+}
+
+/// A workflow `name(n: Int @ Bank)` whose loop of `rounds` rounds performs
+/// the effect `deposit("acct", n + i)` once a round, sends it to a Clerk who
+/// doubles it, and sums what comes back: its result is the sum of
+/// 2(n + i), known without running it.
+pub fn deposit_loop(name: &str, rounds: i64) -> String {
+    format!(
+        r#"
+effect deposit(account: Text, amount: Int) -> Int extern
+
+workflow {name}(n: Int @ Bank) {{
+  lifelines Bank, Clerk
+  act Bank: i = 0
+  act Bank: total = 0
+  while i < {rounds} @ Bank {{
+    act Bank: d = deposit("acct", n + i)
+    msg Bank(d) -> Clerk(d)
+    act Clerk: e = d * 2
+    msg Clerk(e) -> Bank(e)
+    act Bank: total = total + e
+    act Bank: i = i + 1
+  }}
+  return (total @ Bank)
+}}
+"#
+    )
+}
