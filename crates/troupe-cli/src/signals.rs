@@ -19,7 +19,7 @@ use troupe_runtime::Interrupt;
 /// How long an effect or tool call in flight may still run once a run is
 /// interrupted; after it, the step stays recorded as started (as after a
 /// crash) and is settled when the run is resumed.
-pub const GRACE: Duration = Duration::from_secs(10);
+pub const GRACE: Duration = troupe_host::DEFAULT_GRACE;
 
 /// The process's one interrupt handle, shared by every host it opens.
 pub fn interrupt() -> Interrupt {

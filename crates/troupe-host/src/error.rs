@@ -113,7 +113,7 @@ pub enum HostError {
 fn owned_hint(owner: &str) -> String {
     match troupe_store::liveness(owner) {
         troupe_store::Liveness::Alive | troupe_store::Liveness::Stopped => {
-            match owner.split('@').next().and_then(|n| n.split(':').nth(1)) {
+            match troupe_store::owner_pid(owner) {
                 Some(pid) => format!(
                     " (it runs on this machine: stopping it, `kill {pid}`, lets the run be continued at once)"
                 ),

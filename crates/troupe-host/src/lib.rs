@@ -219,7 +219,7 @@ fn plan_verifier(
 
 /// How long an effect in flight may finish once its run is interrupted,
 /// when the process gave no interrupt of its own.
-const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 /// A fresh owner id for this process (see `troupe_store::new_owner_id`).
 pub fn new_owner_id() -> String {
@@ -707,12 +707,7 @@ impl Host {
         }
         let compiled = self.recorded(from)?;
         let values = compiled.parse_inputs(inputs, Some(&detail.inputs))?;
-        let settings: RunSettings =
-            serde_json::from_value(detail.settings.clone()).unwrap_or_else(|_| RunSettings {
-                llm: detail.llm.clone().filter(|l| l != "default"),
-                seed: detail.seed,
-                ..RunSettings::default()
-            });
+        let settings = recorded_settings(&detail);
         let new = new_run(
             &compiled,
             values,
@@ -861,12 +856,7 @@ impl Host {
                 Some((p, parts.len() as u32, local))
             }
         };
-        let mut settings: RunSettings = serde_json::from_value(detail.settings.clone())
-            .unwrap_or_else(|_| RunSettings {
-                llm: detail.llm.clone().filter(|l| l != "default"),
-                seed: detail.seed,
-                ..RunSettings::default()
-            });
+        let mut settings = recorded_settings(&detail);
         let before = settings.clone();
         settings.apply(overrides);
         if settings != before {
@@ -1241,6 +1231,16 @@ impl Host {
 enum Stop {
     Cancel(String),
     Lost,
+}
+
+/// The settings a run was recorded with (a run recorded before settings
+/// were, its model and seed).
+fn recorded_settings(detail: &troupe_store::RunDetail) -> RunSettings {
+    serde_json::from_value(detail.settings.clone()).unwrap_or_else(|_| RunSettings {
+        llm: detail.llm.clone().filter(|l| l != "default"),
+        seed: detail.seed,
+        ..RunSettings::default()
+    })
 }
 
 /// The record of a new run of `compiled`, claimed by `owner` or queued.

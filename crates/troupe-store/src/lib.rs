@@ -53,7 +53,7 @@ pub use gauges::Gauges;
 pub use inbox::StoreInbox;
 pub use journal::{History, JournalOptions, StoreJournal};
 pub use lease::{Claim, Held, Renewal, StopReason};
-pub use owner::{Liveness, describe as describe_owner, liveness, new_owner_id};
+pub use owner::{Liveness, describe as describe_owner, liveness, new_owner_id, pid as owner_pid};
 pub use pause::Pausing;
 pub use placement::{NewPart, PartRow, PartStatus, StoreChannels};
 pub use query::{Events, LlmCallRow, Parking, RunDetail, RunSummary, RunTotals, StepRow, TaskRow};

@@ -97,15 +97,27 @@ pub fn new_owner_id() -> String {
     )
 }
 
-/// The parts of an owner id that locate its process: PID, machine digest
-/// and start time.
-fn locate(owner: &str) -> Option<(u32, &str, u64)> {
-    let (name, place) = owner.rsplit_once('@')?;
-    let (machine, start) = place.split_once(':')?;
+/// The host and process id an owner id names (`HOST:PID:NONCE`, with or
+/// without `@MACHINE:START`; a host name may itself hold `:`).
+fn host_and_pid(owner: &str) -> Option<(&str, u32)> {
+    let name = owner.rsplit_once('@').map_or(owner, |(n, _)| n);
     let mut parts = name.rsplitn(3, ':');
     let _nonce = parts.next()?;
     let pid = parts.next()?.parse().ok()?;
-    Some((pid, machine, start.parse().ok()?))
+    Some((parts.next()?, pid))
+}
+
+/// The process id an owner id names, if it names one.
+pub fn pid(owner: &str) -> Option<u32> {
+    host_and_pid(owner).map(|(_, pid)| pid)
+}
+
+/// The parts of an owner id that locate its process: PID, machine digest
+/// and start time.
+fn locate(owner: &str) -> Option<(u32, &str, u64)> {
+    let (_, place) = owner.rsplit_once('@')?;
+    let (machine, start) = place.split_once(':')?;
+    Some((pid(owner)?, machine, start.parse().ok()?))
 }
 
 /// Whether the process that `owner` names is alive, as far as this
@@ -136,14 +148,9 @@ pub fn liveness(owner: &str) -> Liveness {
 /// `owner` for people: `process 17612 on vm`, or the id itself when it
 /// does not say.
 pub fn describe(owner: &str) -> String {
-    let name = owner.rsplit_once('@').map_or(owner, |(n, _)| n);
-    let mut parts = name.rsplitn(3, ':');
-    let (_, pid, host) = (parts.next(), parts.next(), parts.next());
-    match (pid, host) {
-        (Some(pid), Some(host)) if pid.parse::<u32>().is_ok() => {
-            format!("process {pid} on {host}")
-        }
-        _ => owner.to_owned(),
+    match host_and_pid(owner) {
+        Some((host, pid)) => format!("process {pid} on {host}"),
+        None => owner.to_owned(),
     }
 }
 
