@@ -49,7 +49,7 @@
 //! **Example**: `act User: ok = confirm_booking(summary)`,
 //! `msg User(ok) -> Agent(ok)`, `if ok @ Agent { act Agent: t = book_ticket(…) }`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use troupe_check::ir::{StmtId, StmtKind};
 use troupe_syntax::{Code, Diagnostic};
@@ -57,7 +57,7 @@ use troupe_syntax::{Code, Diagnostic};
 use super::Context;
 use super::describe::join_and;
 use super::flow::{Branch, CallSite, UNBOUND};
-use super::load::{param_index, tool_of};
+use super::load::param_index;
 use crate::contract::ToolContract;
 
 /// Why a confirming construct does not confirm this execution of the call.
@@ -78,15 +78,19 @@ enum Stale {
 pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
     let flow = cx.flow;
     let mut out = Vec::new();
-    let mut by_tool: HashMap<(&str, &str), HashSet<StmtId>> = HashMap::new();
-    for c in &flow.calls {
-        if let Some(tool) = cx.action(c.action).and_then(tool_of) {
-            by_tool
-                .entry((tool.server.name.as_str(), tool.remote.as_str()))
-                .or_default()
-                .insert(c.stmt);
-        }
-    }
+    // The calls one answer may confirm at most one of: every call of a
+    // tool that needs a confirmation (one answer confirms one call of one
+    // tool, so a yes for a booking does not also pay for a transfer).
+    let confirmed: HashSet<StmtId> = flow
+        .calls
+        .iter()
+        .filter(|c| {
+            cx.contracts
+                .get(c.action)
+                .is_some_and(|k| k.transactional || k.requires_confirmation)
+        })
+        .map(|c| c.stmt)
+        .collect();
     for call in &flow.calls {
         let Some(contract) = cx.contracts.get(call.action) else {
             continue;
@@ -114,12 +118,7 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
                 ),
             );
         }
-        let own: HashSet<StmtId> = [call.stmt].into_iter().collect();
-        let same_tool = cx
-            .action(call.action)
-            .and_then(tool_of)
-            .and_then(|t| by_tool.get(&(t.server.name.as_str(), t.remote.as_str())))
-            .unwrap_or(&own);
+        let same_tool = &confirmed;
         let ancestors = flow.ancestors(call.stmt);
         let confirming: Vec<(StmtId, Branch)> = ancestors
             .iter()
