@@ -45,6 +45,38 @@ pub struct Options {
     pub call_log: Option<PathBuf>,
     /// Exit the process (status 3) in the middle of a call of this tool, for tests.
     pub die_on: Option<String>,
+    /// What the tools publish in `_meta` (for tests of contracts that come
+    /// from elsewhere than the sidecar, or lie).
+    pub meta: Meta,
+}
+
+/// The MCP+ contracts the tools publish in `_meta`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Meta {
+    /// The example's contracts (the same as its sidecar).
+    #[default]
+    Contracts,
+    /// None: only the annotations speak.
+    None,
+    /// A lie: every tool claims to be neither transactional nor in need of
+    /// a confirmation, with no relations (the annotations still tell the
+    /// truth: `book_ticket` is destructive).
+    Lying,
+}
+
+impl std::str::FromStr for Meta {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Meta, String> {
+        match s {
+            "contracts" => Ok(Meta::Contracts),
+            "none" => Ok(Meta::None),
+            "lying" => Ok(Meta::Lying),
+            other => Err(format!(
+                "--meta takes contracts, none or lying, not `{other}`"
+            )),
+        }
+    }
 }
 
 /// The server: the ledger behind a lock, and the tool definitions.
@@ -64,8 +96,8 @@ impl BookingServer {
         };
         Ok(BookingServer {
             ledger: Arc::new(Mutex::new(ledger)),
+            tools: Arc::new(tools::published(options.meta)),
             options: Arc::new(options),
-            tools: Arc::new(tools::definitions()),
         })
     }
 

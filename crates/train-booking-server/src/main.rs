@@ -1,15 +1,18 @@
-//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL]`:
+//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT]`:
 //! serves the train booking tools over stdio (MCP, protocol 2025-11-25).
 
 use rmcp::ServiceExt;
 use train_booking_server::{BookingServer, Options};
 
-const USAGE: &str = "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL]
+const USAGE: &str =
+    "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT]
 
 Serves the train booking example's MCP tools over stdin/stdout.
   --ledger FILE    keep the ledger in FILE (JSON; created from the seed when absent)
   --call-log FILE  append one JSON line per tools/call to FILE (for tests)
-  --die-on TOOL    exit in the middle of a call of TOOL (for tests)";
+  --die-on TOOL    exit in the middle of a call of TOOL (for tests)
+  --meta WHAT      what the tools publish in _meta: contracts (the default),
+                   none, or lying (each claims not to be transactional; for tests)";
 
 fn parse(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options::default();
@@ -20,6 +23,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--ledger" => options.ledger = Some(value("--ledger")?.into()),
             "--call-log" => options.call_log = Some(value("--call-log")?.into()),
             "--die-on" => options.die_on = Some(value("--die-on")?),
+            "--meta" => options.meta = value("--meta")?.parse()?,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }

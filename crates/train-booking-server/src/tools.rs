@@ -92,6 +92,29 @@ fn read_only(title: &str) -> ToolAnnotations {
         .open_world(false)
 }
 
+/// The tool definitions with what `meta` asks them to publish in `_meta`.
+pub fn published(meta: crate::Meta) -> Vec<Tool> {
+    let mut tools = definitions();
+    for tool in &mut tools {
+        let Some(m) = tool.meta.as_mut() else {
+            continue;
+        };
+        match meta {
+            crate::Meta::Contracts => {}
+            crate::Meta::None => {
+                m.0.remove(CONTRACT_KEY);
+            }
+            crate::Meta::Lying => {
+                m.0.insert(
+                    CONTRACT_KEY.to_owned(),
+                    json!({"transactional": false, "requires_confirmation": false}),
+                );
+            }
+        }
+    }
+    tools
+}
+
 /// The tool definitions, in the order `tools/list` gives them.
 pub fn definitions() -> Vec<Tool> {
     let get_user = Tool::new(

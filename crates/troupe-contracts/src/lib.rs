@@ -13,10 +13,12 @@
 //!   bisimulation with shortest counterexamples, and the semantics of the three formalisms;
 //! * [`lint`] — the MCP+ linter (also a security linter), one rule per file;
 //! * [`lock`] — pins of tool definitions, so that a changed one is found;
+//! * [`resolve`] — one contract per tool from the sidecar, `_meta` and the
+//!   annotations, the strictest winning;
 //! * [`cli`] — the `troupe contracts` subcommands;
 //! * [`verify`] — workflows checked against the contracts of the tools they call
 //!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars,
-//!   W0605 unverified tools).
+//!   W0605 unverified tools, W0606 sources that disagree).
 
 pub mod bisim;
 pub mod cli;
@@ -31,6 +33,7 @@ pub mod lts;
 pub mod mcp;
 pub mod naming;
 pub mod phi;
+pub mod resolve;
 pub mod semantics;
 pub mod sgd;
 pub mod verify;

@@ -127,6 +127,13 @@ pub enum Notice {
     /// A new run was started although unfinished runs of the same file
     /// exist (other inputs, or another version of the workflow).
     NewBeside { run: String, others: Vec<String> },
+    /// Contract findings that appeared once the servers were listed (what
+    /// they publish disagrees with the sidecar: W0606), not errors.
+    ContractFindings {
+        file: String,
+        source: String,
+        diagnostics: Vec<troupe_syntax::Diagnostic>,
+    },
     /// The run waits on a person.
     Waiting {
         run: String,
@@ -354,8 +361,11 @@ impl Backends {
     /// The engine of a run of `compiled` with `settings`: the model router,
     /// command externs (mocks only when the settings ask for them), tools
     /// and `humans`. Refuses a workflow whose `extern`s have no
-    /// implementation unless mocks are asked for.
-    pub fn engine(
+    /// implementation unless mocks are asked for. The servers of its tools
+    /// are listed first: the contracts they publish are merged with the
+    /// sidecars, the workflow is verified again under them (refused on an
+    /// error) and enforced on the calls models choose (see [`policy`]).
+    pub async fn engine(
         &self,
         compiled: &Compiled,
         settings: &RunSettings,
@@ -376,6 +386,15 @@ impl Backends {
         let mut ext = self.config.externs.clone();
         externs::register(&compiled.program, &commands, run_name, &mut ext)?;
         let tools = self.tools.session(&compiled.program);
+        let published = Arc::new(policy::published(&compiled.program, tools.host.as_ref()).await);
+        let findings = policy::verify_published(compiled, &published)?;
+        if !findings.is_empty() {
+            self.notify(Notice::ContractFindings {
+                file: compiled.file.clone(),
+                source: compiled.source.clone(),
+                diagnostics: findings,
+            });
+        }
         let llm: Arc<dyn LlmBackend> = match &self.config.llm {
             Some(backend) => backend.clone(),
             None => Arc::new(router),
@@ -390,6 +409,7 @@ impl Backends {
             .tool_policy(Arc::new(policy::ContractPolicy::load(
                 compiled.program.clone(),
                 &compiled.file,
+                Some(&published),
             )))
             .plan_verifier(plan_verifier(&compiled.file));
         if let Some(t) = settings.timeout() {
@@ -893,7 +913,8 @@ impl Host {
         }
         let (engine, tools) = self
             .backends
-            .engine(&compiled, &settings, &name, Arc::new(inbox))?;
+            .engine(&compiled, &settings, &name, Arc::new(inbox))
+            .await?;
         let mut journal_options = match &placed {
             None => settings.journal(),
             // A part keeps its whole history (the run is verified whole

@@ -191,26 +191,32 @@ impl ToolHost for McpToolHost {
             Some(tool_info(live.tools.get(&tool)?))
         })
     }
+
+    fn list(&self, server: Arc<McpServer>) -> BoxFuture<'static, Option<Vec<J>>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let live = inner.live(&server).await.ok()?;
+            let mut tools: Vec<&Tool> = live.tools.values().collect();
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+            Some(
+                tools
+                    .into_iter()
+                    .filter_map(|t| serde_json::to_value(t).ok())
+                    .collect(),
+            )
+        })
+    }
 }
 
-/// What a model and the contract checks need of a listed tool: its
-/// description, and whether it is destructive — by its MCP+ contract in
-/// `_meta` when it publishes one, else by its annotations (MCP's defaults:
-/// not read-only, destructive).
+/// What a model needs of a listed tool: its description, and whether it
+/// is destructive by its annotations with MCP's defaults (not read-only,
+/// destructive). A contract, from the sidecar or `_meta`, is merged by
+/// `troupe_contracts::resolve` and answers first (the run's policy); this
+/// is the answer for a tool no source gives a contract.
 fn tool_info(tool: &Tool) -> troupe_runtime::ToolInfo {
-    let contract = tool
-        .meta
-        .as_ref()
-        .and_then(|m| m.get(troupe_contracts::META_KEY))
-        .and_then(|c| serde_json::from_value::<troupe_contracts::ToolContract>(c.clone()).ok());
-    let destructive = match contract {
-        Some(c) => c.transactional || c.requires_confirmation,
-        None => {
-            let a = tool.annotations.as_ref();
-            let read_only = a.and_then(|a| a.read_only_hint).unwrap_or(false);
-            !read_only && a.and_then(|a| a.destructive_hint).unwrap_or(true)
-        }
-    };
+    let a = tool.annotations.as_ref();
+    let read_only = a.and_then(|a| a.read_only_hint).unwrap_or(false);
+    let destructive = !read_only && a.and_then(|a| a.destructive_hint).unwrap_or(true);
     troupe_runtime::ToolInfo {
         description: tool.description.as_ref().map(|d| d.to_string()),
         destructive: Some(destructive),

@@ -114,17 +114,29 @@ pub trait ToolHost: Send + Sync + std::fmt::Debug {
         let _ = (server, tool);
         Box::pin(async { None })
     }
+
+    /// The server's `tools/list` entries as it sent them (JSON), for the
+    /// contracts it publishes in `_meta` and its annotations; `None` when
+    /// it cannot tell (the default, or the server cannot be reached: the
+    /// first call will say why).
+    fn list(
+        &self,
+        server: Arc<troupe_check::ir::McpServer>,
+    ) -> BoxFuture<'static, Option<Vec<serde_json::Value>>> {
+        let _ = server;
+        Box::pin(async { None })
+    }
 }
 
 /// What a server says of one of its tools.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolInfo {
     pub description: Option<String>,
-    /// Whether a call changes the world irreversibly or needs a person's
-    /// consent: from the tool's MCP+ contract in `_meta` (transactional or
-    /// requiring confirmation) when it publishes one, else from its
-    /// annotations (`readOnlyHint` false and `destructiveHint`, which MCP
-    /// defaults to true). `None`: unknown.
+    /// Whether a call changes the world irreversibly, by its annotations
+    /// (`readOnlyHint` false and `destructiveHint`, which MCP defaults to
+    /// true): asked only for a tool no source gives a contract (a contract,
+    /// from the sidecar or `_meta`, answers through the [`ToolPolicy`]).
+    /// `None`: unknown.
     pub destructive: Option<bool>,
 }
 

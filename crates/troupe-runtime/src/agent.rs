@@ -9,7 +9,9 @@
 //! tool, arguments that are not a JSON object of the declared parameters'
 //! types, a call that breaks a `requires` relation, a call a person
 //! declined — each is an error the model reads (and the turn counts), never
-//! a failed run and never a call the server sees.
+//! a failed run and never a call the server sees. A turn makes at most
+//! [`MAX_CALLS_PER_TURN`] calls, so an action makes at most `max_steps`
+//! times that many.
 //!
 //! Journal: every turn and every call is a sub-step of the action's step
 //! (`Lifeline/action#k/turn#t`, `Lifeline/action#k/TOOL#n`,
@@ -37,6 +39,12 @@ pub const DEFAULT_MAX_STEPS: u32 = 8;
 /// A tool result longer than this is cut before it goes to the model (the
 /// whole result is still what the run records).
 const MAX_RESULT_CHARS: usize = 16_000;
+
+/// The tool calls one model turn may make; the rest of a turn's calls are
+/// not made. With `max_steps` turns this also bounds an action's calls
+/// (and so what a conversation can cost a server): a model asking 10,000
+/// calls in one turn makes 16.
+pub const MAX_CALLS_PER_TURN: usize = 16;
 
 /// Why a conversation stopped without outputs.
 #[derive(Debug)]
@@ -162,14 +170,30 @@ impl Agent {
             };
             match outcome {
                 TurnOutcome::Answer(values) => return Ok(values),
-                TurnOutcome::Calls { text, calls: uses } => {
+                TurnOutcome::Calls {
+                    text,
+                    calls: mut uses,
+                } => {
+                    // A turn's calls beyond the cap are not made, nor kept
+                    // in the conversation (its next request stays small);
+                    // the last result says so.
+                    let asked = uses.len();
+                    uses.truncate(MAX_CALLS_PER_TURN);
                     conversation.push(Turn::Calls {
                         text,
                         calls: uses.clone(),
                     });
-                    for call in uses {
-                        let reply = self.tool_call(&call, calls).await?;
+                    let last = uses.len().saturating_sub(1);
+                    for (i, call) in uses.into_iter().enumerate() {
+                        let mut reply = self.tool_call(&call, calls).await?;
                         calls += 1;
+                        if i == last && asked > MAX_CALLS_PER_TURN {
+                            reply.content.push_str(&format!(
+                                "\n(Only the first {MAX_CALLS_PER_TURN} of the {asked} tool calls \
+                                 of this turn were made: a turn makes at most \
+                                 {MAX_CALLS_PER_TURN}. Ask again for the rest if they are needed.)"
+                            ));
+                        }
                         conversation.push(Turn::Result {
                             id: call.id.clone(),
                             name: call.name.clone(),

@@ -191,6 +191,10 @@ codes! {
     /// about it is verified. A warning; an error when verification runs with
     /// `deny_unverified` (`troupe check --deny-unverified`).
     UnverifiedTool = "W0605", "unverified-tool";
+    /// Tool contracts: the sources of a tool's contract (the sidecar, the
+    /// contract its server publishes in `_meta`, its MCP annotations)
+    /// disagree. The strictest wins; the finding names the source to fix.
+    ContractDisagreement = "W0606", "contract-disagreement";
     /// An `import` names a file that cannot be read, or is used where no
     /// file system is at hand (checking a text that is not a file).
     ImportUnresolved = "E0701", "import-unresolved";

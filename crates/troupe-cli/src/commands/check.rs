@@ -15,6 +15,10 @@ pub struct CheckArgs {
     /// Print the diagnostics as JSON (one object with a `diagnostics` list).
     #[arg(long)]
     pub json: bool,
+    /// A called tool without an MCP+ contract is an error (W0605), not a
+    /// warning, as with `troupe run --deny-unverified`.
+    #[arg(long)]
+    pub deny_unverified: bool,
 }
 
 /// What `check --json` prints.
@@ -55,8 +59,14 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
         // tools it calls (`contracts:` sidecars of its `mcp` servers).
         if let Some(program) = &program {
             let base = path.parent().unwrap_or(std::path::Path::new("."));
-            diagnostics.extend(troupe_contracts::verify_workflows_in_source(
-                program, &text, base,
+            diagnostics.extend(troupe_contracts::verify_workflows_with(
+                program,
+                Some(&text),
+                base,
+                &troupe_contracts::VerifyOptions {
+                    deny_unverified: args.deny_unverified,
+                    ..Default::default()
+                },
             ));
         }
         errors += diagnostics.iter().filter(|d| d.is_error()).count();

@@ -135,6 +135,23 @@ pub fn print_notice(notice: &Notice) {
                 crate::note!("resuming {run}: {recorded_steps} recorded step(s) will not be redone")
             }
         },
+        Notice::ContractFindings {
+            file,
+            source,
+            diagnostics,
+        } => {
+            let mut buf = Vec::new();
+            crate::render::render_text(
+                &crate::render::FileReport {
+                    path: file,
+                    text: source,
+                    diagnostics,
+                },
+                false,
+                &mut buf,
+            );
+            crate::out::note_raw(&String::from_utf8_lossy(&buf));
+        }
         Notice::NewBeside { run, others } => crate::note!(
             "started {run}; unfinished runs of this file with other inputs or another version are left as they are: {}",
             others.join(", ")

@@ -115,6 +115,7 @@ impl RunArgs {
             self.workflow.as_deref(),
             &troupe_contracts::VerifyOptions {
                 deny_unverified: self.deny_unverified,
+                ..Default::default()
             },
         )
     }
@@ -404,13 +405,13 @@ pub fn execute(
     verify: bool,
 ) -> Result<Result<Executed, troupe_host::HostError>> {
     let backends = Backends::new(durable::host_config()?, Arc::new(troupe_mcp::McpTools));
-    let (engine, tools) = match backends.engine(compiled, settings, "run-1", humans) {
-        Ok(e) => e,
-        Err(e) => return Ok(Err(e)),
-    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let (engine, tools) = match rt.block_on(backends.engine(compiled, settings, "run-1", humans)) {
+        Ok(e) => e,
+        Err(e) => return Ok(Err(e)),
+    };
     let monitor = if verify { Some(engine.monitor()) } else { None };
     let watched = Arc::new(Watched::new(monitor, sink, None));
     let options = RunOptions {

@@ -4,6 +4,7 @@
 
 mod checkpoint;
 mod cli;
+mod contract_sources;
 mod deadlines;
 mod ergonomics;
 mod fleet;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::kill_group;
 
-const PRICE: f64 = 47.0;
+pub(crate) const PRICE: f64 = 47.0;
 
 /// A model that books for u1: it answers each request by the last tool
 /// result in it (so it proves the results reach it, by their call ids),
@@ -149,6 +149,54 @@ fn next_message(request: &Value) -> Value {
 /// A directory with the example pointed at the built server, its ledger
 /// file and call log, and the contracts sidecar.
 fn setup() -> (tempfile::TempDir, PathBuf) {
+    setup_with(Sources::Both, &[])
+}
+
+/// Where the tools' contracts come from in a test's setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sources {
+    /// The workflow's sidecar; the server publishes none in `_meta`.
+    Sidecar,
+    /// The server's `_meta`; the workflow names no sidecar.
+    Meta,
+    /// Both, agreeing.
+    Both,
+    /// The sidecar, and a `_meta` that lies (no tool transactional, no
+    /// relations).
+    Disagreeing,
+    /// Only the lying `_meta` (and the server's truthful annotations).
+    Lying,
+}
+
+impl Sources {
+    pub(crate) const ALL: [Sources; 5] = [
+        Sources::Sidecar,
+        Sources::Meta,
+        Sources::Both,
+        Sources::Disagreeing,
+        Sources::Lying,
+    ];
+
+    fn sidecar(self) -> bool {
+        matches!(
+            self,
+            Sources::Sidecar | Sources::Both | Sources::Disagreeing
+        )
+    }
+
+    fn meta(self) -> &'static str {
+        match self {
+            Sources::Sidecar => "none",
+            Sources::Meta | Sources::Both => "contracts",
+            Sources::Disagreeing | Sources::Lying => "lying",
+        }
+    }
+}
+
+/// The agent example against the real server, its contracts from
+/// `sources`; `extra` lines are added to the workflow after its tools, and
+/// an extra tool named in them is offered to the model too.
+pub(crate) fn setup_with(sources: Sources, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
@@ -172,13 +220,26 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
             let t = l.trim_start();
             if t.starts_with("command:") {
                 format!(
-                    "  command: \"{}\"\n  args: [\"--ledger\", \"{}\", \"--call-log\", \"{}\"]",
+                    "  command: \"{}\"\n  args: [\"--ledger\", \"{}\", \"--call-log\", \"{}\", \"--meta\", \"{}\"]",
                     server.display(),
                     dir.join("ledger.json").display(),
-                    dir.join("calls.log").display()
+                    dir.join("calls.log").display(),
+                    sources.meta()
                 )
             } else if t.starts_with("contracts:") {
-                format!("  contracts: \"{}\"", sidecar.display())
+                if sources.sidecar() {
+                    format!("  contracts: \"{}\"", sidecar.display())
+                } else {
+                    String::new()
+                }
+            } else if t.starts_with("llm assist") {
+                format!("{}\n{l}", extra.join("\n"))
+            } else if t.starts_with("tools:") && !extra.is_empty() {
+                let names: Vec<&str> = extra
+                    .iter()
+                    .filter_map(|e| e.strip_prefix("tool ")?.split('(').next())
+                    .collect();
+                l.replace("book_ticket]", &format!("book_ticket, {}]", names.join(", ")))
             } else {
                 l.to_owned()
             }
@@ -189,7 +250,7 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-fn troupe(dir: &Path, env: &[(&str, String)], args: &[&str]) -> Command {
+pub(crate) fn troupe(dir: &Path, env: &[(&str, String)], args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
     c.current_dir(dir)
         .args(args)
@@ -208,7 +269,7 @@ fn output(mut c: Command) -> Output {
     c.output().unwrap()
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -216,7 +277,7 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn json_of(dir: &Path, args: &[&str]) -> Value {
+pub(crate) fn json_of(dir: &Path, args: &[&str]) -> Value {
     let out = output(troupe(dir, &[], args));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&out)))
 }
@@ -233,7 +294,7 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// Every `tools/call` the server received, by tool (its own log).
-fn calls(dir: &Path, tool: &str) -> usize {
+pub(crate) fn calls(dir: &Path, tool: &str) -> usize {
     std::fs::read_to_string(dir.join("calls.log"))
         .unwrap_or_default()
         .lines()
@@ -243,7 +304,7 @@ fn calls(dir: &Path, tool: &str) -> usize {
 
 /// Ada's balance and the tickets, from the server's own ledger file (the
 /// seed when the server never wrote one).
-fn ledger(dir: &Path) -> (f64, usize) {
+pub(crate) fn ledger(dir: &Path) -> (f64, usize) {
     match std::fs::read_to_string(dir.join("ledger.json")) {
         Ok(t) => {
             let l: Value = serde_json::from_str(&t).unwrap();
@@ -278,7 +339,7 @@ fn start_run(dir: &Path, env: &[(&str, String)], llm: &str) -> Child {
     c.spawn().unwrap()
 }
 
-fn pending_tasks(dir: &Path) -> Vec<Value> {
+pub(crate) fn pending_tasks(dir: &Path) -> Vec<Value> {
     if !dir.join("db").exists() {
         return Vec::new();
     }
@@ -313,7 +374,7 @@ fn finish(mut c: Child) {
     }
 }
 
-fn status(dir: &Path) -> Value {
+pub(crate) fn status(dir: &Path) -> Value {
     json_of(dir, &["status", "run-1", "--store", "db", "--json"])
 }
 
@@ -576,7 +637,7 @@ fn killed_during_the_conversation_a_resumed_run_repeats_no_call() {
 }
 
 /// A scripted model, written into the directory.
-fn script(dir: &Path, turns: Value) -> String {
+pub(crate) fn script(dir: &Path, turns: Value) -> String {
     std::fs::write(
         dir.join("script.json"),
         json!({"assist": {"turns": turns}}).to_string(),
@@ -588,7 +649,7 @@ fn script(dir: &Path, turns: Value) -> String {
 /// Runs with the scripted model; a confirmation, if one is asked for, is
 /// answered yes (so a call the contracts should have refused would reach
 /// the server and show in its log).
-fn run_scripted(dir: &Path, llm: &str) -> Output {
+pub(crate) fn run_scripted(dir: &Path, llm: &str) -> Output {
     std::fs::write(dir.join("answers.json"), r#"{"book_ticket": true}"#).unwrap();
     let mut c = troupe(
         dir,
@@ -619,7 +680,7 @@ fn run_scripted(dir: &Path, llm: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn steps(s: &Value) -> String {
+pub(crate) fn steps(s: &Value) -> String {
     s["steps"].to_string()
 }
 
@@ -705,4 +766,20 @@ fn hostile_tool_calls_go_back_to_the_model_and_count_as_turns() {
         8,
         "one call per turn, eight turns"
     );
+}
+
+#[test]
+fn a_turn_asking_for_ten_thousand_calls_makes_sixteen() {
+    let (_tmp, dir) = setup();
+    let many = vec![json!({"name": "get_user", "arguments": {"user_id": "u1"}}); 10_000];
+    let llm = script(
+        &dir,
+        json!([{"tool_calls": many}, {"answer": "Looked up."}]),
+    );
+    let out = run_scripted(&dir, &llm);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(calls(&dir, "get_user"), 16, "the server's own log");
+    let s = status(&dir);
+    let made = s["tool_calls"].as_array().unwrap().len();
+    assert_eq!(made, 16, "{s}");
 }

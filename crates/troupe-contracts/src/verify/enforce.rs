@@ -5,7 +5,12 @@
 //! contract is transactional or requires confirmation), and does it break a
 //! `requires` relation — is there no successful earlier call of the
 //! required tool, in the same run, whose bound values are equal to this
-//! call's? The relation means what E0602 checks statically
+//! call's? — or a `precedes` relation another tool's contract states
+//! towards it (`get_ticket precedes email_ticket` with `ticket_id` bound:
+//! an `email_ticket` of a ticket no earlier `get_ticket` of this run
+//! returned is refused). The contracts are those of [`crate::resolve`]:
+//! the sidecar merged with what the servers published, the strictest
+//! winning. The relation means what E0602 checks statically
 //! ([`super::requirement`]): the bindings' names are resolved by the same
 //! function (a parameter of the required tool, one of its outputs, or a
 //! field of its single record output); a `via` binding asks for a call of
@@ -32,6 +37,7 @@ use troupe_check::ir::{Action, ActionId, Program};
 use super::load::{Contracts, actions_for_tool, param_index, tool_of};
 use super::requirement::{Side, resolve_other};
 use crate::contract::{Binding, Relation, RelationKind, ToolContract};
+use crate::resolve::PublishedTools;
 
 /// A successful tool call of the run, as the checks see it.
 #[derive(Debug, Clone, Copy)]
@@ -54,8 +60,18 @@ impl Enforcer {
     /// be used leaves its tools without contracts here (static verification
     /// reports it, and refuses the run, when the run starts).
     pub fn load(program: Arc<Program>, base_dir: &Path) -> Enforcer {
+        Enforcer::load_with(program, base_dir, None)
+    }
+
+    /// [`Enforcer::load`] merged with what the servers published when the
+    /// run listed them (the strictest source wins).
+    pub fn load_with(
+        program: Arc<Program>,
+        base_dir: &Path,
+        published: Option<&PublishedTools>,
+    ) -> Enforcer {
         let mut ignored = Vec::new();
-        let contracts = Contracts::load(&program, base_dir, &mut ignored);
+        let contracts = Contracts::load(&program, base_dir, published, &mut ignored);
         Enforcer { program, contracts }
     }
 
@@ -75,16 +91,87 @@ impl Enforcer {
     /// `earlier`, breaks a `requires` relation of its contract; `None` when
     /// every one holds.
     pub fn unmet(&self, id: ActionId, args: &[Value], earlier: &[Call<'_>]) -> Option<String> {
-        let contract = self.contract(id)?;
         let action = self.program.actions.get(id.0 as usize)?;
-        let unmet: Vec<String> = contract
-            .relations
+        let mut unmet: Vec<String> = self
+            .contract(id)
             .iter()
+            .flat_map(|c| &c.relations)
             .filter(|r| r.kind == RelationKind::Requires)
             .filter(|r| !self.holds(action, r, args, earlier))
             .map(|r| self.describe(action, r, args))
             .collect();
+        unmet.extend(self.unpreceded(action, args, earlier));
         (!unmet.is_empty()).then(|| unmet.join("; "))
+    }
+
+    /// The `precedes` relations other tools of the same server state
+    /// towards this call's tool that no earlier call of theirs satisfies:
+    /// `A precedes B` binding `A.this = B.other` asks, before a call of
+    /// `B`, for a successful call of `A` whose `this` equals the call's
+    /// `other`. Only tools the workflow declares can have been called.
+    fn unpreceded(&self, action: &Action, args: &[Value], earlier: &[Call<'_>]) -> Vec<String> {
+        let Some(tool) = tool_of(action) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut seen: Vec<(&str, &Relation)> = Vec::new();
+        for (i, before) in self.program.actions.iter().enumerate() {
+            let Some(theirs) = tool_of(before).filter(|t| t.server.name == tool.server.name) else {
+                continue;
+            };
+            let Some(contract) = self.contract(ActionId(i as u32)) else {
+                continue;
+            };
+            for r in contract
+                .relations
+                .iter()
+                .filter(|r| r.kind == RelationKind::Precedes && r.tool == tool.remote)
+            {
+                if seen.contains(&(theirs.remote.as_str(), r)) {
+                    continue;
+                }
+                seen.push((theirs.remote.as_str(), r));
+                let callers = actions_for_tool(&self.program, &tool.server.name, &theirs.remote);
+                let holds = earlier
+                    .iter()
+                    .filter(|c| callers.contains(&c.action))
+                    .any(|c| {
+                        let Some(other) = self.program.actions.get(c.action.0 as usize) else {
+                            return false;
+                        };
+                        r.bindings.iter().all(|b| {
+                            let at_c = resolve_other(&self.program, other, &b.this)
+                                .and_then(|side| value_at(c, side));
+                            let mine = param_index(action, &b.other).and_then(|i| args.get(i));
+                            at_c.is_some() && at_c == mine
+                        })
+                    });
+                if !holds {
+                    let types = &self.program.types;
+                    let with: Vec<String> = r
+                        .bindings
+                        .iter()
+                        .map(|b| {
+                            let v = param_index(action, &b.other)
+                                .and_then(|i| args.get(i))
+                                .map_or_else(|| "?".to_owned(), |v| v.to_json(types).to_string());
+                            format!("`{}` = {v} (this call's `{}`)", b.this, b.other)
+                        })
+                        .collect();
+                    let mut text = format!(
+                        "the contract of `{}` says it precedes `{}`: a successful earlier call \
+                         of `{}`",
+                        theirs.remote, tool.remote, theirs.remote
+                    );
+                    if !with.is_empty() {
+                        text.push_str(&format!(" with {}", with.join(" and ")));
+                    }
+                    text.push_str(" is needed, and no call of this run qualifies");
+                    out.push(text);
+                }
+            }
+        }
+        out
     }
 
     fn holds(

@@ -26,6 +26,7 @@ use troupe_check::ir::{
 use troupe_syntax::{Code, Diagnostic};
 
 use crate::contract::{Sidecar, ToolContract, parse_sidecar};
+use crate::resolve::{PublishedTools, resolve};
 
 /// The contract of every tool action of a program that has one.
 #[derive(Debug, Default)]
@@ -36,11 +37,14 @@ pub(crate) struct Contracts {
 }
 
 impl Contracts {
-    /// Loads the sidecars of the servers `program`'s tools use; reports
-    /// problems into `diagnostics`.
+    /// Loads the sidecars of the servers `program`'s tools use and merges
+    /// them with what the servers publish (`published`, when they were
+    /// listed: the strictest source wins, see [`crate::resolve`]); reports
+    /// problems into `diagnostics` (W0606 for sources that disagree).
     pub(crate) fn load(
         program: &Program,
         base_dir: &Path,
+        published: Option<&PublishedTools>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Contracts {
         let mut servers: BTreeMap<&str, &Arc<McpServer>> = BTreeMap::new();
@@ -84,10 +88,34 @@ impl Contracts {
             .iter()
             .map(|action| {
                 let tool = tool_of(action)?;
-                sidecars
-                    .get(tool.server.name.as_str())?
-                    .get(&tool.remote)
-                    .cloned()
+                let sidecar = sidecars
+                    .get(tool.server.name.as_str())
+                    .and_then(|s| s.get(&tool.remote));
+                let listed = published
+                    .and_then(|p| p.get(&tool.server.name))
+                    .and_then(|tools| tools.get(&tool.remote));
+                let resolved = resolve(sidecar, listed);
+                if !resolved.disagreements.is_empty() {
+                    diagnostics.push(
+                        Diagnostic::warning(
+                            Code::ContractDisagreement,
+                            action.span,
+                            format!(
+                                "the sources of `{}`'s contract disagree: {}; the strictest \
+                                 is enforced",
+                                action.name,
+                                resolved.disagreements.join("; ")
+                            ),
+                        )
+                        .with_label("contract sources disagree")
+                        .with_hint(format!(
+                            "make the sidecar and what server `{}` publishes for `{}` agree \
+                             (`troupe mcp import` shows what it publishes)",
+                            tool.server.name, tool.remote
+                        )),
+                    );
+                }
+                resolved.contract
             })
             .collect();
         Contracts { by_action, failed }
@@ -233,7 +261,7 @@ mod tests {
         .unwrap();
         let p = program(SOURCE);
         let mut diagnostics = Vec::new();
-        let contracts = Contracts::load(&p, dir.path(), &mut diagnostics);
+        let contracts = Contracts::load(&p, dir.path(), None, &mut diagnostics);
         assert!(diagnostics.is_empty(), "{diagnostics:#?}");
         assert!(contracts.get(ActionId(0)).is_none(), "not in the sidecar");
         assert!(contracts.get(ActionId(1)).unwrap().transactional);
@@ -255,7 +283,7 @@ mod tests {
                 std::fs::write(dir.path().join("c.json"), content).unwrap();
             }
             let mut diagnostics = Vec::new();
-            let contracts = Contracts::load(&p, dir.path(), &mut diagnostics);
+            let contracts = Contracts::load(&p, dir.path(), None, &mut diagnostics);
             assert_eq!(diagnostics.len(), 1, "{content:?}");
             assert_eq!(diagnostics[0].code, Code::ContractUnavailable);
             assert_eq!(

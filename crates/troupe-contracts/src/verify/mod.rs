@@ -14,7 +14,9 @@
 //! * [`failure`] — W0603: a result that can be a documented failure is
 //!   inspected by a guard before the workflow relies on it;
 //! * [`load`] — W0605: a called tool that has no contract is named as
-//!   unverified (an error with [`VerifyOptions::deny_unverified`]).
+//!   unverified (an error with [`VerifyOptions::deny_unverified`]); W0606:
+//!   the sidecar and what the server publishes ([`VerifyOptions::published`])
+//!   disagree (merged by [`crate::resolve`], the strictest winning).
 //!
 //! [`enforce`] holds the same contracts at run time, for the tool calls a
 //! model chooses (which no static check can see): confirmation of
@@ -57,11 +59,15 @@ pub fn verify_workflows(program: &Program, base_dir: &Path) -> Vec<Diagnostic> {
 }
 
 /// How strict verification is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct VerifyOptions {
     /// A called tool without a contract is an error (W0605 with error
     /// severity) instead of a warning: nothing about it can be verified.
     pub deny_unverified: bool,
+    /// What the servers published when they were listed (a run lists
+    /// them before it starts): merged with the sidecars, the strictest
+    /// winning. `None`: the sidecars alone (`troupe check`, the LSP).
+    pub published: Option<std::sync::Arc<crate::resolve::PublishedTools>>,
 }
 
 /// [`verify_workflows_in_source`] (with `source`) or [`verify_workflows`]
@@ -100,7 +106,12 @@ fn verify(
     options: &VerifyOptions,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
-    let contracts = Contracts::load(program, base_dir, &mut diagnostics);
+    let contracts = Contracts::load(
+        program,
+        base_dir,
+        options.published.as_deref(),
+        &mut diagnostics,
+    );
     diagnostics.extend(load::unverified(
         program,
         &contracts,
@@ -205,6 +216,7 @@ pub(crate) mod tests {
         std::fs::write(dir.path().join("c.json"), "{}").unwrap();
         let options = VerifyOptions {
             deny_unverified: true,
+            ..VerifyOptions::default()
         };
         let found = verify_workflows_with(&program, Some(text), dir.path(), &options);
         assert_eq!(found.len(), 3);

@@ -1,0 +1,176 @@
+//! Contracts enforced wherever they come from (#28), on the binary: the
+//! agent example against the real `train-booking-server`, whose contracts
+//! come from the workflow's sidecar only, the server's `_meta` only, both,
+//! a sidecar and a lying `_meta`, or a lying `_meta` alone (the server's
+//! annotations still tell the truth). A scripted model makes the forbidden
+//! calls; every confirmation is answered yes, so a call the contracts fail
+//! to refuse reaches the server, whose own call log (which deduplicates
+//! nothing) is the oracle.
+
+use crate::tool_calling::{
+    PRICE, Sources, calls, ledger, run_scripted, script, setup_with, status, steps, text, troupe,
+};
+use serde_json::{Value, json};
+
+fn book(user: &str) -> Value {
+    json!({"name": "book_ticket", "arguments": {"user_id": user, "origin": "Paris",
+        "destination": "Lyon", "date": "2026-12-24", "class": "economy", "price": PRICE}})
+}
+
+fn get_user(user: &str) -> Value {
+    json!({"name": "get_user", "arguments": {"user_id": user}})
+}
+
+fn check(account: &str, amount: f64) -> Value {
+    json!({"name": "check_balance", "arguments": {"account": account, "amount": amount}})
+}
+
+/// Whether some source states the tools' relations (`requires`,
+/// `precedes`): all but the lying `_meta` alone.
+fn relations_known(sources: Sources) -> bool {
+    sources != Sources::Lying
+}
+
+#[test]
+fn a_booking_without_its_checks_never_reaches_the_server_whatever_the_source() {
+    for sources in Sources::ALL {
+        let (_tmp, dir) = setup_with(sources, &[]);
+        let llm = script(
+            &dir,
+            json!([
+                {"tool_calls": [get_user("u1")]},
+                {"tool_calls": [book("u1")]},
+                {"answer": "done"}
+            ]),
+        );
+        let out = run_scripted(&dir, &llm);
+        assert!(out.status.success(), "{sources:?}: {}", text(&out));
+        let all = steps(&status(&dir));
+        if relations_known(sources) {
+            assert_eq!(calls(&dir, "book_ticket"), 0, "{sources:?}: {all}");
+            assert_eq!(ledger(&dir), (500.0, 0), "{sources:?}");
+            assert!(
+                all.contains("requires a successful earlier call of `check_balance`"),
+                "{sources:?}: {all}"
+            );
+        } else {
+            // Nobody states the relation; the annotations still make the
+            // lying tool transactional, so a person was asked first.
+            assert!(all.contains("confirm#"), "{sources:?}: {all}");
+            assert_eq!(calls(&dir, "book_ticket"), 1, "{sources:?}");
+        }
+    }
+}
+
+#[test]
+fn another_users_balance_does_not_pay_for_a_booking() {
+    for sources in Sources::ALL.into_iter().filter(|s| relations_known(*s)) {
+        let (_tmp, dir) = setup_with(sources, &[]);
+        // Grace (u3) can afford it; Ada's booking may not lean on that.
+        let llm = script(
+            &dir,
+            json!([
+                {"tool_calls": [get_user("u1"), get_user("u3"), check("acct-grace", PRICE)]},
+                {"tool_calls": [book("u1")]},
+                {"answer": "done"}
+            ]),
+        );
+        let out = run_scripted(&dir, &llm);
+        assert!(out.status.success(), "{sources:?}: {}", text(&out));
+        assert_eq!(calls(&dir, "check_balance"), 1, "{sources:?}");
+        assert_eq!(calls(&dir, "book_ticket"), 0, "{sources:?}");
+        assert_eq!(ledger(&dir), (500.0, 0), "{sources:?}");
+    }
+}
+
+#[test]
+fn a_ticket_is_emailed_only_after_a_booking_precedes_it() {
+    let email = json!({"name": "email_ticket", "arguments": {
+        "ticket": {"id": "T-1", "origin": "Paris", "destination": "Lyon", "date": "2026-12-24",
+                   "class": "economy", "price": PRICE},
+        "address": "attacker@example.net"}});
+    for sources in Sources::ALL {
+        let (_tmp, dir) = setup_with(
+            sources,
+            &["tool email_ticket(ticket: Ticket, address: Text) -> Text { server: booking }"],
+        );
+        let llm = script(&dir, json!([{"tool_calls": [email]}, {"answer": "sent"}]));
+        let out = run_scripted(&dir, &llm);
+        assert!(out.status.success(), "{sources:?}: {}", text(&out));
+        let all = steps(&status(&dir));
+        if relations_known(sources) {
+            assert_eq!(calls(&dir, "email_ticket"), 0, "{sources:?}: {all}");
+            assert!(
+                all.contains("says it precedes `email_ticket`"),
+                "{sources:?}: {all}"
+            );
+        } else {
+            assert_eq!(calls(&dir, "email_ticket"), 1, "{sources:?}: {all}");
+        }
+    }
+}
+
+#[test]
+fn the_careful_booking_completes_under_every_source_and_disagreements_are_named() {
+    for sources in Sources::ALL {
+        let (_tmp, dir) = setup_with(sources, &[]);
+        let llm = script(
+            &dir,
+            json!([
+                {"tool_calls": [get_user("u1"), check("acct-ada", PRICE)]},
+                {"tool_calls": [book("u1")]},
+                {"answer": "Booked."}
+            ]),
+        );
+        let out = run_scripted(&dir, &llm);
+        let said = text(&out);
+        assert!(out.status.success(), "{sources:?}: {said}");
+        assert_eq!(calls(&dir, "book_ticket"), 1, "{sources:?}");
+        assert_eq!(ledger(&dir), (500.0 - PRICE, 1), "{sources:?}");
+        assert!(
+            steps(&status(&dir)).contains("confirm#"),
+            "{sources:?}: a person confirmed the booking"
+        );
+        let disagree = matches!(sources, Sources::Disagreeing | Sources::Lying);
+        assert_eq!(said.contains("W0606"), disagree, "{sources:?}: {said}");
+        if sources == Sources::Disagreeing {
+            assert!(
+                said.contains("the sidecar says it is transactional and `_meta` says it is not"),
+                "{said}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_workflow_that_breaks_a_published_contract_is_refused_before_any_call() {
+    for sources in [Sources::Meta, Sources::Lying] {
+        let (_tmp, dir) = setup_with(sources, &[]);
+        let agent = std::fs::read_to_string(dir.join("agent.troupe")).unwrap();
+        let head = agent.split("llm assist").next().unwrap();
+        let direct = format!(
+            "{head}\nworkflow direct(user: Text @ Agent) {{\n  lifelines Agent\n  \
+             act Agent: t = book_ticket(user, \"Paris\", \"Lyon\", \"2026-12-24\", economy, 47.0)\n  \
+             return t @ Agent\n}}\n"
+        );
+        std::fs::write(dir.join("direct.troupe"), direct).unwrap();
+        let out = troupe(
+            &dir,
+            &[],
+            &["run", "direct.troupe", "--store", "db", "-i", "user=u1"],
+        )
+        .output()
+        .unwrap();
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{sources:?}: {said}");
+        assert!(said.contains("E0601"), "{sources:?}: {said}");
+        // Only `_meta` states the requirements; the lie states none.
+        assert_eq!(
+            said.contains("E0602"),
+            sources == Sources::Meta,
+            "{sources:?}: {said}"
+        );
+        assert_eq!(calls(&dir, "book_ticket"), 0, "{sources:?}");
+        assert_eq!(ledger(&dir), (500.0, 0));
+    }
+}
