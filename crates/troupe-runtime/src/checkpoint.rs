@@ -49,6 +49,10 @@ pub struct Checkpoint {
     /// `channels`). A resumed part numbers its next sends and fetches on
     /// from these, instead of from 0 (see [`crate::Remote`]).
     pub crossed: Vec<(RemoteChannel, u64)>,
+    /// The run's successful tool calls before it, which the contracts'
+    /// `requires` and `precedes` consult: a run resumed from a checkpoint
+    /// does not replay them, and must not forget them.
+    pub tools: Vec<crate::ToolRecord>,
 }
 
 /// One lifeline's state.

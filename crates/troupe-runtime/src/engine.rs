@@ -1184,6 +1184,7 @@ impl RunState {
             pending,
             monitor: None,
             crossed,
+            tools: self.tool_log.lock().map(|l| l.clone()).unwrap_or_default(),
         };
         self.next_checkpoint = match journal.checkpoint(checkpoint) {
             Some(every) => self.events.saturating_add(every.max(1)),
@@ -1312,6 +1313,16 @@ impl RunState {
             });
         }
         self.sent.clear();
+        let actions_known = checkpoint
+            .tools
+            .iter()
+            .all(|t| (t.action.0 as usize) < actions);
+        if !actions_known {
+            return Err("a tool call of an action that does not exist".into());
+        }
+        if let Ok(mut log) = self.tool_log.lock() {
+            *log = checkpoint.tools;
+        }
         for (channel, count) in checkpoint.crossed {
             let (from, to) = (channel.from.0, channel.to.0);
             if from as usize >= n || to as usize >= n || channel.lane as usize >= engine.lanes.len()

@@ -7,16 +7,19 @@
 //! decoded one against the workflow before it continues from it.
 
 use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put_varint};
-use troupe_check::ir::{LifelineId, StmtId};
+use troupe_check::ir::{ActionId, LifelineId, StmtId};
 use troupe_msc::{CursorState, MonitorState};
 use troupe_project::ControlTag;
-use troupe_runtime::{Channel, Checkpoint, LaneState, PartState, Queued, RemoteChannel, StepKey};
+use troupe_runtime::{
+    Channel, Checkpoint, LaneState, PartState, Queued, RemoteChannel, StepKey, ToolRecord,
+};
 
 /// Version 2 added the parts of `par` regions (a lifeline's further tasks,
 /// its per-lane action counts, the monitor's part cursors); version 3 the
-/// place of a placed run's part on the channels between parts. Older
-/// checkpoints (which have none) still decode.
-const VERSION: u8 = 3;
+/// place of a placed run's part on the channels between parts; version 4
+/// the run's successful tool calls (for the contracts' `requires` and
+/// `precedes`). Older checkpoints (which have none) still decode.
+const VERSION: u8 = 4;
 
 /// How deep the monitor's part cursors may nest in a decoded checkpoint
 /// (as deep as constructs nest).
@@ -142,6 +145,12 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
         put_varint(&mut out, u64::from(c.to.0));
         put_varint(&mut out, u64::from(c.lane));
         put_varint(&mut out, *n);
+    }
+    put_varint(&mut out, cp.tools.len() as u64);
+    for t in &cp.tools {
+        put_varint(&mut out, u64::from(t.action.0));
+        crate::codec::encode_values(&mut out, &t.args);
+        crate::codec::encode_values(&mut out, &t.outputs);
     }
     let sum = fnv64(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -316,6 +325,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             crossed.push((channel, r.varint()?));
         }
     }
+    let mut tools = Vec::new();
+    if version >= 4 {
+        for _ in 0..r.len()? {
+            tools.push(ToolRecord {
+                action: ActionId(r.u32()?),
+                args: r.values()?,
+                outputs: r.values()?,
+            });
+        }
+    }
     if !r.is_done() {
         return r.fail("bytes after the checkpoint");
     }
@@ -329,6 +348,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             pending,
             monitor,
             crossed,
+            tools,
         },
     })
 }
@@ -428,6 +448,11 @@ mod tests {
                         4,
                     ),
                 ],
+                tools: vec![ToolRecord {
+                    action: ActionId(3),
+                    args: vec![Value::text("u1"), Value::Float(47.0)],
+                    outputs: vec![Value::Bool(true), Value::Bool(false)],
+                }],
             },
         }
     }
@@ -438,14 +463,17 @@ mod tests {
     fn a_version_2_checkpoint_still_decodes() {
         let mut s = sample();
         s.checkpoint.crossed.clear();
+        s.checkpoint.tools.clear();
         let bytes = encode(&s.seen, &s.checkpoint);
-        // Version 3 ends with the empty list of crossings (one 0 byte).
-        let mut body = bytes[..bytes.len() - 9].to_vec();
+        // Version 4 ends with the empty lists of crossings and tool calls
+        // (a 0 byte each), before the checksum.
+        let mut body = bytes[..bytes.len() - 10].to_vec();
         body[0] = 2;
         let sum = fnv64(&body);
         body.extend_from_slice(&sum.to_le_bytes());
         let back = decode(&body).unwrap();
         assert_eq!(back.checkpoint.crossed, vec![]);
+        assert!(back.checkpoint.tools.is_empty());
         assert_eq!(back.checkpoint.pending, s.checkpoint.pending);
         assert_eq!(back.seen, s.seen);
     }
@@ -462,6 +490,7 @@ mod tests {
         assert_eq!(back.checkpoint.lanes[0].parts, s.checkpoint.lanes[0].parts);
         assert_eq!(back.checkpoint.lanes[0].keyed, s.checkpoint.lanes[0].keyed);
         assert_eq!(back.checkpoint.crossed, s.checkpoint.crossed);
+        assert_eq!(back.checkpoint.tools, s.checkpoint.tools);
         assert_eq!(back.seen, s.seen);
     }
 

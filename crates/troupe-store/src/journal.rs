@@ -633,6 +633,7 @@ mod tests {
             pending: Vec::new(),
             monitor: None,
             crossed: Vec::new(),
+            tools: Vec::new(),
         }
     }
 

@@ -7,10 +7,13 @@
 //! to refuse reaches the server, whose own call log (which deduplicates
 //! nothing) is the oracle.
 
+use crate::kills_support::kill_group;
 use crate::tool_calling::{
-    PRICE, Sources, calls, ledger, run_scripted, script, setup_with, status, steps, text, troupe,
+    PRICE, Sources, calls, ledger, pending_tasks, run_scripted, script, setup_with, status, steps,
+    text, troupe,
 };
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 fn book(user: &str) -> Value {
     json!({"name": "book_ticket", "arguments": {"user_id": user, "origin": "Paris",
@@ -173,4 +176,118 @@ fn a_workflow_that_breaks_a_published_contract_is_refused_before_any_call() {
         assert_eq!(calls(&dir, "book_ticket"), 0, "{sources:?}");
         assert_eq!(ledger(&dir), (500.0, 0));
     }
+}
+
+#[test]
+fn a_run_resumed_from_a_checkpoint_remembers_the_checks_made_before_it() {
+    // One model looks the user up and checks the balance; a person says
+    // go on; another model books. The run is killed while the person
+    // decides, after a checkpoint; resumed from it, the booking's
+    // requirements are still met by the calls before the checkpoint.
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    let agent = std::fs::read_to_string(dir.join("agent.troupe")).unwrap();
+    let head = agent.split("llm assist").next().unwrap();
+    let source = format!(
+        "{head}
+llm lookup(request: Text) -> (found: Text) {{
+  prompt: \"Look up and check: {{request}}\"
+  tools: [get_user, check_balance]
+}}
+llm book(request: Text) -> (reply: Text) {{
+  prompt: \"Book: {{request}}\"
+  tools: [book_ticket]
+}}
+human go_on(found: Text) -> Bool {{ ask: \"Book it? {{found}}\" }}
+workflow twice(request: Text @ User) {{
+  lifelines User, Agent
+  msg User(request) -> Agent(request)
+  act Agent: found = lookup(request)
+  msg Agent(found) -> User(found)
+  act User: ok = go_on(found)
+  msg User(ok) -> Agent(ok)
+  act Agent: reply = book(request)
+  msg Agent(reply) -> User(reply)
+  return reply @ User
+}}
+"
+    );
+    std::fs::write(dir.join("twice.troupe"), source).unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        json!({
+            "lookup": {"turns": [
+                {"tool_calls": [get_user("u1"), check("acct-ada", PRICE)]},
+                {"answer": "Ada can pay."}
+            ]},
+            "book": {"turns": [{"tool_calls": [book("u1")]}, {"answer": "Booked."}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("answers.json"), r#"{"book_ticket": true}"#).unwrap();
+    let mut run = {
+        use std::os::unix::process::CommandExt;
+        let mut c = troupe(
+            &dir,
+            &[],
+            &[
+                "run",
+                "twice.troupe",
+                "--store",
+                "db",
+                "-i",
+                "request=Book",
+                "--llm",
+                "scripted:script.json",
+                "--checkpoint-every",
+                "1",
+            ],
+        );
+        c.process_group(0);
+        c.spawn().unwrap()
+    };
+    let start = Instant::now();
+    let task = loop {
+        if let Some(t) = pending_tasks(&dir)
+            .into_iter()
+            .find(|t| t["action"] == "go_on")
+        {
+            break t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the person's task never came"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    kill_group(&mut run);
+    let id = task["id"].as_str().unwrap();
+    let out = troupe(&dir, &[], &["answer", id, "--yes", "--store", "db"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = troupe(
+        &dir,
+        &[],
+        &[
+            "resume",
+            "run-1",
+            "--store",
+            "db",
+            "--answers",
+            "answers.json",
+        ],
+    )
+    .output()
+    .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("from its checkpoint"), "{said}");
+    assert_eq!(
+        (calls(&dir, "get_user"), calls(&dir, "check_balance")),
+        (1, 1),
+        "the checks ran once, before the checkpoint"
+    );
+    assert_eq!(calls(&dir, "book_ticket"), 1, "{}", steps(&status(&dir)));
+    assert_eq!(ledger(&dir), (500.0 - PRICE, 1));
 }
