@@ -266,6 +266,9 @@ pub enum RunEnd {
         /// `Ok(events)` when the recorded execution is a run of the
         /// workflow; the error otherwise.
         verified: Result<u64, String>,
+        /// The tool calls models chose that did not happen as asked, since
+        /// this process took the run up ([`troupe_runtime::RunOutcome::unmade_calls`]).
+        unmade: Vec<String>,
     },
     Failed(RunError),
     /// Waits for `troupe resolve`.
@@ -1019,6 +1022,7 @@ impl Host {
             Ok(Ok(o)) => RunEnd::Done {
                 verified: journal.verdict(false),
                 results: o.results,
+                unmade: o.unmade_calls,
             },
             // Another part ended the run, or someone cancelled it.
             Ok(Err(RunError::Stopped { message, .. })) => RunEnd::Cancelled { reason: message },

@@ -312,7 +312,9 @@ fn crash_child() {
         .block_on(host.drive(run, &Overrides::default(), Some(answers())))
         .unwrap();
     match finished.end {
-        RunEnd::Done { results, verified } => {
+        RunEnd::Done {
+            results, verified, ..
+        } => {
             verified.unwrap();
             let json: serde_json::Map<String, serde_json::Value> = results
                 .iter()
@@ -410,7 +412,10 @@ fn reference_result(dir: &Path) -> serde_json::Value {
     let finished = rt
         .block_on(host.drive(started.run, &Overrides::default(), Some(answers())))
         .unwrap();
-    let RunEnd::Done { results, verified } = finished.end else {
+    let RunEnd::Done {
+        results, verified, ..
+    } = finished.end
+    else {
         panic!("the reference run did not finish")
     };
     verified.unwrap();

@@ -92,6 +92,8 @@ pub(crate) struct Agent {
     pub(crate) policy: Arc<dyn ToolPolicy>,
     /// The run's successful tool calls so far (for `requires`).
     pub(crate) log: Arc<Mutex<Vec<ToolRecord>>>,
+    /// The calls that did not happen as the model asked, one line each.
+    pub(crate) unmade: Arc<Mutex<Vec<String>>>,
     pub(crate) types: Arc<TypeTable>,
     pub(crate) max_steps: u32,
 }
@@ -186,6 +188,15 @@ impl Agent {
                     let last = uses.len().saturating_sub(1);
                     for (i, call) in uses.into_iter().enumerate() {
                         let mut reply = self.tool_call(&call, calls).await?;
+                        if reply.is_error
+                            && let Ok(mut unmade) = self.unmade.lock()
+                        {
+                            unmade.push(format!(
+                                "{} call #{calls}: {}",
+                                self.step,
+                                excerpt(&reply.content, 400)
+                            ));
+                        }
                         calls += 1;
                         if i == last && asked > MAX_CALLS_PER_TURN {
                             reply.content.push_str(&format!(

@@ -558,6 +558,10 @@ pub struct RunOutcome {
     pub trace: Option<Trace>,
     /// Operations executed, over all lifelines.
     pub steps: u64,
+    /// The tool calls models chose that did not happen as asked (refused by
+    /// a contract, declined by a person, failed, or malformed), one line
+    /// each: a run can end well while its model's work did not.
+    pub unmade_calls: Vec<String>,
 }
 
 impl Engine {
@@ -919,6 +923,8 @@ struct RunState {
     /// The run's successful tool calls, for the `requires` relations of
     /// the calls models choose.
     tool_log: Arc<std::sync::Mutex<Vec<ToolRecord>>>,
+    /// The model-chosen calls that did not happen ([`RunOutcome::unmade_calls`]).
+    unmade: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl RunState {
@@ -1007,6 +1013,7 @@ impl RunState {
             rng,
             engine,
             tool_log: Arc::default(),
+            unmade: Arc::default(),
         }
     }
 
@@ -1461,6 +1468,7 @@ impl RunState {
             results,
             trace: self.trace.map(|entries| Trace { entries }),
             steps: self.steps,
+            unmade_calls: self.unmade.lock().map(|u| u.clone()).unwrap_or_default(),
         })
     }
 
@@ -2508,6 +2516,7 @@ impl RunState {
             humans: engine.humans.clone(),
             policy: engine.policy.clone(),
             log: self.tool_log.clone(),
+            unmade: self.unmade.clone(),
             types: engine.types.clone(),
             max_steps: llm.max_steps.unwrap_or(crate::agent::DEFAULT_MAX_STEPS),
         }

@@ -1296,7 +1296,9 @@ async fn host_run_with(
         .drive(started.run, &troupe_host::Overrides::default(), None)
         .await?;
     match finished.end {
-        troupe_host::RunEnd::Done { results, verified } => {
+        troupe_host::RunEnd::Done {
+            results, verified, ..
+        } => {
             verified.map_err(anyhow::Error::msg)?;
             Ok(results)
         }

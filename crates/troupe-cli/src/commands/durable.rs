@@ -423,16 +423,21 @@ pub(crate) fn report(finished: &Finished, json: bool) -> Result<ExitStatus> {
     };
     let types = finished.compiled.types();
     match &finished.end {
-        RunEnd::Done { results, verified } => {
+        RunEnd::Done {
+            results,
+            verified,
+            unmade,
+        } => {
             if json {
                 let results: serde_json::Map<_, _> = results
                     .iter()
                     .map(|(k, v)| (k.clone(), v.to_json(types)))
                     .collect();
-                let doc = serde_json::json!({ "run": name, "status": "done", "results": results, "verified": verified.is_ok() });
+                let doc = serde_json::json!({ "run": name, "status": "done", "results": results, "verified": verified.is_ok(), "unmade_calls": unmade });
                 crate::out::println(&serde_json::to_string_pretty(&doc)?)?;
             } else {
                 crate::commands::run::print_results(results, types)?;
+                crate::commands::run::print_unmade(unmade);
             }
             match verified {
                 Ok(_) => {

@@ -228,6 +228,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
             "results": results,
             "steps": outcome.steps,
             "verified": verified.is_some().then_some(true),
+            "unmade_calls": outcome.unmade_calls,
         });
         if args.trace {
             doc["trace"] = printer.json(engine.program(), engine.workflow());
@@ -235,6 +236,7 @@ pub fn run(args: &RunArgs, color: ColorChoice) -> Result<ExitStatus> {
         out::println(&serde_json::to_string_pretty(&doc)?)?;
     } else {
         print_results(&outcome.results, types)?;
+        print_unmade(&outcome.unmade_calls);
         if let Some(n) = verified {
             crate::note!(
                 "verified: the run ({n} events) is a run of `{}`",
@@ -429,6 +431,23 @@ pub fn execute(
         outcome
     });
     Ok(Ok((engine, outcome, watched)))
+}
+
+/// Says which tool calls the models chose did not happen (refused,
+/// declined, failed), so a reply that claims otherwise is not the only
+/// word: on stderr, after the results.
+pub fn print_unmade(unmade: &[String]) {
+    if unmade.is_empty() {
+        return;
+    }
+    let mut text = format!(
+        "warning: {} tool call(s) a model chose did not happen:",
+        unmade.len()
+    );
+    for line in unmade {
+        text.push_str(&format!("\n  {}", sanitize(line)));
+    }
+    crate::note!("{text}");
 }
 
 /// Prints results as `name = value`: text as it is, other values as JSON.

@@ -139,7 +139,9 @@ fn answer_and_resume(host: &Host, run: i64) -> i64 {
         .block_on(host.drive(run, &Overrides::default(), None))
         .unwrap();
     match finished.end {
-        RunEnd::Done { results, verified } => {
+        RunEnd::Done {
+            results, verified, ..
+        } => {
             verified.expect("the resumed run verifies online");
             match results[0].1 {
                 Value::Int(k) => k,

@@ -702,6 +702,14 @@ fn a_booking_before_its_required_check_is_refused_and_never_reaches_the_server()
     );
     let out = run_scripted(&dir, &llm);
     assert!(out.status.success(), "{}", text(&out));
+    // The model's reply is not the only word: the run says which of its
+    // calls did not happen.
+    let said = text(&out);
+    assert!(
+        said.contains("warning: 2 tool call(s) a model chose did not happen")
+            && said.matches("`book_ticket` was not called").count() == 2,
+        "{said}"
+    );
     assert_eq!(calls(&dir, "book_ticket"), 0, "the server saw no booking");
     assert_eq!(
         (calls(&dir, "get_user"), calls(&dir, "check_balance")),
