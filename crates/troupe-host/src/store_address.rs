@@ -27,19 +27,8 @@ pub fn store_address(given: Option<&Path>, dir: &Path) -> Result<PathBuf, HostEr
     {
         return Ok(PathBuf::from(s.trim()));
     }
-    let file = dir.join(troupe_llm::config::CONFIG_FILE);
-    let Ok(text) = std::fs::read_to_string(&file) else {
-        return Ok(PathBuf::from(DEFAULT_STORE));
-    };
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e| HostError::Config(format!("cannot read {}: {e}", file.display())))?;
-    match table.get("store").and_then(|t| t.get("path")) {
-        None => Ok(PathBuf::from(DEFAULT_STORE)),
-        Some(toml::Value::String(p)) => Ok(PathBuf::from(p)),
-        Some(_) => Err(HostError::Config(format!(
-            "{}: [store] path must be a file or a postgres:// address, as a string",
-            file.display()
-        ))),
-    }
+    Ok(crate::ProjectConfig::load(dir)?
+        .store
+        .path
+        .map_or_else(|| PathBuf::from(DEFAULT_STORE), PathBuf::from))
 }

@@ -16,7 +16,9 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     /// A called tool without an MCP+ contract is an error (W0605), not a
-    /// warning, as with `troupe run --deny-unverified`.
+    /// warning, as with `troupe run --deny-unverified` (`[contracts]
+    /// unverified = "deny"` in troupe.toml says the same for every command;
+    /// "allow" silences W0605).
     #[arg(long)]
     pub deny_unverified: bool,
 }
@@ -36,6 +38,8 @@ struct Summary {
 }
 
 pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
+    let project = troupe_host::ProjectConfig::load(&std::env::current_dir()?)?;
+    let unverified = crate::commands::run::unverified_policy(args.deny_unverified, &project);
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     let mut errors = 0usize;
@@ -64,10 +68,13 @@ pub fn run(args: &CheckArgs, color: ColorChoice) -> Result<ExitStatus> {
                 Some(&text),
                 base,
                 &troupe_contracts::VerifyOptions {
-                    deny_unverified: args.deny_unverified,
+                    deny_unverified: unverified == troupe_host::Unverified::Deny,
                     ..Default::default()
                 },
             ));
+            if unverified == troupe_host::Unverified::Allow {
+                diagnostics.retain(|d| d.code != troupe_syntax::Code::UnverifiedTool);
+            }
         }
         errors += diagnostics.iter().filter(|d| d.is_error()).count();
         warnings += diagnostics.iter().filter(|d| !d.is_error()).count();

@@ -110,14 +110,23 @@ pub struct RunArgs {
 impl RunArgs {
     /// The workflow, checked and verified as these flags ask.
     pub fn compile(&self) -> Result<Compiled, troupe_host::HostError> {
-        Compiled::load_with(
+        let project =
+            troupe_host::ProjectConfig::load(&std::env::current_dir().unwrap_or_default())?;
+        let unverified = unverified_policy(self.deny_unverified, &project);
+        let mut compiled = Compiled::load_with(
             &self.file,
             self.workflow.as_deref(),
             &troupe_contracts::VerifyOptions {
-                deny_unverified: self.deny_unverified,
+                deny_unverified: unverified == troupe_host::Unverified::Deny,
                 ..Default::default()
             },
-        )
+        )?;
+        if unverified == troupe_host::Unverified::Allow {
+            compiled
+                .warnings
+                .retain(|d| d.code != troupe_syntax::Code::UnverifiedTool);
+        }
+        Ok(compiled)
     }
 }
 
@@ -477,4 +486,17 @@ fn human_inbox(
         }
         None => Arc::new(NoHumans),
     })
+}
+
+/// How tools without a contract are taken: `--deny-unverified` wins, else
+/// `[contracts] unverified` in `troupe.toml`.
+pub fn unverified_policy(
+    deny_flag: bool,
+    project: &troupe_host::ProjectConfig,
+) -> troupe_host::Unverified {
+    if deny_flag {
+        troupe_host::Unverified::Deny
+    } else {
+        project.contracts.unverified
+    }
 }

@@ -291,3 +291,52 @@ workflow twice(request: Text @ User) {{
     assert_eq!(calls(&dir, "book_ticket"), 1, "{}", steps(&status(&dir)));
     assert_eq!(ledger(&dir), (500.0 - PRICE, 1));
 }
+
+#[test]
+fn unverified_tools_are_one_finding_per_server_and_the_project_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../troupe-contracts/tests/corpus/err/w0605_no_contracts_line.troupe");
+    let source = std::fs::read_to_string(corpus)
+        .unwrap()
+        .replace(" //~ W0605", "");
+    std::fs::write(dir.path().join("w.troupe"), source).unwrap();
+    let check = |toml: Option<&str>, extra: &[&str]| {
+        match toml {
+            Some(t) => std::fs::write(dir.path().join("troupe.toml"), t).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(dir.path().join("troupe.toml"));
+            }
+        }
+        let mut args = vec!["check", "w.troupe"];
+        args.extend_from_slice(extra);
+        let out = troupe(dir.path(), &[], &args).output().unwrap();
+        (out.status.code(), text(&out))
+    };
+    // Four unverified tools of one server: one warning naming all four.
+    let (code, said) = check(None, &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(said.matches("W0605").count(), 1, "{said}");
+    assert!(
+        said.contains("4 tools `get_user`, `quote_fare`, `check_balance`, `book_ticket` of `booking` are unverified"),
+        "{said}"
+    );
+    let (code, said) = check(Some("[contracts]\nunverified = \"allow\"\n"), &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!said.contains("W0605"), "{said}");
+    // The flag wins over the project's allowance.
+    let (code, said) = check(
+        Some("[contracts]\nunverified = \"allow\"\n"),
+        &["--deny-unverified"],
+    );
+    assert_eq!(code, Some(1), "{said}");
+    let (code, said) = check(Some("[contracts]\nunverified = \"deny\"\n"), &[]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("W0605"), "{said}");
+    let (code, said) = check(Some("[contracts]\nunverified = \"never\"\n"), &[]);
+    assert_ne!(code, Some(0), "{said}");
+    assert!(
+        said.contains("troupe.toml") && said.contains("line 2") && said.contains("allow"),
+        "{said}"
+    );
+}

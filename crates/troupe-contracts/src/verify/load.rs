@@ -23,7 +23,7 @@ use std::sync::Arc;
 use troupe_check::ir::{
     Action, ActionId, ActionKind, Call, McpServer, Program, StmtKind, ToolAction,
 };
-use troupe_syntax::{Code, Diagnostic};
+use troupe_syntax::{Code, Diagnostic, Span};
 
 use crate::contract::{Sidecar, ToolContract, parse_sidecar};
 use crate::resolve::{PublishedTools, resolve};
@@ -132,8 +132,11 @@ impl Contracts {
     }
 }
 
-/// W0605 for every tool action that a workflow calls and that has no
-/// contract (an error with `deny`), at the tool's declaration, once per tool.
+/// W0605 for the tool actions a workflow calls that have no contract (an
+/// error with `deny`): one finding per server, at its declaration (where a
+/// `contracts:` line goes), naming each such tool. One finding per server,
+/// not one per tool: a server of six read-only tools is one warning, not
+/// six (and `[contracts] unverified = "allow"` in `troupe.toml` silences it).
 pub(crate) fn unverified(program: &Program, contracts: &Contracts, deny: bool) -> Vec<Diagnostic> {
     let mut called = vec![false; program.actions.len()];
     for workflow in &program.workflows {
@@ -159,7 +162,10 @@ pub(crate) fn unverified(program: &Program, contracts: &Contracts, deny: bool) -
             }
         }
     }
-    let mut out = Vec::new();
+    // Per server, in declaration order: its span, its sidecar, and the
+    // unverified tools (action name, remote name, declaration span).
+    type Unverified<'p> = (Span, Option<&'p str>, Vec<(&'p str, &'p str)>);
+    let mut by_server: Vec<(&str, Unverified<'_>)> = Vec::new();
     for (i, action) in program.actions.iter().enumerate() {
         let Some(tool) = tool_of(action) else {
             continue;
@@ -170,32 +176,57 @@ pub(crate) fn unverified(program: &Program, contracts: &Contracts, deny: bool) -
         {
             continue;
         }
-        let why = match &tool.server.contracts {
-            None => format!(
-                "server `{}` names no `contracts:` sidecar",
-                tool.server.name
+        let name = tool.server.name.as_str();
+        let entry = match by_server.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, e)) => e,
+            None => {
+                by_server.push((
+                    name,
+                    (
+                        tool.server.span,
+                        tool.server.contracts.as_deref(),
+                        Vec::new(),
+                    ),
+                ));
+                &mut by_server.last_mut().expect("just pushed").1
+            }
+        };
+        entry.2.push((action.name.as_str(), tool.remote.as_str()));
+    }
+    let mut out = Vec::new();
+    for (server, (span, sidecar, tools)) in by_server {
+        let names: Vec<String> = tools.iter().map(|(a, ..)| format!("`{a}`")).collect();
+        let remotes: Vec<String> = tools.iter().map(|(_, r)| format!("`{r}`")).collect();
+        let why = match sidecar {
+            None => format!("server `{server}` names no `contracts:` sidecar"),
+            Some(file) => format!(
+                "the sidecar \"{file}\" has no entry for {}",
+                remotes.join(", ")
             ),
-            Some(file) => format!("the sidecar \"{file}\" has no entry for `{}`", tool.remote),
+        };
+        let (count, verb) = if tools.len() == 1 {
+            ("tool".to_owned(), "is")
+        } else {
+            (format!("{} tools", tools.len()), "are")
         };
         let message = format!(
-            "tool `{}` is unverified: it has no contract ({why}), so whether it needs a \
-             confirmation, what it requires and how it fails is not checked",
-            action.name
+            "{count} {} of `{server}` {verb} unverified: no contract ({why}), so whether a \
+             call needs a confirmation, what it requires and how it fails is not checked",
+            names.join(", ")
         );
         let diagnostic = if deny {
-            Diagnostic::error(Code::UnverifiedTool, action.span, message)
+            Diagnostic::error(Code::UnverifiedTool, span, message)
         } else {
-            Diagnostic::warning(Code::UnverifiedTool, action.span, message)
+            Diagnostic::warning(Code::UnverifiedTool, span, message)
         };
-        out.push(
-            diagnostic
-                .with_label("no contract for this tool")
-                .with_hint(format!(
-                    "add `contracts: \"….contracts.json\"` to `mcp {}` with an MCP+ contract for \
-                     `{}` (`troupe mcp import` writes the contracts a server publishes)",
-                    tool.server.name, tool.remote
-                )),
-        );
+        let d = diagnostic
+            .with_label("no contracts for tools of this server")
+            .with_hint(format!(
+                "add `contracts: \"….contracts.json\"` to `mcp {server}` with MCP+ contracts for \
+                 {} (`troupe mcp import` writes the contracts a server publishes)",
+                remotes.join(", ")
+            ));
+        out.push(d);
     }
     out
 }

@@ -205,9 +205,10 @@ pub(crate) mod tests {
                     tool unused(x: Text) -> Text { server: bare }\n\
                     workflow w(x: Text @ A) { act A: _ = a(x) act A: _ = b(x) act A: _ = c(x) }";
         let sidecar = r#"{"a": {"transactional": false, "requires_confirmation": false}}"#;
+        // One finding per server, at the server, naming its tools.
         assert_eq!(
             run_all(text, sidecar),
-            vec![("W0605".to_owned(), 4), ("W0605".to_owned(), 5)]
+            vec![("W0605".to_owned(), 1), ("W0605".to_owned(), 2)]
         );
         // Without any sidecar every called tool is unverified; denied, an error.
         let (program, _) = troupe_check::check_text(text);
@@ -219,14 +220,21 @@ pub(crate) mod tests {
             ..VerifyOptions::default()
         };
         let found = verify_workflows_with(&program, Some(text), dir.path(), &options);
-        assert_eq!(found.len(), 3);
+        assert_eq!(found.len(), 2);
         assert!(
             found
                 .iter()
                 .all(|d| d.is_error() && d.code == Code::UnverifiedTool)
         );
-        assert!(found[2].message.contains("names no `contracts:` sidecar"));
-        assert!(found[0].message.contains("has no entry for `a`"));
+        assert!(found[1].message.contains("names no `contracts:` sidecar"));
+        assert!(
+            found[0]
+                .message
+                .starts_with("2 tools `a`, `b` of `s` are unverified")
+                && found[0].message.contains("has no entry for `a`, `b`"),
+            "{}",
+            found[0].message
+        );
     }
 
     #[test]
