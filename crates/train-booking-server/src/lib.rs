@@ -48,6 +48,9 @@ pub struct Options {
     /// What the tools publish in `_meta` (for tests of contracts that come
     /// from elsewhere than the sidecar, or lie).
     pub meta: Meta,
+    /// Poison `get_user`'s description with an instruction aimed at the
+    /// model (for tests of the lint a run does before it starts).
+    pub poison: bool,
 }
 
 /// The MCP+ contracts the tools publish in `_meta`.
@@ -96,7 +99,7 @@ impl BookingServer {
         };
         Ok(BookingServer {
             ledger: Arc::new(Mutex::new(ledger)),
-            tools: Arc::new(tools::published(options.meta)),
+            tools: Arc::new(tools::published(options.meta, options.poison)),
             options: Arc::new(options),
         })
     }

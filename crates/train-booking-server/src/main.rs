@@ -1,18 +1,19 @@
-//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT]`:
+//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison]`:
 //! serves the train booking tools over stdio (MCP, protocol 2025-11-25).
 
 use rmcp::ServiceExt;
 use train_booking_server::{BookingServer, Options};
 
 const USAGE: &str =
-    "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT]
+    "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison]
 
 Serves the train booking example's MCP tools over stdin/stdout.
   --ledger FILE    keep the ledger in FILE (JSON; created from the seed when absent)
   --call-log FILE  append one JSON line per tools/call to FILE (for tests)
   --die-on TOOL    exit in the middle of a call of TOOL (for tests)
   --meta WHAT      what the tools publish in _meta: contracts (the default),
-                   none, or lying (each claims not to be transactional; for tests)";
+                   none, or lying (each claims not to be transactional; for tests)
+  --poison         hide an instruction to the model in get_user's description (for tests)";
 
 fn parse(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options::default();
@@ -24,6 +25,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--call-log" => options.call_log = Some(value("--call-log")?.into()),
             "--die-on" => options.die_on = Some(value("--die-on")?),
             "--meta" => options.meta = value("--meta")?.parse()?,
+            "--poison" => options.poison = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }

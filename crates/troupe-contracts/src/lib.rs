@@ -17,7 +17,7 @@
 //!   annotations, the strictest winning;
 //! * [`cli`] — the `troupe contracts` subcommands;
 //! * [`verify`] — workflows checked against the contracts of the tools they call
-//!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars,
+//!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars, E0607 predecessors,
 //!   W0605 unverified tools, W0606 sources that disagree).
 
 pub mod bisim;

@@ -27,6 +27,14 @@ pub enum HostError {
         source_text: String,
         diagnostics: Vec<Diagnostic>,
     },
+    /// The tools the servers list fail the lint at error level (an
+    /// instruction aimed at the model in a description, a definition that
+    /// changed since it was locked, …): the run is refused before any call.
+    #[error(
+        "the servers' tools fail the lint, so nothing was run:\n{}\n  hint: review the tools; if a rule is wrong for them, `[contracts] allow = [\"RULE\"]` in troupe.toml accepts it (`troupe contracts lint` shows the whole report)",
+        findings.join("\n")
+    )]
+    UnsafeTools { findings: Vec<String> },
     #[error("{file} has no workflow `{name}`; it has {}", available.join(", "))]
     NoSuchWorkflow {
         file: String,

@@ -391,7 +391,13 @@ impl Backends {
         let mut ext = self.config.externs.clone();
         externs::register(&compiled.program, &commands, run_name, &mut ext)?;
         let tools = self.tools.session(&compiled.program);
-        let published = Arc::new(policy::published(&compiled.program, tools.host.as_ref()).await);
+        let listed = policy::listed(&compiled.program, tools.host.as_ref()).await;
+        if !listed.is_empty() {
+            let project = ProjectConfig::load(&self.config.config_dir)?;
+            let lock = policy::project_lock(&self.config.config_dir)?;
+            policy::lint_listed(&listed, lock.as_ref(), &project.contracts.allow)?;
+        }
+        let published = Arc::new(policy::published(&listed));
         let findings = policy::verify_published(compiled, &published)?;
         if !findings.is_empty() {
             self.notify(Notice::ContractFindings {

@@ -7,19 +7,28 @@
 //! sidecar's would), and [`ContractPolicy`] enforces the same merged
 //! contracts on the tool calls models choose.
 //!
+//! The listed tools are also linted as `troupe contracts lint` does, and
+//! checked against the project's lock (`troupe.lock.json`, written by
+//! `troupe mcp lock`) when it has one: an error-level finding (an
+//! instruction aimed at the model, a definition changed since it was
+//! locked) refuses the run unless `[contracts] allow` lists its rule.
+//!
 //! Why here: the static check (`troupe check`, the LSP) cannot list
 //! servers, so before this a contract published only in `_meta` triggered
 //! the confirmation but none of its `requires`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use troupe_check::Value;
 use troupe_check::ir::{ActionId, ActionKind, Program};
+use troupe_contracts::ToolList;
 use troupe_contracts::VerifyOptions;
+use troupe_contracts::lint::{Severity, lint_all};
+use troupe_contracts::lock::Lock;
 use troupe_contracts::resolve::{PublishedTools, published_of};
 use troupe_contracts::verify::enforce::{Call, Enforcer};
-use troupe_runtime::{ToolHost, ToolPolicy, ToolRecord};
+use troupe_runtime::{ListedTools, ToolHost, ToolPolicy, ToolRecord};
 use troupe_syntax::Diagnostic;
 
 use crate::{Compiled, HostError};
@@ -47,11 +56,13 @@ fn base_dir(file: &str) -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_owned)
 }
 
-/// What the servers of `program`'s tools publish, listed through `host`
-/// (servers it cannot list are left out: their first call says why).
-pub async fn published(program: &Program, host: &dyn ToolHost) -> PublishedTools {
+/// The tool lists of the servers of `program`'s tools, by declared server
+/// name, listed through `host` (servers it cannot list are left out: their
+/// first call says why). These are the lists the model's tool
+/// descriptions come from: the connection is kept for the run.
+pub async fn listed(program: &Program, host: &dyn ToolHost) -> BTreeMap<String, ListedTools> {
     let mut servers = BTreeSet::new();
-    let mut out = PublishedTools::new();
+    let mut out = BTreeMap::new();
     for action in &program.actions {
         let ActionKind::Tool(tool) = &action.kind else {
             continue;
@@ -60,10 +71,78 @@ pub async fn published(program: &Program, host: &dyn ToolHost) -> PublishedTools
             continue;
         }
         if let Some(list) = host.list(tool.server.clone()).await {
-            out.insert(tool.server.name.clone(), published_of(&list));
+            out.insert(tool.server.name.clone(), list);
         }
     }
     out
+}
+
+/// What the listed servers publish of their tools' contracts.
+pub fn published(listed: &BTreeMap<String, ListedTools>) -> PublishedTools {
+    listed
+        .iter()
+        .map(|(server, l)| (server.clone(), published_of(&l.tools)))
+        .collect()
+}
+
+/// Lint rules about a contract that disagrees with the tool's annotations
+/// or cannot be read: a run does not refuse for them, it resolves them
+/// (the strictest source wins, W0606 names the disagreement), so a server
+/// whose `_meta` lies is held to the stricter word, not let off or refused.
+const RESOLVED: [&str; 2] = ["hint-consistency", "invalid-contract"];
+
+/// Lints the listed tools as `troupe contracts lint` does (together, so a
+/// tool shadowing another server's is found, and against `lock` when the
+/// project has one): the error-level findings of rules the project does not
+/// `allow`, one line each, refuse the run.
+pub fn lint_listed(
+    listed: &BTreeMap<String, ListedTools>,
+    lock: Option<&Lock>,
+    allow: &[String],
+) -> Result<(), HostError> {
+    let lists: Vec<ToolList> = listed
+        .iter()
+        .map(|(server, l)| ToolList {
+            // The lock knows a server by its declared name, else by the
+            // name it gives itself (what `troupe mcp lock` records).
+            server: Some(match (lock, &l.server_name) {
+                (Some(lock), Some(own)) if !lock.has_server(server) && lock.has_server(own) => {
+                    own.clone()
+                }
+                _ => server.clone(),
+            }),
+            tools: l
+                .tools
+                .iter()
+                .filter_map(|t| serde_json::from_value(t.clone()).ok())
+                .collect(),
+            extra: serde_json::Map::new(),
+        })
+        .collect();
+    let mut findings = Vec::new();
+    for (list, report) in lists.iter().zip(lint_all(&lists, lock)) {
+        for tool in &report.tools {
+            for f in tool.findings.iter().filter(|f| {
+                f.severity == Severity::Error
+                    && !RESOLVED.contains(&f.rule)
+                    && !allow.iter().any(|a| a == f.rule)
+            }) {
+                findings.push(format!(
+                    "  error[{}] server `{}`, tool `{}` ({}): {}",
+                    f.rule,
+                    list.server.as_deref().unwrap_or("?"),
+                    tool.tool,
+                    f.pointer,
+                    f.message
+                ));
+            }
+        }
+    }
+    if findings.is_empty() {
+        Ok(())
+    } else {
+        Err(HostError::UnsafeTools { findings })
+    }
 }
 
 /// Verifies `compiled` again under the contracts the servers published:
@@ -127,4 +206,18 @@ impl ToolPolicy for ContractPolicy {
             .collect();
         self.0.unmet(tool, args, &calls)
     }
+}
+
+/// The project's lock file, when it has one (`troupe mcp lock -o troupe.lock.json`).
+pub const LOCK_FILE: &str = "troupe.lock.json";
+
+/// Reads the lock in `dir`, if there is one.
+pub fn project_lock(dir: &Path) -> Result<Option<Lock>, HostError> {
+    let path = dir.join(LOCK_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    Lock::load(&path)
+        .map(Some)
+        .map_err(|e| HostError::Config(format!("{}: {e}", path.display())))
 }

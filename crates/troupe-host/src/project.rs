@@ -10,6 +10,7 @@
 //!
 //! [contracts]
 //! unverified = "warn"   # "allow" | "warn" | "deny"
+//! allow = []            # lint rules that do not refuse a run
 //! ```
 
 use crate::HostError;
@@ -38,6 +39,11 @@ pub struct ContractsSection {
     /// What a called tool without a contract (W0605) is.
     #[serde(default)]
     pub unverified: Unverified,
+    /// Lint rules whose error-level findings on the servers' tools do not
+    /// refuse a run (`["model-instruction"]`): the project has reviewed
+    /// what they flag.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// `[contracts] unverified`: how tools without a contract are taken.

@@ -192,18 +192,27 @@ impl ToolHost for McpToolHost {
         })
     }
 
-    fn list(&self, server: Arc<McpServer>) -> BoxFuture<'static, Option<Vec<J>>> {
+    fn list(
+        &self,
+        server: Arc<McpServer>,
+    ) -> BoxFuture<'static, Option<troupe_runtime::ListedTools>> {
         let inner = self.inner.clone();
         Box::pin(async move {
             let live = inner.live(&server).await.ok()?;
             let mut tools: Vec<&Tool> = live.tools.values().collect();
             tools.sort_by(|a, b| a.name.cmp(&b.name));
-            Some(
-                tools
+            Some(troupe_runtime::ListedTools {
+                server_name: live.session.server_info().and_then(|i| {
+                    i.pointer("/serverInfo/name")
+                        .or_else(|| i.get("name"))
+                        .and_then(J::as_str)
+                        .map(str::to_owned)
+                }),
+                tools: tools
                     .into_iter()
                     .filter_map(|t| serde_json::to_value(t).ok())
                     .collect(),
-            )
+            })
         })
     }
 }

@@ -116,16 +116,26 @@ pub trait ToolHost: Send + Sync + std::fmt::Debug {
     }
 
     /// The server's `tools/list` entries as it sent them (JSON), for the
-    /// contracts it publishes in `_meta` and its annotations; `None` when
-    /// it cannot tell (the default, or the server cannot be reached: the
-    /// first call will say why).
+    /// contracts it publishes in `_meta`, its annotations and the lint;
+    /// `None` when it cannot tell (the default, or the server cannot be
+    /// reached: the first call will say why).
     fn list(
         &self,
         server: Arc<troupe_check::ir::McpServer>,
-    ) -> BoxFuture<'static, Option<Vec<serde_json::Value>>> {
+    ) -> BoxFuture<'static, Option<ListedTools>> {
         let _ = server;
         Box::pin(async { None })
     }
+}
+
+/// A server's tool list, as [`ToolHost::list`] gives it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListedTools {
+    /// The name the server gives itself in `initialize` (a lock made with
+    /// `troupe mcp lock` is keyed by it).
+    pub server_name: Option<String>,
+    /// The `tools/list` entries, as sent.
+    pub tools: Vec<serde_json::Value>,
 }
 
 /// What a server says of one of its tools.

@@ -195,6 +195,11 @@ codes! {
     /// contract its server publishes in `_meta`, its MCP annotations)
     /// disagree. The strictest wins; the finding names the source to fix.
     ContractDisagreement = "W0606", "contract-disagreement";
+    /// Tool contracts: a tool whose contract says it `precedes` a called
+    /// tool is not called before it on every path (with the bound values
+    /// equal): `book_ticket precedes email_ticket` and an `email_ticket`
+    /// no booking came before.
+    MissingPredecessor = "E0607", "missing-predecessor";
     /// An `import` names a file that cannot be read, or is used where no
     /// file system is at hand (checking a text that is not a file).
     ImportUnresolved = "E0701", "import-unresolved";

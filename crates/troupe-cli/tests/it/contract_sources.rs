@@ -340,3 +340,110 @@ fn unverified_tools_are_one_finding_per_server_and_the_project_decides() {
         "{said}"
     );
 }
+
+/// The agent example against a server whose `get_user` description hides
+/// an instruction to the model (`--poison`).
+fn poisoned(dir: &std::path::Path) {
+    let agent = std::fs::read_to_string(dir.join("agent.troupe")).unwrap();
+    let poisoned = agent.replace(
+        "\"--meta\", \"contracts\"]",
+        "\"--meta\", \"contracts\", \"--poison\"]",
+    );
+    assert_ne!(agent, poisoned);
+    std::fs::write(dir.join("agent.troupe"), poisoned).unwrap();
+}
+
+fn careful(dir: &std::path::Path) -> String {
+    script(
+        dir,
+        json!([
+            {"tool_calls": [get_user("u1"), check("acct-ada", PRICE)]},
+            {"tool_calls": [book("u1")]},
+            {"answer": "Booked."}
+        ]),
+    )
+}
+
+fn server_calls(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn poisoned_tools_refuse_the_run_before_any_call_unless_the_project_allows_the_rule() {
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    poisoned(&dir);
+    let llm = careful(&dir);
+    let out = run_scripted(&dir, &llm);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("nothing was run")
+            && said.contains("error[model-instruction] server `booking`, tool `get_user`"),
+        "{said}"
+    );
+    assert_eq!(server_calls(&dir), 0, "the server saw no call");
+
+    // The project reviewed what the rule flags and allows it.
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    poisoned(&dir);
+    std::fs::write(
+        dir.join("troupe.toml"),
+        "[contracts]\nallow = [\"model-instruction\"]\n",
+    )
+    .unwrap();
+    let llm = careful(&dir);
+    let out = run_scripted(&dir, &llm);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(calls(&dir, "book_ticket"), 1);
+}
+
+#[test]
+fn a_tool_changed_since_the_project_locked_it_refuses_the_run() {
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    let server = std::path::Path::new(env!("CARGO_BIN_EXE_troupe"))
+        .parent()
+        .unwrap()
+        .join("train-booking-server");
+    // Locked while clean.
+    let out = troupe(
+        &dir,
+        &[],
+        &[
+            "mcp",
+            "lock",
+            &server.display().to_string(),
+            "-o",
+            "troupe.lock.json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // A clean run passes the lock.
+    let llm = careful(&dir);
+    let out = run_scripted(&dir, &llm);
+    assert!(out.status.success(), "{}", text(&out));
+    // The description changes after the review (a rug pull): even with the
+    // instruction's own rule allowed, the lock refuses it.
+    let (_tmp2, dir2) = setup_with(Sources::Both, &[]);
+    std::fs::copy(dir.join("troupe.lock.json"), dir2.join("troupe.lock.json")).unwrap();
+    poisoned(&dir2);
+    std::fs::write(
+        dir2.join("troupe.toml"),
+        "[contracts]\nallow = [\"model-instruction\"]\n",
+    )
+    .unwrap();
+    let llm = careful(&dir2);
+    let out = run_scripted(&dir2, &llm);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("error[tool-drift]")
+            && said.contains("`get_user` changed since it was locked"),
+        "{said}"
+    );
+    assert_eq!(server_calls(&dir2), 0);
+}

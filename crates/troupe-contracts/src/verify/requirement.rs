@@ -1,5 +1,7 @@
 //! E0602 `missing-requirement`: every `requires` relation of a called tool
-//! holds on every path.
+//! holds on every path; E0607 `missing-predecessor`: so does every
+//! `precedes` relation another tool states towards it (the same check, the
+//! relation turned around).
 //!
 //! **What**: when the contract of a called tool says it `requires` another
 //! tool of the same server, that tool must have been called before it (in
@@ -53,6 +55,72 @@ pub(crate) fn check(cx: &Context<'_>) -> Vec<Diagnostic> {
         for relation in &contract.relations {
             if relation.kind == RelationKind::Requires {
                 check_relation(cx, call, action, tool, relation, &mut out);
+            }
+        }
+    }
+    // E0607: `A precedes B` is, for every call of `B`, a requirement of an
+    // earlier call of `A` with `A.this = B.other`: the same check with the
+    // relation turned around, reported in its own words.
+    for call in &cx.flow.calls {
+        let Some(action) = cx.action(call.action) else {
+            continue;
+        };
+        let Some(tool) = tool_of(action) else {
+            continue;
+        };
+        for (before, relation) in preceding(cx, tool) {
+            let turned = Relation {
+                kind: RelationKind::Requires,
+                tool: before.clone(),
+                bindings: relation
+                    .bindings
+                    .iter()
+                    .filter(|b| b.via.is_none())
+                    .map(|b| Binding {
+                        this: b.other.clone(),
+                        other: b.this.clone(),
+                        via: None,
+                    })
+                    .collect(),
+                guard: Vec::new(),
+            };
+            let mut found = Vec::new();
+            check_relation(cx, call, action, tool, &turned, &mut found);
+            for mut d in found {
+                if d.code == Code::MissingRequirement {
+                    d.code = Code::MissingPredecessor;
+                    d.message = format!(
+                        "the contract of `{before}` says it precedes `{}`: {}",
+                        tool.remote, d.message
+                    );
+                    d.label = Some(format!("`{before}` must come first"));
+                }
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// The `precedes` relations towards `tool` stated by the contracts of the
+/// program's other tools of its server: (the preceding tool, the relation),
+/// once per remote tool.
+fn preceding<'a>(cx: &'a Context<'_>, tool: &ToolAction) -> Vec<(String, &'a Relation)> {
+    let mut out: Vec<(String, &Relation)> = Vec::new();
+    for (i, other) in cx.program.actions.iter().enumerate() {
+        let Some(theirs) = tool_of(other).filter(|t| t.server.name == tool.server.name) else {
+            continue;
+        };
+        let Some(contract) = cx.contracts.get(ActionId(i as u32)) else {
+            continue;
+        };
+        for r in contract
+            .relations
+            .iter()
+            .filter(|r| r.kind == RelationKind::Precedes && r.tool == tool.remote)
+        {
+            if !out.iter().any(|(t, x)| *t == theirs.remote && *x == r) {
+                out.push((theirs.remote.clone(), r));
             }
         }
     }
