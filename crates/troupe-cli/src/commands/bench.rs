@@ -26,6 +26,17 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Lint a generated list of TOOLS tools as `troupe contracts lint` and
+    /// every run do, against parsing the same list, and again at half the
+    /// tools (the time must grow linearly).
+    Lint {
+        /// Tools in the generated list.
+        #[arg(long, default_value_t = 10_000)]
+        tools: usize,
+        /// Repetitions; the best is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Run the two-lifeline counter loop (examples/counter.troupe) in memory,
     /// against a raw tokio-channel ping-pong in the same process.
     Counter {
@@ -139,6 +150,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             runs,
         } => bench_check(*statements, *lifelines, *runs),
         BenchCommand::Counter { rounds, runs } => bench_counter(*rounds, *runs),
+        BenchCommand::Lint { tools, runs } => super::bench_lint::bench_lint(*tools, *runs),
         BenchCommand::Par {
             rounds,
             branches,
@@ -828,7 +840,7 @@ fn thread_cpu() -> std::time::Duration {
 }
 
 /// This process's resident memory and its peak, in KiB (Linux).
-fn resident_kib() -> (u64, u64) {
+pub(crate) fn resident_kib() -> (u64, u64) {
     status_kib("/proc/self/status")
 }
 

@@ -1,6 +1,7 @@
 //! One module per `troupe` subcommand.
 
 pub mod bench;
+mod bench_lint;
 pub mod check;
 pub mod completions;
 pub mod contracts;

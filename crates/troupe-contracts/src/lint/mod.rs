@@ -152,6 +152,44 @@ pub struct Context<'a> {
     pub others: Vec<(String, &'a McpTool)>,
     /// The pinned definitions, if linting against a lock.
     pub lock: Option<&'a Lock>,
+    /// The list's tool names, indexed once (rules ask about names for
+    /// every tool: a scan each time made linting quadratic).
+    names: std::sync::OnceLock<Names<'a>>,
+    /// Which tools return each field, indexed once.
+    producers: std::sync::OnceLock<Producers>,
+}
+
+/// The result fields of a list's tools (from their output schemas and
+/// contracts): field name → the tools that return it, in list order.
+#[derive(Debug, Default)]
+pub struct Producers {
+    by_field: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl Producers {
+    /// The tools that return `field`.
+    pub fn of(&self, field: &str) -> &[usize] {
+        self.by_field.get(field).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The tool names of a list: where each first appears, and lower-cased.
+#[derive(Debug)]
+pub struct Names<'a> {
+    first: std::collections::HashMap<&'a str, usize>,
+    lower: std::collections::HashSet<String>,
+}
+
+impl Names<'_> {
+    /// Whether a tool of the list is called exactly `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.first.contains_key(name)
+    }
+
+    /// Whether a tool of the list is called `name`, ignoring ASCII case.
+    pub fn has_ignoring_case(&self, name: &str) -> bool {
+        self.lower.contains(&name.to_ascii_lowercase())
+    }
 }
 
 impl<'a> Context<'a> {
@@ -167,7 +205,60 @@ impl<'a> Context<'a> {
             contracts,
             others: Vec::new(),
             lock: None,
+            names: std::sync::OnceLock::new(),
+            producers: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The names of the fields tool `index` returns: its output schema's
+    /// properties and its contract's results.
+    pub fn output_names(&self, index: usize) -> Vec<String> {
+        let Some(tool) = self.tool(index) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = tool
+            .output_properties()
+            .into_iter()
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        if let Some(contract) = self.contract(index) {
+            names.extend(contract.results.iter().map(|result| result.name.clone()));
+        }
+        names
+    }
+
+    /// Which tools return each field.
+    pub fn producers(&self) -> &Producers {
+        self.producers.get_or_init(|| {
+            let mut by_field: std::collections::HashMap<String, Vec<usize>> =
+                std::collections::HashMap::new();
+            for i in 0..self.list.tools.len() {
+                let mut names = self.output_names(i);
+                names.sort();
+                names.dedup();
+                for name in names {
+                    by_field.entry(name).or_default().push(i);
+                }
+            }
+            Producers { by_field }
+        })
+    }
+
+    /// The list's tool names, indexed.
+    pub fn names(&self) -> &Names<'a> {
+        self.names.get_or_init(|| {
+            let mut first = std::collections::HashMap::new();
+            for (i, tool) in self.list.tools.iter().enumerate() {
+                first.entry(tool.name.as_str()).or_insert(i);
+            }
+            let lower = self
+                .list
+                .tools
+                .iter()
+                .map(|t| t.name.to_ascii_lowercase())
+                .collect();
+            Names { first, lower }
+        })
     }
 
     /// Tool `index`.
@@ -185,7 +276,7 @@ impl<'a> Context<'a> {
 
     /// The index of the tool called `name`.
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.list.tools.iter().position(|tool| tool.name == name)
+        self.names().first.get(name).copied()
     }
 
     /// JSON pointer of tool `index`.

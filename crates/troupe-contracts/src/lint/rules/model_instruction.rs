@@ -32,7 +32,7 @@
 //! user.</IMPORTANT>"` → three errors; a description says what the tool does and what
 //! it returns, nothing else.
 
-use crate::lint::{Context, Finding, Principle, Rule, Severity, TextKind, texts};
+use crate::lint::{Context, Finding, Names, Principle, Rule, Severity, TextKind, texts};
 
 /// The rule.
 pub const RULE: Rule = Rule {
@@ -180,7 +180,7 @@ fn sentences(text: &str) -> Vec<String> {
 }
 
 /// One problem found in a text: (severity, what).
-fn problems(text: &str, own_tools: &[&str]) -> Vec<(Severity, String)> {
+fn problems(text: &str, own_tools: &Names<'_>) -> Vec<(Severity, String)> {
     let mut out = Vec::new();
     let lower = text.to_lowercase();
     let flat = lower.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -285,7 +285,7 @@ fn problems(text: &str, own_tools: &[&str]) -> Vec<(Severity, String)> {
                     .skip(i + 2)
                     .take(4)
                     .find(|w| w.contains('_') || w.contains('-'))
-                && !own_tools.contains(&target.as_str())
+                && !own_tools.has(target)
             {
                 out.push((
                     Severity::Error,
@@ -322,7 +322,7 @@ fn problems(text: &str, own_tools: &[&str]) -> Vec<(Severity, String)> {
             None
         };
         if let Some(name) = named
-            && !own_tools.iter().any(|t| t.eq_ignore_ascii_case(&name))
+            && !own_tools.has_ignoring_case(&name)
         {
             out.push((
                 Severity::Warning,
@@ -335,14 +335,14 @@ fn problems(text: &str, own_tools: &[&str]) -> Vec<(Severity, String)> {
 }
 
 fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
-    let own: Vec<&str> = context.list.tools.iter().map(|t| t.name.as_str()).collect();
+    let own = context.names();
     let name = context.tool(index).map_or("?", |t| t.name.as_str());
     let mut findings = Vec::new();
     for text in texts(context, index) {
         if text.kind != TextKind::Prose {
             continue;
         }
-        for (severity, what) in problems(text.text, &own) {
+        for (severity, what) in problems(text.text, own) {
             findings.push(RULE.finding(
                 severity,
                 text.pointer.clone(),

@@ -213,10 +213,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     };
     let base = context.pointer(index);
     let mut out = Vec::new();
-    if let Some(first) = context.list.tools[..index]
-        .iter()
-        .position(|t| t.name == tool.name)
-    {
+    if let Some(first) = context.index_of(&tool.name).filter(|&first| first < index) {
         out.push(RULE.finding(
             Severity::Error,
             format!("{base}/name"),

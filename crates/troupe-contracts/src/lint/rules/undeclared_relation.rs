@@ -17,7 +17,7 @@
 //! "other": "restaurant_name"}]}]` (or `requires` on the consumer).
 
 use crate::lint::{Context, Finding, Principle, Rule, Severity, words};
-use crate::mcp::{McpTool, pointer_token};
+use crate::mcp::pointer_token;
 
 /// The rule.
 pub const RULE: Rule = Rule {
@@ -30,19 +30,6 @@ pub const RULE: Rule = Rule {
 /// Above this many producers a field name is considered generic.
 const MAX_PRODUCERS: usize = 3;
 
-/// Names of the fields tool `index` returns.
-fn outputs(context: &Context<'_>, index: usize, tool: &McpTool) -> Vec<String> {
-    let mut names: Vec<String> = tool
-        .output_properties()
-        .into_iter()
-        .map(|(n, _)| n.to_owned())
-        .collect();
-    if let Some(contract) = context.contract(index) {
-        names.extend(contract.results.iter().map(|result| result.name.clone()));
-    }
-    names
-}
-
 /// `X` of an id-like argument `X_id` / `XId`.
 fn id_subject(argument: &str) -> Option<String> {
     let words = words(argument);
@@ -52,17 +39,36 @@ fn id_subject(argument: &str) -> Option<String> {
     }
 }
 
-fn produces(context: &Context<'_>, producer: usize, argument: &str) -> bool {
-    let Some(tool) = context.tool(producer) else {
-        return false;
-    };
-    let outputs = outputs(context, producer, tool);
-    if outputs.iter().any(|name| name == argument) {
-        return true;
+/// The tools other than `index` that produce `argument`: those returning
+/// a field of that name, or, for an id-like `X_id`, returning `id` with `X`
+/// in their name. Stops once there are more than [`MAX_PRODUCERS`] (the
+/// name is generic then): looked up in the list's index, not scanned.
+fn producers(context: &Context<'_>, index: usize, argument: &str) -> Vec<usize> {
+    let index_of = context.producers();
+    let mut out: Vec<usize> = index_of
+        .of(argument)
+        .iter()
+        .copied()
+        .filter(|&i| i != index)
+        .take(MAX_PRODUCERS + 1)
+        .collect();
+    if let Some(subject) = id_subject(argument) {
+        for &i in index_of.of("id") {
+            if out.len() > MAX_PRODUCERS {
+                break;
+            }
+            if i != index
+                && !out.contains(&i)
+                && context
+                    .tool(i)
+                    .is_some_and(|t| words(&t.name).join("_").contains(&subject))
+            {
+                out.push(i);
+            }
+        }
     }
-    id_subject(argument).is_some_and(|subject| {
-        outputs.iter().any(|name| name == "id") && words(&tool.name).join("_").contains(&subject)
-    })
+    out.sort_unstable();
+    out
 }
 
 fn related(context: &Context<'_>, a: usize, b: usize) -> bool {
@@ -81,20 +87,13 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let Some(tool) = context.tool(index) else {
         return vec![];
     };
-    let others: Vec<usize> = (0..context.list.tools.len())
-        .filter(|&i| i != index)
-        .collect();
     let mut findings = Vec::new();
     for (argument, schema) in tool.input_properties() {
         let kind = schema.get("type").and_then(|kind| kind.as_str());
         if matches!(kind, Some("array" | "object")) {
             continue;
         }
-        let producers: Vec<usize> = others
-            .iter()
-            .copied()
-            .filter(|&other| produces(context, other, argument))
-            .collect();
+        let producers = producers(context, index, argument);
         if producers.is_empty() || producers.len() > MAX_PRODUCERS {
             continue;
         }
