@@ -51,6 +51,9 @@ pub struct Options {
     /// Poison `get_user`'s description with an instruction aimed at the
     /// model (for tests of the lint a run does before it starts).
     pub poison: bool,
+    /// Answer every call of this tool with a 32 MiB result (for tests of
+    /// what a client does with an answer its transport drops).
+    pub huge: Option<String>,
 }
 
 /// The MCP+ contracts the tools publish in `_meta`.
@@ -130,6 +133,9 @@ impl BookingServer {
         args: &serde_json::Map<String, Value>,
         key: Option<&str>,
     ) -> CallToolResult {
+        if self.options.huge.as_deref() == Some(name) {
+            return CallToolResult::success(vec![ContentBlock::text("x".repeat(32 << 20))]);
+        }
         let mut ledger = self.ledger.lock().await;
         match tools::call(&mut ledger, name, args, key) {
             Ok(outcome) => {

@@ -1,11 +1,11 @@
-//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison]`:
+//! `train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison] [--huge TOOL]`:
 //! serves the train booking tools over stdio (MCP, protocol 2025-11-25).
 
 use rmcp::ServiceExt;
 use train_booking_server::{BookingServer, Options};
 
 const USAGE: &str =
-    "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison]
+    "usage: train-booking-server [--ledger FILE] [--call-log FILE] [--die-on TOOL] [--meta WHAT] [--poison] [--huge TOOL]
 
 Serves the train booking example's MCP tools over stdin/stdout.
   --ledger FILE    keep the ledger in FILE (JSON; created from the seed when absent)
@@ -13,7 +13,8 @@ Serves the train booking example's MCP tools over stdin/stdout.
   --die-on TOOL    exit in the middle of a call of TOOL (for tests)
   --meta WHAT      what the tools publish in _meta: contracts (the default),
                    none, or lying (each claims not to be transactional; for tests)
-  --poison         hide an instruction to the model in get_user's description (for tests)";
+  --poison         hide an instruction to the model in get_user's description (for tests)
+  --huge TOOL      answer every call of TOOL with a 32 MiB result (for tests)";
 
 fn parse(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options::default();
@@ -26,6 +27,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--die-on" => options.die_on = Some(value("--die-on")?),
             "--meta" => options.meta = value("--meta")?.parse()?,
             "--poison" => options.poison = true,
+            "--huge" => options.huge = Some(value("--huge")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }

@@ -39,7 +39,9 @@ mod worker;
 pub use answer::{AnswerInput, example as example_answer};
 pub use compile::Compiled;
 pub use error::HostError;
-pub use project::{ContractsSection, ProjectConfig, StoreSection, Unverified};
+pub use project::{
+    ContractsSection, DEFAULT_CALL_TIMEOUT, McpSection, ProjectConfig, StoreSection, Unverified,
+};
 pub use settings::{DurabilitySetting, Overrides, RunSettings};
 pub use store_address::{DEFAULT_STORE, STORE_ENV, store_address};
 pub use worker::{WorkerConfig, WorkerEvent, WorkerReport};
@@ -80,7 +82,25 @@ impl std::fmt::Debug for ToolSession {
 /// Makes the tool host of a run (the MCP host lives in `troupe-mcp`, which
 /// builds on this crate; it comes in through this trait).
 pub trait ToolsFactory: Send + Sync + std::fmt::Debug {
-    fn session(&self, program: &Program) -> ToolSession;
+    fn session(&self, program: &Program, options: &ToolOptions) -> ToolSession;
+}
+
+/// How a run's tool calls are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolOptions {
+    /// How long one tool call may take before it fails (`[mcp]
+    /// call_timeout` in `troupe.toml`): a server that never answers, or
+    /// whose answer the transport drops (a result over 16 MiB), ends the
+    /// call with an error instead of holding the run forever.
+    pub call_timeout: Duration,
+}
+
+impl Default for ToolOptions {
+    fn default() -> ToolOptions {
+        ToolOptions {
+            call_timeout: project::DEFAULT_CALL_TIMEOUT,
+        }
+    }
 }
 
 /// No tools: a run that calls one fails with a clear error.
@@ -88,7 +108,7 @@ pub trait ToolsFactory: Send + Sync + std::fmt::Debug {
 pub struct NoTools;
 
 impl ToolsFactory for NoTools {
-    fn session(&self, _: &Program) -> ToolSession {
+    fn session(&self, _: &Program, _: &ToolOptions) -> ToolSession {
         #[derive(Debug)]
         struct Refuse;
         impl ToolHost for Refuse {
@@ -390,10 +410,15 @@ impl Backends {
         let commands = externs::load(&self.config.config_dir)?;
         let mut ext = self.config.externs.clone();
         externs::register(&compiled.program, &commands, run_name, &mut ext)?;
-        let tools = self.tools.session(&compiled.program);
+        let project = ProjectConfig::load(&self.config.config_dir)?;
+        let tools = self.tools.session(
+            &compiled.program,
+            &ToolOptions {
+                call_timeout: project.call_timeout()?,
+            },
+        );
         let listed = policy::listed(&compiled.program, tools.host.as_ref()).await;
         if !listed.is_empty() {
-            let project = ProjectConfig::load(&self.config.config_dir)?;
             let lock = policy::project_lock(&self.config.config_dir)?;
             policy::lint_listed(&listed, lock.as_ref(), &project.contracts.allow)?;
         }

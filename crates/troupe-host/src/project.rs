@@ -1,5 +1,5 @@
 //! The project's `troupe.toml`, read once into types: the sections the
-//! host and the CLI act on (`[store]`, `[contracts]`). A misspelt value is
+//! host and the CLI act on (`[store]`, `[contracts]`, `[mcp]`). A misspelt value is
 //! an error naming the file, the line and the values allowed, never a
 //! silent default. (`[models]` is read by `troupe_llm::config` and
 //! `[externs]` by [`crate::externs`], each owning its section.)
@@ -11,6 +11,9 @@
 //! [contracts]
 //! unverified = "warn"   # "allow" | "warn" | "deny"
 //! allow = []            # lint rules that do not refuse a run
+//!
+//! [mcp]
+//! call_timeout = "5m"   # how long one tool call may take
 //! ```
 
 use crate::HostError;
@@ -24,7 +27,20 @@ pub struct ProjectConfig {
     pub store: StoreSection,
     #[serde(default)]
     pub contracts: ContractsSection,
+    #[serde(default)]
+    pub mcp: McpSection,
 }
+
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct McpSection {
+    /// How long one tool call may take (`"30s"`, `"5m"`); default
+    /// [`DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Option<String>,
+}
+
+/// How long a tool call may take when `troupe.toml` does not say.
+pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// `[store]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -62,6 +78,21 @@ pub enum Unverified {
 }
 
 impl ProjectConfig {
+    /// `[mcp] call_timeout`, read as a duration.
+    pub fn call_timeout(&self) -> Result<std::time::Duration, HostError> {
+        match &self.mcp.call_timeout {
+            None => Ok(DEFAULT_CALL_TIMEOUT),
+            Some(text) => humantime::parse_duration(text)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    HostError::Config(format!(
+                        "troupe.toml: [mcp] call_timeout = {text:?} is not a duration such as \"30s\" or \"5m\""
+                    ))
+                }),
+        }
+    }
+
     /// Reads `troupe.toml` in `dir` (the defaults when there is none).
     pub fn load(dir: &Path) -> Result<ProjectConfig, HostError> {
         let file = dir.join(troupe_llm::config::CONFIG_FILE);

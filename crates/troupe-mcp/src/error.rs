@@ -40,6 +40,18 @@ pub enum McpError {
         argument: String,
         detail: String,
     },
+    /// No answer within the call timeout: the server is stuck, or its
+    /// answer was dropped (the stdio transport drops a message over 16
+    /// MiB). Whether the tool ran is unknown.
+    #[error(
+        "MCP server `{server}`, tool `{tool}`: no answer within {} (a result over 16 MiB is dropped by the transport and never arrives); whether the tool ran is unknown. `[mcp] call_timeout` in troupe.toml sets the limit",
+        seconds(*after)
+    )]
+    NoAnswer {
+        server: String,
+        tool: String,
+        after: std::time::Duration,
+    },
     /// The tool ran and reported a failure (`isError: true`).
     #[error("MCP server `{server}`, tool `{tool}` failed: {message}")]
     ToolFailed {
@@ -89,6 +101,7 @@ impl McpError {
             McpError::MissingSlots { .. } => "missing_slots",
             McpError::InvalidArgument { .. } => "invalid_argument",
             McpError::ToolFailed { .. } => "tool_failed",
+            McpError::NoAnswer { .. } => "no_answer",
             McpError::Protocol { .. } => "protocol",
             McpError::Disconnected { .. } => "disconnected",
             McpError::Result { .. } => "result",
@@ -96,4 +109,9 @@ impl McpError {
             McpError::Io { .. } => "io",
         }
     }
+}
+
+/// A duration as people write it in `troupe.toml` (`300s`, `1.5s`).
+fn seconds(d: std::time::Duration) -> String {
+    format!("{}s", d.as_secs_f64())
 }

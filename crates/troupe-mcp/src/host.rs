@@ -59,6 +59,8 @@ struct Inner {
     declared: HashMap<String, Vec<Declared>>,
     slots: std::sync::Mutex<HashMap<String, Arc<Slot>>>,
     connect_timeout: Duration,
+    /// How long one `tools/call` may take.
+    call_timeout: Duration,
 }
 
 /// Calls tools of MCP servers for `tool` actions; clone it freely (clones
@@ -116,6 +118,7 @@ impl McpToolHost {
                 declared,
                 slots: std::sync::Mutex::new(HashMap::new()),
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+                call_timeout: troupe_host::DEFAULT_CALL_TIMEOUT,
             }),
         }
     }
@@ -126,6 +129,21 @@ impl McpToolHost {
             declared: self.inner.declared.clone(),
             slots: std::sync::Mutex::new(HashMap::new()),
             connect_timeout: timeout,
+            call_timeout: self.inner.call_timeout,
+        };
+        McpToolHost {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// How long one tool call may take before it fails (default
+    /// [`troupe_host::DEFAULT_CALL_TIMEOUT`]).
+    pub fn call_timeout(self, timeout: Duration) -> McpToolHost {
+        let inner = Inner {
+            declared: self.inner.declared.clone(),
+            slots: std::sync::Mutex::new(HashMap::new()),
+            connect_timeout: self.inner.connect_timeout,
+            call_timeout: timeout,
         };
         McpToolHost {
             inner: Arc::new(inner),
@@ -406,7 +424,21 @@ impl Inner {
         let mut params =
             CallToolRequestParams::new(tool_name.clone()).with_arguments(call.arguments.clone());
         params.meta = Some(RequestMetaObject(MetaObject(meta)));
-        let answer = live.session.client.peer().call_tool(params).await;
+        let answer = match tokio::time::timeout(
+            self.call_timeout,
+            live.session.client.peer().call_tool(params),
+        )
+        .await
+        {
+            Ok(answer) => answer,
+            Err(_) => {
+                return Err(McpError::NoAnswer {
+                    server,
+                    tool: tool_name,
+                    after: self.call_timeout,
+                });
+            }
+        };
         match answer {
             Ok(result) => {
                 let json = serde_json::to_value(&result).unwrap_or(J::Null);

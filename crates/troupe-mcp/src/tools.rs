@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use troupe_check::ir::Program;
-use troupe_host::{ToolSession, ToolsFactory};
+use troupe_host::{ToolOptions, ToolSession, ToolsFactory};
 
 use crate::McpToolHost;
 
@@ -13,8 +13,8 @@ use crate::McpToolHost;
 pub struct McpTools;
 
 impl ToolsFactory for McpTools {
-    fn session(&self, program: &Program) -> ToolSession {
-        let host = Arc::new(McpToolHost::for_program(program));
+    fn session(&self, program: &Program, options: &ToolOptions) -> ToolSession {
+        let host = Arc::new(McpToolHost::for_program(program).call_timeout(options.call_timeout));
         let closing = host.clone();
         ToolSession {
             host,

@@ -447,3 +447,37 @@ fn a_tool_changed_since_the_project_locked_it_refuses_the_run() {
     );
     assert_eq!(server_calls(&dir2), 0);
 }
+
+#[test]
+fn a_tool_result_the_transport_drops_ends_the_call_within_its_timeout() {
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    let agent = std::fs::read_to_string(dir.join("agent.troupe")).unwrap();
+    let huge = agent.replace(
+        "\"--meta\", \"contracts\"]",
+        "\"--meta\", \"contracts\", \"--huge\", \"get_user\"]",
+    );
+    std::fs::write(dir.join("agent.troupe"), huge).unwrap();
+    std::fs::write(dir.join("troupe.toml"), "[mcp]\ncall_timeout = \"2s\"\n").unwrap();
+    let llm = script(
+        &dir,
+        json!([{"tool_calls": [get_user("u1")]}, {"answer": "Could not look up."}]),
+    );
+    let out = run_scripted(&dir, &llm);
+    let said = text(&out);
+    // Not a hang, not a crash: the call fails, the model is told, the run
+    // says so.
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("warning: 1 tool call(s) a model chose did not happen")
+            && said.contains("no answer within 2s"),
+        "{said}"
+    );
+    assert_eq!(calls(&dir, "get_user"), 1, "the server's own log");
+    // A limit that is not a duration is refused, naming the setting.
+    let (_tmp, dir) = setup_with(Sources::Both, &[]);
+    std::fs::write(dir.join("troupe.toml"), "[mcp]\ncall_timeout = \"soon\"\n").unwrap();
+    let llm = careful(&dir);
+    let out = run_scripted(&dir, &llm);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out).contains("[mcp] call_timeout"), "{}", text(&out));
+}
