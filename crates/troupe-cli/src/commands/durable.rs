@@ -139,19 +139,7 @@ pub fn print_notice(notice: &Notice) {
             file,
             source,
             diagnostics,
-        } => {
-            let mut buf = Vec::new();
-            crate::render::render_text(
-                &crate::render::FileReport {
-                    path: file,
-                    text: source,
-                    diagnostics,
-                },
-                false,
-                &mut buf,
-            );
-            crate::out::note_raw(&String::from_utf8_lossy(&buf));
-        }
+        } => note_diagnostics(file, source, diagnostics, false),
         Notice::NewBeside { run, others } => crate::note!(
             "started {run}; unfinished runs of this file with other inputs or another version are left as they are: {}",
             others.join(", ")
@@ -186,14 +174,29 @@ pub fn print_warnings(compiled: &troupe_host::Compiled, color: crate::ColorChoic
     if compiled.warnings.is_empty() {
         return;
     }
+    note_diagnostics(
+        &compiled.file,
+        &compiled.source,
+        &compiled.warnings,
+        color.enabled_for_stderr(),
+    );
+}
+
+/// Renders a file's diagnostics on standard error, as `check` renders them.
+fn note_diagnostics(
+    path: &str,
+    text: &str,
+    diagnostics: &[troupe_syntax::Diagnostic],
+    color: bool,
+) {
     let mut buf = Vec::new();
     crate::render::render_text(
         &crate::render::FileReport {
-            path: &compiled.file,
-            text: &compiled.source,
-            diagnostics: &compiled.warnings,
+            path,
+            text,
+            diagnostics,
         },
-        color.enabled_for_stderr(),
+        color,
         &mut buf,
     );
     crate::out::note_raw(&String::from_utf8_lossy(&buf));
@@ -325,17 +328,7 @@ fn report_error_only(e: &HostError, color: crate::ColorChoice) -> ExitStatus {
             source_text,
             diagnostics,
         } => {
-            let mut buf = Vec::new();
-            crate::render::render_text(
-                &crate::render::FileReport {
-                    path: file,
-                    text: source_text,
-                    diagnostics,
-                },
-                color.enabled_for_stderr(),
-                &mut buf,
-            );
-            crate::out::note_raw(&String::from_utf8_lossy(&buf));
+            note_diagnostics(file, source_text, diagnostics, color.enabled_for_stderr());
             if matches!(e, HostError::Contracts { .. }) {
                 crate::note!(
                     "error: {file} breaks the contracts of the tools it calls; nothing was run"
