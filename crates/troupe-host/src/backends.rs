@@ -77,9 +77,7 @@ impl ToolsFactory for NoTools {
 fn plan_verifier(
     file: &str,
 ) -> impl Fn(&Program, &str) -> Vec<troupe_syntax::Diagnostic> + Send + Sync + 'static {
-    let base = std::path::Path::new(file)
-        .parent()
-        .map_or_else(|| PathBuf::from("."), std::path::Path::to_owned);
+    let base = policy::base_dir(file);
     move |plan, source| {
         troupe_contracts::verify_workflows_with(
             plan,

@@ -49,7 +49,9 @@ impl ContractPolicy {
     }
 }
 
-fn base_dir(file: &str) -> PathBuf {
+/// The directory contract sidecars are found relative to: the workflow
+/// file's, or `.` for a bare file name.
+pub(crate) fn base_dir(file: &str) -> PathBuf {
     Path::new(file)
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
