@@ -215,6 +215,43 @@ pub struct HumanTask {
     /// When nobody answers in time, the clock answers with the default
     /// (first answer wins).
     pub deadline: Option<troupe_check::ir::Deadline>,
+    /// Told by the inbox once the task is recorded and waits for an answer.
+    pub asked: Asked,
+}
+
+/// An inbox's word that a person's task is recorded and waits for an
+/// answer. A run parks (gives its lease back, see `RunOptions::park_after`)
+/// only after each person it waits on was asked so: parked before its task
+/// was recorded, a run would wait on a task nobody can see or answer, not
+/// even the clock of its deadline.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    wake: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl Asked {
+    /// A signal that wakes `wake` when given.
+    pub(crate) fn waking(wake: Arc<tokio::sync::Notify>) -> Asked {
+        Asked {
+            flag: Arc::default(),
+            wake: Some(wake),
+        }
+    }
+
+    /// The task is recorded and nobody answered it yet.
+    pub fn waiting(&self) {
+        if !self.flag.swap(true, std::sync::atomic::Ordering::AcqRel)
+            && let Some(wake) = &self.wake
+        {
+            wake.notify_one();
+        }
+    }
+
+    /// Whether [`Asked::waiting`] was said.
+    pub fn is_waiting(&self) -> bool {
+        self.flag.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 /// Where human tasks go and their answers come from.

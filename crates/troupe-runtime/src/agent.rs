@@ -535,6 +535,8 @@ impl Agent {
             ty: Type::Bool,
             // A confirmation is never given by the clock.
             deadline: None,
+            // Part of a model's step, which never parks.
+            asked: crate::Asked::default(),
         };
         if let Some(j) = &self.journal {
             j.flush().await.map_err(Stop::Journal)?;

@@ -39,8 +39,8 @@ pub mod trace;
 pub mod watch;
 
 pub use actions::{
-    EffectCall, Externs, HumanInbox, HumanTask, ListedTools, NoContracts, NoHumans, ScriptedHumans,
-    ToolCall, ToolHost, ToolInfo, ToolPolicy, ToolRecord,
+    Asked, EffectCall, Externs, HumanInbox, HumanTask, ListedTools, NoContracts, NoHumans,
+    ScriptedHumans, ToolCall, ToolHost, ToolInfo, ToolPolicy, ToolRecord,
 };
 pub use agent::DEFAULT_MAX_STEPS;
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};

@@ -125,6 +125,8 @@ impl HumanInbox for StoreInbox {
                 }
                 if !announced {
                     announced = true;
+                    // Recorded, unanswered: the run may park on it now.
+                    task.asked.waiting();
                     let _ = writer.send(Op::Status {
                         run: inbox.run,
                         status: RunStatus::Waiting,

@@ -110,8 +110,11 @@ fn a_parked_run_is_answered_by_a_workers_sweep_and_finished() {
             "worker",
             "--store",
             &db.url,
+            // Parks at once, but only once the task is recorded: parked
+            // before, it waited on a task nobody, not even its deadline's
+            // clock, could answer (seen under load with 100ms).
             "--park-after",
-            "100ms",
+            "1ms",
             "--sweep",
             "200ms",
         ])

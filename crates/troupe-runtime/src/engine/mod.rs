@@ -536,7 +536,10 @@ struct RunState {
     pending: FuturesUnordered<troupe_llm::BoxFuture<'static, Pending>>,
     /// The tasks whose action in flight is a person's (see
     /// [`RunOptions::park_after`]).
-    with_people: std::collections::BTreeSet<u32>,
+    with_people: BTreeMap<u32, crate::Asked>,
+    /// Woken when an inbox says a person's task waits (see
+    /// [`crate::Asked`]).
+    asked: Arc<tokio::sync::Notify>,
     /// The tasks whose action in flight acts on the world (an effect, a
     /// tool): an interrupted run waits for these (see [`crate::Interrupt`]).
     effects: std::collections::BTreeSet<u32>,
@@ -638,7 +641,8 @@ impl RunState {
             done: tasks.iter().filter(|t| t.wait == Wait::Done).count(),
             tasks,
             pending: FuturesUnordered::new(),
-            with_people: std::collections::BTreeSet::new(),
+            with_people: BTreeMap::new(),
+            asked: Arc::default(),
             effects: std::collections::BTreeSet::new(),
             local,
             remote,
@@ -762,7 +766,24 @@ impl RunState {
             }
             if self.arrivals.is_empty() {
                 let next = match self.options.park_after {
-                    // Nothing can move but people: wait for them so long.
+                    // Nothing can move but people, some not asked yet: wait
+                    // for their tasks to be recorded before the clock counts.
+                    Some(_)
+                        if !self.pending.is_empty()
+                            && self.pending.len() == self.with_people.len()
+                            && !self.with_people.values().all(crate::Asked::is_waiting) =>
+                    {
+                        let asked = self.asked.clone();
+                        tokio::select! {
+                            next = self.pending.next() => next,
+                            () = asked.notified() => continue,
+                            () = interrupt::triggered(self.options.interrupt.as_ref()) => {
+                                return Err(self.interrupted().await);
+                            }
+                        }
+                    }
+                    // Nothing can move but people, all asked: wait for them
+                    // so long.
                     Some(after)
                         if !self.pending.is_empty()
                             && self.pending.len() == self.with_people.len() =>

@@ -131,7 +131,8 @@ impl RunState {
             return Ok(());
         }
         let log = (kind == StepKind::Tool).then(|| (self.tool_log.clone(), action, args.clone()));
-        let make = self.performance(&engine, action, &step, &args, performer);
+        let asked = crate::Asked::waking(self.asked.clone());
+        let make = self.performance(&engine, action, &step, &args, performer, asked.clone());
         let timeout = engine
             .timeouts
             .get(&decl.name)
@@ -199,7 +200,7 @@ impl RunState {
         };
         match kind {
             StepKind::Human => {
-                self.with_people.insert(task);
+                self.with_people.insert(task, asked);
             }
             StepKind::Effect | StepKind::Tool => {
                 self.effects.insert(task);
@@ -221,6 +222,7 @@ impl RunState {
         step: &StepKey,
         args: &[Value],
         performer: Performer,
+        asked: crate::Asked,
     ) -> Box<dyn FnOnce() -> troupe_llm::BoxFuture<'static, Result<Vec<Value>, String>> + Send>
     {
         let decl = engine.program.action(action);
@@ -331,6 +333,7 @@ impl RunState {
                     options,
                     ty: ty.clone(),
                     deadline: h.deadline.clone(),
+                    asked,
                 };
                 let inbox = engine.humans.clone();
                 let types = engine.types.clone();
