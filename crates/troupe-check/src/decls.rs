@@ -187,6 +187,18 @@ impl Checker<'_> {
                 self.duplicate(&decl.name.name, decl.name.span, prev_span, "action");
                 continue;
             }
+            if decl.name.name == crate::ir::SLEEP {
+                self.error(
+                    Diagnostic::error(
+                        Code::DuplicateDefinition,
+                        decl.name.span,
+                        "`sleep` is the built-in durable timer; an action cannot take its name",
+                    )
+                    .with_label("reserved name")
+                    .with_hint("rename the action; `act A: sleep(\"10m\")` waits durably"),
+                );
+                continue;
+            }
             let params = if decl.kind == ast::ActionKind::Tool {
                 self.params_with_defaults(&decl.params, "parameter")
             } else {
@@ -694,19 +706,7 @@ impl Checker<'_> {
                     prefill_span = Some(f.name.span);
                 }
                 "timeout" => timeout = self.duration_field(f).map(|d| (d, f.name.span)),
-                "remind" => {
-                    // Reminders are not sent yet: refused rather than
-                    // accepted and silently dropped.
-                    remind = self.duration_field(f);
-                    self.error(
-                        Diagnostic::error(
-                            Code::InvalidActionField,
-                            f.name.span,
-                            "`remind` is not supported yet",
-                        )
-                        .with_hint("remove it; `timeout` and `default` are"),
-                    );
-                }
+                "remind" => remind = self.duration_field(f),
                 "default" => default = Some(f),
                 _ => {}
             }
@@ -754,12 +754,13 @@ impl Checker<'_> {
             );
             Template { parts: Vec::new() }
         });
-        let deadline = self.deadline(decl, outputs, answer, timeout, default, remind);
+        let deadline = self.deadline(decl, outputs, answer, timeout, default);
         ActionKind::Human(HumanAction {
             ask,
             prefill,
             answer,
             deadline,
+            remind,
         })
     }
 
@@ -775,9 +776,9 @@ impl Checker<'_> {
         }
     }
 
-    /// The deadline of a `human` action from its `timeout:`, `default:` and
-    /// `remind:` fields: `default` is a literal of the answer's type, and
-    /// required with `timeout` unless the person only acknowledges.
+    /// The deadline of a `human` action from its `timeout:` and `default:`
+    /// fields: `default` is a literal of the answer's type, and required
+    /// with `timeout` unless the person only acknowledges.
     fn deadline(
         &mut self,
         decl: &ast::ActionDecl,
@@ -785,7 +786,6 @@ impl Checker<'_> {
         answer: AnswerKind,
         timeout: Option<(std::time::Duration, Span)>,
         default: Option<&ast::ActionField>,
-        remind: Option<std::time::Duration>,
     ) -> Option<Deadline> {
         let default = match (default, outputs.first()) {
             (Some(f), Some(out)) => Some((f, self.default_answer(f, &out.ty)?)),
@@ -806,12 +806,10 @@ impl Checker<'_> {
             (Some((after, _)), Some((_, value))) => Some(Deadline {
                 after,
                 default: value,
-                remind,
             }),
             (Some((after, _)), None) if answer == AnswerKind::Acknowledge => Some(Deadline {
                 after,
                 default: serde_json::json!({}),
-                remind,
             }),
             (Some((_, span)), None) => {
                 self.error(

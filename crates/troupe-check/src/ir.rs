@@ -90,7 +90,15 @@ pub enum ActionKind {
     /// A model writes a workflow over the listed actions and lifelines at
     /// run time, which runs as a nested run (LANGUAGE.md §6).
     Planner(PlannerAction),
+    /// The built-in `sleep(duration)`: a durable timer (LANGUAGE.md §7).
+    /// Its deadline is recorded when the step first runs; a resumed run
+    /// waits only what is left.
+    Sleep,
 }
+
+/// The name of the built-in durable timer, reserved: no declaration may
+/// take it.
+pub const SLEEP: &str = "sleep";
 
 impl ActionKind {
     pub fn label(&self) -> &'static str {
@@ -101,6 +109,7 @@ impl ActionKind {
             ActionKind::Human(_) => "human",
             ActionKind::Tool(_) => "tool",
             ActionKind::Planner(_) => "planner",
+            ActionKind::Sleep => "sleep",
         }
     }
 }
@@ -198,13 +207,15 @@ pub struct HumanAction {
     pub ask: Template,
     pub prefill: Option<Template>,
     pub answer: AnswerKind,
-    /// `timeout:` with `default:` (and `remind:`): when nobody answers in
-    /// time, the default is the answer, given by the clock.
+    /// `timeout:` with `default:`: when nobody answers in time, the
+    /// default is the answer, given by the clock.
     pub deadline: Option<Deadline>,
+    /// `remind:`: the task is announced again this often while it waits.
+    pub remind: Option<std::time::Duration>,
 }
 
-/// A human task's deadline (`timeout: "24h"`, `default: false`, `remind:
-/// "4h"`): counted from when the task is first asked, kept across restarts.
+/// A human task's deadline (`timeout: "24h"`, `default: false`): counted
+/// from when the task is first asked, kept across restarts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deadline {
     pub after: std::time::Duration,
@@ -212,8 +223,6 @@ pub struct Deadline {
     /// is written (JSON: `false`, `3`, `"text"`, an enum value's name;
     /// `{}` for an acknowledgement).
     pub default: serde_json::Value,
-    /// Announce the task again this often while it waits.
-    pub remind: Option<std::time::Duration>,
 }
 
 /// A text with `{param}` placeholders.

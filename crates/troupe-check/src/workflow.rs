@@ -918,11 +918,57 @@ impl Checker<'_> {
         }
     }
 
+    /// The built-in `sleep(duration: Text)`, declared on its first use.
+    fn sleep_action(&mut self) -> ir::ActionId {
+        let id = ir::ActionId(self.actions.len() as u32);
+        self.action_names.insert(ir::SLEEP.to_owned(), id);
+        self.actions.push(ir::Action {
+            name: ir::SLEEP.to_owned(),
+            params: vec![ir::Param {
+                name: "duration".into(),
+                ty: Type::Text,
+            }],
+            outputs: Vec::new(),
+            kind: ir::ActionKind::Sleep,
+            span: Span::new(0, 0),
+        });
+        id
+    }
+
+    /// A literal duration of `sleep` is checked here; one computed at run
+    /// time is checked when the step runs.
+    fn sleep_literal(&mut self, args: &[ir::Expr]) {
+        let Some(ir::Expr {
+            kind: ir::ExprKind::Lit(Value::Text(text)),
+            span,
+            ..
+        }) = args.first()
+        else {
+            return;
+        };
+        if humantime::parse_duration(text.trim()).is_err() {
+            self.error(
+                Diagnostic::error(
+                    Code::TypeMismatch,
+                    *span,
+                    format!("`sleep` waits for a duration, and {text:?} is not one"),
+                )
+                .with_label("not a duration")
+                .with_hint("write it as \"30s\", \"10m\", \"4h\" or \"2days\""),
+            );
+        }
+    }
+
     fn act(&mut self, at: &ast::Ident, targets: &[ast::Ident], rhs: &ActRhs) -> StmtKind {
         let at_id = self.lifeline(at);
         let scope = Scope::At(at_id);
         let (call, output_types) = match rhs {
-            ActRhs::Call { name, args } => match self.action_names.get(&name.name).copied() {
+            ActRhs::Call { name, args } => match self
+                .action_names
+                .get(&name.name)
+                .copied()
+                .or_else(|| (name.name == ir::SLEEP).then(|| self.sleep_action()))
+            {
                 Some(action_id) => {
                     let action = &self.actions[action_id.0 as usize];
                     let params: Vec<_> = action.params.iter().map(|p| p.ty.clone()).collect();
@@ -941,23 +987,29 @@ impl Checker<'_> {
                     };
                     if args.len() < required || args.len() > params.len() {
                         let sig = self.signature(action_id);
-                        self.error(
-                            Diagnostic::error(
-                                Code::ArgumentCount,
-                                name.span,
-                                format!(
-                                    "`{}` takes {} argument(s) but {} were given",
-                                    name.name,
-                                    if required == params.len() {
-                                        params.len().to_string()
-                                    } else {
-                                        format!("{required} to {}", params.len())
-                                    },
-                                    args.len()
-                                ),
-                            )
-                            .with_related(action_span, format!("declared as `{sig}`")),
+                        let builtin = matches!(
+                            self.actions[action_id.0 as usize].kind,
+                            ir::ActionKind::Sleep
                         );
+                        let d = Diagnostic::error(
+                            Code::ArgumentCount,
+                            name.span,
+                            format!(
+                                "`{}` takes {} argument(s) but {} were given",
+                                name.name,
+                                if required == params.len() {
+                                    params.len().to_string()
+                                } else {
+                                    format!("{required} to {}", params.len())
+                                },
+                                args.len()
+                            ),
+                        );
+                        self.error(if builtin {
+                            d.with_hint(format!("the built-in is `{sig}`"))
+                        } else {
+                            d.with_related(action_span, format!("declared as `{sig}`"))
+                        });
                     }
                     let mut checked = Vec::with_capacity(args.len());
                     for (i, arg) in args.iter().enumerate() {
@@ -971,6 +1023,12 @@ impl Checker<'_> {
                             self.expect_type(&e, t, &pname);
                         }
                         checked.push(e);
+                    }
+                    if matches!(
+                        self.actions[action_id.0 as usize].kind,
+                        ir::ActionKind::Sleep
+                    ) {
+                        self.sleep_literal(&checked);
                     }
                     (
                         Call::Action {

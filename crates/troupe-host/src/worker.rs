@@ -140,6 +140,10 @@ impl Host {
                 if let Err(e) = store.answer_due(None) {
                     tracing::warn!(target: "troupe::worker", error = %e, "cannot answer the due tasks");
                 }
+                // Timers that fell due in parked runs: queued again.
+                if let Err(e) = store.wake_due_timers() {
+                    tracing::warn!(target: "troupe::worker", error = %e, "cannot wake the runs whose timers are due");
+                }
                 // The worker's metrics, for logs and collectors.
                 tracing::info!(
                     target: "troupe::worker",

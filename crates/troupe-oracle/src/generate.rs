@@ -639,6 +639,7 @@ fn actions() -> Vec<Action> {
                 prefill: None,
                 answer: AnswerKind::Input,
                 deadline: None,
+                remind: None,
             }),
         ),
         int_action(

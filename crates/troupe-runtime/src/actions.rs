@@ -215,6 +215,8 @@ pub struct HumanTask {
     /// When nobody answers in time, the clock answers with the default
     /// (first answer wins).
     pub deadline: Option<troupe_check::ir::Deadline>,
+    /// Announce the task again this often while it waits (`remind:`).
+    pub remind: Option<std::time::Duration>,
     /// Told by the inbox once the task is recorded and waits for an answer.
     pub asked: Asked,
 }

@@ -535,6 +535,7 @@ impl Agent {
             ty: Type::Bool,
             // A confirmation is never given by the clock.
             deadline: None,
+            remind: None,
             // Part of a model's step, which never parks.
             asked: crate::Asked::default(),
         };

@@ -74,6 +74,8 @@ pub enum StepKind {
     /// A `planner`: its outputs, its accepted plan's source and its nested
     /// run's trace.
     Plan,
+    /// The built-in `sleep`: a durable timer.
+    Timer,
 }
 
 impl StepKind {
@@ -85,6 +87,7 @@ impl StepKind {
             StepKind::Human => "human",
             StepKind::Mock => "mock",
             StepKind::Plan => "plan",
+            StepKind::Timer => "timer",
         }
     }
 
@@ -152,6 +155,19 @@ pub trait RunJournal: Send + Sync {
     fn forget_effect(&self, key: &StepKey) -> BoxFuture<'static, Result<(), String>> {
         let _ = key;
         Box::pin(async { Ok(()) })
+    }
+
+    /// Records the deadline of the timer of step `key`, `after` from now,
+    /// unless one is recorded already, and returns how long is left until
+    /// the recorded one: a resumed run waits only what is left, however
+    /// many times it resumes. The default keeps nothing: the whole wait.
+    fn timer(
+        &self,
+        key: &StepKey,
+        after: std::time::Duration,
+    ) -> BoxFuture<'static, Result<std::time::Duration, String>> {
+        let _ = key;
+        Box::pin(async move { Ok(after) })
     }
 
     /// Makes the events recorded so far durable. Called before the run

@@ -171,6 +171,17 @@ impl RunJournal for Watched {
         }
     }
 
+    fn timer(
+        &self,
+        key: &StepKey,
+        after: std::time::Duration,
+    ) -> BoxFuture<'static, Result<std::time::Duration, String>> {
+        match &self.inner {
+            Some(j) => j.timer(key, after),
+            None => Box::pin(async move { Ok(after) }),
+        }
+    }
+
     fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
         match &self.inner {
             Some(j) => j.flush(),

@@ -5,7 +5,7 @@
 //! and `troupe serve` on any machine sees the same announcements.
 
 use crate::db::{DbError, Row, args};
-use crate::{Store, StoreError};
+use crate::{NOW_MS, Store, StoreError};
 
 /// One announcement of a task on a channel.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +154,66 @@ impl Store {
         })
     }
 
+    /// The reminders due on `channel`: for each announced task still
+    /// pending whose `remind:` interval has passed once more since it was
+    /// asked, the task and the number of the reminder to send (1 for the
+    /// first). Reminder k falls due k intervals after the task was asked,
+    /// so a channel that was down catches up one reminder per round rather
+    /// than flooding. The work is that of the channel's open announcements.
+    pub fn due_reminders(&self, channel: &str) -> Result<Vec<(i64, i64)>, StoreError> {
+        self.with("find the due reminders", |db| {
+            db.query(
+                &format!(
+                    "SELECT a.task, a.reminders + 1 FROM notify_announced a JOIN tasks t ON t.id = a.task
+                     WHERE a.channel = ?1 AND a.closed = 0 AND a.place IS NOT NULL
+                       AND t.status = 'pending' AND t.remind_ms IS NOT NULL AND t.asked_ms IS NOT NULL
+                       AND t.asked_ms + (a.reminders + 1) * t.remind_ms <= {NOW_MS}
+                     ORDER BY a.task"
+                ),
+                args![channel],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
+        })
+    }
+
+    /// Claims reminder `number` of `task` on `channel`: false when another
+    /// process (or an earlier round) claimed it, so each reminder is sent
+    /// at most once however many `troupe serve` share the store.
+    pub fn remind_claim(&self, channel: &str, task: i64, number: i64) -> Result<bool, StoreError> {
+        self.with("claim the reminder", |db| {
+            db.execute(
+                "UPDATE notify_announced SET reminders = ?3 WHERE channel = ?1 AND task = ?2 AND reminders = ?3 - 1",
+                args![channel, task, number],
+            )
+            .map(|n| n == 1)
+        })
+    }
+
+    /// Gives back a claimed reminder that could not be sent (tried again
+    /// next round).
+    pub fn remind_release(&self, channel: &str, task: i64, number: i64) -> Result<(), StoreError> {
+        self.with("release the reminder", |db| {
+            db.execute(
+                "UPDATE notify_announced SET reminders = ?3 - 1 WHERE channel = ?1 AND task = ?2 AND reminders = ?3",
+                args![channel, task, number],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// How many reminders of `task` `channel` sent.
+    pub fn reminders_sent(&self, channel: &str, task: i64) -> Result<i64, StoreError> {
+        self.with("count the reminders", |db| {
+            db.query_opt(
+                "SELECT reminders FROM notify_announced WHERE channel = ?1 AND task = ?2",
+                args![channel, task],
+            )?
+            .map_or(Ok(0), |r| r.get(0))
+        })
+    }
+
     /// A channel's own state under `key`.
     pub fn channel_state(&self, channel: &str, key: &str) -> Result<Option<String>, StoreError> {
         self.with("read the channel's state", |db| {
@@ -189,5 +249,65 @@ impl Store {
                 .map(|r| r.get(0))
                 .transpose()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{bare_run, both, confirm_task};
+    use crate::{Durability, NewTask};
+    use std::time::Duration;
+
+    fn reminded(run: i64, key: &str, every: Duration) -> NewTask {
+        NewTask {
+            remind: Some(every),
+            ..confirm_task(run, key, None)
+        }
+    }
+
+    #[test]
+    fn reminders_fall_due_by_interval_and_are_claimed_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        for (store, _db) in both(dir.path(), Durability::Normal) {
+            let run = store.create_run(&bare_run("f")).unwrap();
+            let record = |t: NewTask| {
+                store
+                    .with("record the task", |db| crate::insert_task(db, &t))
+                    .unwrap();
+                store.task_row_id(run, &t.key).unwrap().unwrap()
+            };
+            // Every millisecond (so that several are due at once), every
+            // hour, and never.
+            let fast = record(reminded(run, "A/ok#0", Duration::from_millis(1)));
+            let slow = record(reminded(run, "A/ok#1", Duration::from_secs(3600)));
+            let never = record(confirm_task(run, "A/ok#2", None));
+            // Not announced yet: nothing to remind of.
+            assert!(store.due_reminders("webhook").unwrap().is_empty());
+            for task in [fast, slow, never] {
+                assert!(
+                    store
+                        .announce_claim("webhook", task, &format!("s{task}"), None)
+                        .unwrap()
+                );
+                store
+                    .announce_sent("webhook", task, "delivered", "")
+                    .unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            // One at a time, in order; each claimed once.
+            assert_eq!(store.due_reminders("webhook").unwrap(), vec![(fast, 1)]);
+            assert!(store.remind_claim("webhook", fast, 1).unwrap());
+            assert!(!store.remind_claim("webhook", fast, 1).unwrap());
+            assert_eq!(store.due_reminders("webhook").unwrap(), vec![(fast, 2)]);
+            // A failed send gives it back.
+            assert!(store.remind_claim("webhook", fast, 2).unwrap());
+            store.remind_release("webhook", fast, 2).unwrap();
+            assert_eq!(store.reminders_sent("webhook", fast).unwrap(), 1);
+            assert_eq!(store.due_reminders("webhook").unwrap(), vec![(fast, 2)]);
+            // Settled: no more.
+            store.announce_close("webhook", fast).unwrap();
+            assert!(store.due_reminders("webhook").unwrap().is_empty());
+            assert_eq!(store.reminders_sent("webhook", slow).unwrap(), 0);
+        }
     }
 }

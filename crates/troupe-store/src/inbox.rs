@@ -94,6 +94,7 @@ impl HumanInbox for StoreInbox {
                 ty: inbox.types.display(&task.ty).to_string(),
                 schema: troupe_llm::json_schema(&task.ty, &inbox.types).to_string(),
                 deadline: task.deadline.as_ref().map(|d| (d.after, d.default.clone())),
+                remind: task.remind,
             };
             writer
                 .send_durable(Op::Task(new))

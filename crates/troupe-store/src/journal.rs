@@ -84,6 +84,8 @@ pub struct StoreJournal {
     fence: Option<Arc<Fence>>,
     /// Set once a write was refused for a lost lease.
     lost: Arc<AtomicBool>,
+    /// Where its timers' deadlines are read back (not kept open by it).
+    store: crate::WeakStore,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -272,6 +274,7 @@ impl StoreJournal {
             })
         });
         Ok(StoreJournal {
+            store: store.downgrade(),
             fence,
             lost: Arc::new(AtomicBool::new(false)),
             run,
@@ -524,6 +527,28 @@ impl RunJournal for StoreJournal {
             input_hash: input_hash(args),
             outputs: bin,
             outputs_json: json.to_string(),
+        })
+    }
+
+    fn timer(
+        &self,
+        key: &StepKey,
+        after: std::time::Duration,
+    ) -> BoxFuture<'static, Result<std::time::Duration, String>> {
+        let key = key.to_string();
+        let recorded = self.durable(Op::Timer {
+            run: self.run,
+            key: key.clone(),
+            after: crate::lease::millis(after),
+        });
+        let (store, run) = (self.store.clone(), self.run);
+        Box::pin(async move {
+            recorded.await?;
+            let store = store.upgrade().ok_or("the store was closed")?;
+            store
+                .timer_left(run, &key)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("the timer of {key} was not recorded"))
         })
     }
 

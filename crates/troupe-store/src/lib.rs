@@ -43,6 +43,7 @@ mod schemas_agree;
 mod state;
 #[doc(hidden)]
 pub mod testing;
+mod timer;
 mod writer;
 
 pub use announce::Announced;
@@ -62,6 +63,7 @@ pub use writer::Fence;
 
 pub use db::Dialect;
 pub use postgres::{exists, is_postgres, redact};
+pub use timer::TimerRow;
 
 use db::{Db, DbError, DbErrorKind, SqliteDb, args};
 use rusqlite::{Connection, OpenFlags, params};
@@ -181,6 +183,8 @@ pub struct NewTask {
     /// `(after, default)`: when nobody answers within `after` of the task's
     /// first recording, `default` is its answer, given by `timeout`.
     pub deadline: Option<(std::time::Duration, serde_json::Value)>,
+    /// Announce the task again this often while it waits (`remind:`).
+    pub remind: Option<std::time::Duration>,
 }
 
 /// Who answers a task whose deadline passed.
@@ -194,9 +198,10 @@ pub(crate) fn insert_task(db: &mut dyn Db, t: &NewTask) -> Result<(), DbError> {
         None => (None, None),
     };
     db.execute(
-        &format!("INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at, due_at, default_answer)
+        &format!("INSERT INTO tasks(run, key, lifeline, action, kind, prompt, prefill, options, type, schema, status, created_at, due_at, default_answer, remind_ms, asked_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', strftime('%Y-%m-%dT%H:%M:%fZ','now'),
-           CASE WHEN CAST(?11 AS BIGINT) IS NULL THEN NULL ELSE {NOW_MS} + CAST(?11 AS BIGINT) END, ?12)
+           CASE WHEN CAST(?11 AS BIGINT) IS NULL THEN NULL ELSE {NOW_MS} + CAST(?11 AS BIGINT) END, ?12,
+           CAST(?13 AS BIGINT), {NOW_MS})
          ON CONFLICT(run, key) DO NOTHING"),
         args![
             t.run,
@@ -210,7 +215,8 @@ pub(crate) fn insert_task(db: &mut dyn Db, t: &NewTask) -> Result<(), DbError> {
             &t.ty,
             &t.schema,
             after,
-            &default
+            &default,
+            t.remind.map(lease::millis)
         ],
     )?;
     Ok(())
@@ -508,6 +514,24 @@ ALTER TABLE runs ADD COLUMN forked_at TEXT;
 ALTER TABLE tasks ADD COLUMN due_at INTEGER;
 ALTER TABLE tasks ADD COLUMN default_answer TEXT;
 CREATE INDEX tasks_due ON tasks(due_at) WHERE status = 'pending' AND due_at IS NOT NULL;
+",
+    // 11: durable timers (`sleep`): when each falls due, on the store's
+    // clock (`timer.rs`).
+    "
+CREATE TABLE timers(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  key TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  PRIMARY KEY(run, key)
+);
+",
+    // 12: reminders (`remind:` on `human`): how often a pending task is
+    // announced again, from when it was asked (the store's clock, in ms),
+    // and how many reminders each channel sent (`announce.rs`).
+    "
+ALTER TABLE tasks ADD COLUMN remind_ms INTEGER;
+ALTER TABLE tasks ADD COLUMN asked_ms INTEGER;
+ALTER TABLE notify_announced ADD COLUMN reminders INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 

@@ -256,6 +256,21 @@ ALTER TABLE tasks ADD COLUMN due_at BIGINT;
 ALTER TABLE tasks ADD COLUMN default_answer TEXT;
 CREATE INDEX tasks_due ON tasks(due_at) WHERE status = 'pending' AND due_at IS NOT NULL;
 ",
+    // 11: durable timers (as SQLite's migration 11).
+    "
+CREATE TABLE timers(
+  run BIGINT NOT NULL REFERENCES runs(id),
+  key TEXT NOT NULL,
+  due_at BIGINT NOT NULL,
+  PRIMARY KEY(run, key)
+);
+",
+    // 12: reminders (as SQLite's migration 12).
+    "
+ALTER TABLE tasks ADD COLUMN remind_ms BIGINT;
+ALTER TABLE tasks ADD COLUMN asked_ms BIGINT;
+ALTER TABLE notify_announced ADD COLUMN reminders BIGINT NOT NULL DEFAULT 0;
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

@@ -962,11 +962,16 @@ impl Store {
             if !crate::writer::holds(tx, fence)? {
                 return Ok(Parking::Lost);
             }
+            // An answer, or a due timer, the run has not taken yet: it
+            // goes on at once instead.
             let answered = tx
                 .query_opt(
-                    "SELECT 1 FROM tasks t WHERE t.run = ?1 AND t.status = 'answered'
-                       AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run = t.run AND s.key = t.key AND s.status = 'done')
-                     LIMIT 1",
+                    &format!(
+                        "SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.run = ?1 AND t.status = 'answered'
+                           AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run = t.run AND s.key = t.key AND s.status = 'done'))
+                         OR {}",
+                        crate::timer::due_timer("?1")
+                    ),
                     args![fence.run],
                 )?
                 .is_some();
@@ -1040,6 +1045,7 @@ impl Store {
                 "checkpoints",
                 "steps",
                 "tasks",
+                "timers",
                 "llm_calls",
                 "parts",
                 "messages",

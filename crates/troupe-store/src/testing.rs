@@ -146,5 +146,6 @@ pub fn confirm_task(
         ty: "Bool".into(),
         schema: "{}".into(),
         deadline,
+        remind: None,
     }
 }

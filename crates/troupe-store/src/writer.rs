@@ -50,6 +50,12 @@ pub(crate) enum Op {
         error: Option<String>,
     },
     Task(crate::NewTask),
+    /// A durable timer, due `after` ms from now unless already recorded.
+    Timer {
+        run: i64,
+        key: String,
+        after: i64,
+    },
     /// Message `seq` of a placed run's channel between parts.
     Message {
         run: i64,
@@ -208,7 +214,8 @@ impl Op {
             | Op::FinishPart { run, .. }
             | Op::LlmCall { run, .. }
             | Op::Checkpoint { run, .. }
-            | Op::PartCheckpoint { run, .. } => *run,
+            | Op::PartCheckpoint { run, .. }
+            | Op::Timer { run, .. } => *run,
             Op::Task(t) => t.run,
             Op::Batch(ops) => ops.first().map_or(i64::MIN, Op::run),
         }
@@ -514,6 +521,7 @@ fn apply(tx: &mut dyn Db, op: &Op) -> Result<(), DbError> {
                  WHERE id = ?1 AND status <> 'cancelled'", args![run, status.as_str(), result, error])?;
         }
         Op::Task(t) => crate::insert_task(tx, t)?,
+        Op::Timer { run, key, after } => crate::timer::insert_timer(tx, *run, key, *after)?,
         Op::Message {
             run,
             channel,

@@ -129,6 +129,20 @@ pub struct RunRefArgs {
     pub json: bool,
 }
 
+/// "fired", or when a timer falls due: in how long, or that it is due.
+fn timer_state(t: &troupe_store::TimerRow) -> String {
+    if t.fired {
+        return "fired".to_owned();
+    }
+    match t.due_in_ms {
+        ms if ms <= 0 => "due (wakes at the next step or sweep)".to_owned(),
+        ms => format!(
+            "due in {}",
+            humantime::format_duration(std::time::Duration::from_millis(ms as u64 / 1000 * 1000))
+        ),
+    }
+}
+
 /// `1.2s`, `3m04s`, `-` for nothing.
 fn short_duration(ms: u64) -> String {
     match ms {
@@ -146,8 +160,12 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
     let totals = store.run_totals()?.remove(&run).unwrap_or_default();
     let chosen = troupe_host::chosen::chosen_calls(&detail, &store.run_tasks(run, false)?);
     let parts = store.parts(run)?;
+    let timers = store.timers(run)?;
     if args.json {
         let mut doc = serde_json::to_value(&detail)?;
+        if !timers.is_empty() {
+            doc["timers"] = serde_json::to_value(&timers)?;
+        }
         if !parts.is_empty() {
             doc["parts"] = serde_json::to_value(&parts)?;
             doc["messages_between_parts"] = store.crossed(run)?.into();
@@ -232,6 +250,9 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             sanitize(&step.key),
             sanitize(&out.chars().take(60).collect::<String>())
         );
+    }
+    for t in &timers {
+        text += &format!("  timer     {} {}\n", sanitize(&t.key), timer_state(t));
     }
     if !chosen.is_empty() {
         text += &format!("  tools     {} call(s) chosen by models\n", chosen.len());

@@ -197,6 +197,7 @@ impl EngineBuilder {
                 ActionKind::Llm(_) => Performer::Llm,
                 ActionKind::Planner(_) => Performer::Planner,
                 ActionKind::Human(_) => Performer::Human,
+                ActionKind::Sleep => Performer::Sleep,
                 ActionKind::Tool(_) => match &self.tools {
                     Some(host) => Performer::Tool(host.clone()),
                     None => self.unbound(&action.name, "tool")?,

@@ -67,6 +67,8 @@ enum Performer {
     Tool(Arc<dyn ToolHost>),
     /// A `planner`: asks for a plan and runs it (see `planner`).
     Planner,
+    /// The built-in `sleep`: waits out a durable timer.
+    Sleep,
 }
 
 /// A compiled workflow, ready to run any number of times, concurrently.

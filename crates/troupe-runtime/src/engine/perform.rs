@@ -43,6 +43,8 @@ impl RunState {
             (Performer::Mock, _) => (StepKind::Mock, true),
             // Safe to repeat: its plan and its nested steps are journaled.
             (Performer::Planner, _) => (StepKind::Plan, true),
+            // Safe to repeat: the recorded deadline stays.
+            (Performer::Sleep, _) => (StepKind::Timer, true),
             (Performer::Tool(_), ActionKind::Tool(t)) => (StepKind::Tool, t.idempotent),
             (_, ActionKind::Effect { idempotent }) => (StepKind::Effect, *idempotent),
             _ => (StepKind::Effect, false),
@@ -133,11 +135,15 @@ impl RunState {
         let log = (kind == StepKind::Tool).then(|| (self.tool_log.clone(), action, args.clone()));
         let asked = crate::Asked::waking(self.asked.clone());
         let make = self.performance(&engine, action, &step, &args, performer, asked.clone());
-        let timeout = engine
-            .timeouts
-            .get(&decl.name)
-            .copied()
-            .or(engine.default_timeout);
+        // A timer's wait is what was asked for, not work taking too long.
+        let timeout = match kind {
+            StepKind::Timer => None,
+            _ => engine
+                .timeouts
+                .get(&decl.name)
+                .copied()
+                .or(engine.default_timeout),
+        };
         let outputs: Vec<Type> = decl.outputs.iter().map(|p| p.ty.clone()).collect();
         let types = engine.types.clone();
         let fut = async move {
@@ -147,7 +153,7 @@ impl RunState {
                     .await
                     .map_err(Failure::Journal)?;
             }
-            if let (Some(journal), StepKind::Human) = (&journal, kind) {
+            if let (Some(journal), StepKind::Human | StepKind::Timer) = (&journal, kind) {
                 journal.flush().await.map_err(Failure::Journal)?;
             }
             let perform = make();
@@ -199,7 +205,7 @@ impl RunState {
             Ok(values)
         };
         match kind {
-            StepKind::Human => {
+            StepKind::Human | StepKind::Timer => {
                 self.with_people.insert(task, asked);
             }
             StepKind::Effect | StepKind::Tool => {
@@ -316,6 +322,30 @@ impl RunState {
                 };
                 Box::new(move || f(call))
             }
+            (Performer::Sleep, _) => {
+                let journal = self.options.journal.clone();
+                let step = step.clone();
+                let duration = match args.first() {
+                    Some(Value::Text(t)) => humantime::parse_duration(t.trim()).map_err(|e| {
+                        format!("`sleep` waits for a duration, and {t:?} is not one: {e}")
+                    }),
+                    _ => Err("`sleep` takes one duration".to_owned()),
+                };
+                Box::new(move || {
+                    Box::pin(async move {
+                        let after = duration?;
+                        let left = match &journal {
+                            Some(j) => j.timer(&step, after).await?,
+                            None => after,
+                        };
+                        // Recorded: the run may park on it now, and any
+                        // worker wakes it once it is due.
+                        asked.waiting();
+                        tokio::time::sleep(left).await;
+                        Ok(Vec::new())
+                    })
+                })
+            }
             (Performer::Human, ActionKind::Human(h)) => {
                 let ty = decl.outputs.first().map_or(Type::Text, |p| p.ty.clone());
                 let options = match &ty {
@@ -333,6 +363,7 @@ impl RunState {
                     options,
                     ty: ty.clone(),
                     deadline: h.deadline.clone(),
+                    remind: h.remind,
                     asked,
                 };
                 let inbox = engine.humans.clone();

@@ -452,6 +452,14 @@ impl RunJournal for Nested {
         self.inner.forget_effect(&nested_key(&self.outer, key))
     }
 
+    fn timer(
+        &self,
+        key: &StepKey,
+        after: std::time::Duration,
+    ) -> BoxFuture<'static, Result<std::time::Duration, String>> {
+        self.inner.timer(&nested_key(&self.outer, key), after)
+    }
+
     fn flush(&self) -> BoxFuture<'static, Result<(), String>> {
         self.inner.flush()
     }

@@ -6,6 +6,9 @@
 //! - [`webhook`]: POST each task as JSON to a URL; answers come back through
 //!   `POST /hooks/answer/{task}` with a per-task token.
 //!
+//! A task with `remind:` is announced again at that interval while it
+//! waits, each reminder claimed in the store like an announcement.
+//!
 //! Each task is announced once per channel, even across restarts: what was
 //! announced is kept in the store's database, in the tables
 //! `notify_announced` and `notify_state` (part of the store's schema and
@@ -261,6 +264,17 @@ impl NotifyDb {
     /// Records where the announcement was sent and its text.
     pub fn sent(&self, channel: &str, task: i64, place: &str, text: &str) -> Result<(), WebError> {
         Ok(self.store.announce_sent(channel, task, place, text)?)
+    }
+
+    /// Claims reminder `number` of `task` on `channel` (see
+    /// `Store::remind_claim`).
+    pub fn claim_reminder(&self, channel: &str, task: i64, number: i64) -> Result<bool, WebError> {
+        Ok(self.store.remind_claim(channel, task, number)?)
+    }
+
+    /// Gives back a reminder that could not be sent.
+    pub fn release_reminder(&self, channel: &str, task: i64, number: i64) -> Result<(), WebError> {
+        Ok(self.store.remind_release(channel, task, number)?)
     }
 
     /// Marks an announcement as settled (its message shows the answer).

@@ -210,6 +210,37 @@ impl Telegram {
         Ok(sent)
     }
 
+    /// Sends the reminders that are due (`remind:`) as replies to the
+    /// task's message, each claimed first so that it goes out once;
+    /// returns how many. A reminder that cannot be sent is given back.
+    pub async fn remind(&self) -> Result<usize, WebError> {
+        let store = self.store.clone();
+        let due = blocking(move || Ok(store.due_reminders(CHANNEL)?)).await?;
+        let mut sent = 0;
+        for (n, number) in due {
+            let db = self.db.clone();
+            if !blocking(move || db.claim_reminder(CHANNEL, n, number)).await? {
+                continue;
+            }
+            let db = self.db.clone();
+            let place = blocking(move || db.get(CHANNEL, n))
+                .await?
+                .and_then(|a| a.place);
+            let Some((chat, message)) = place.as_deref().and_then(|p| p.split_once(':')) else {
+                continue;
+            };
+            let chat = chat.parse::<i64>().unwrap_or(self.config.chat_id);
+            let text = format!("Reminder {number}: this task still waits for an answer.");
+            if let Err(e) = self.reply(chat, message.parse().unwrap_or(0), &text).await {
+                let db = self.db.clone();
+                blocking(move || db.release_reminder(CHANNEL, n, number)).await?;
+                return Err(e);
+            }
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
     /// Edits a task's message to end with `note` (and drops its buttons);
     /// marks the announcement settled.
     async fn settle(&self, a: &Announced, note: &str) -> Result<(), WebError> {
@@ -444,6 +475,7 @@ impl Telegram {
             loop {
                 let round = async {
                     announcer.announce().await?;
+                    announcer.remind().await?;
                     announcer.sweep().await
                 };
                 match round.await {

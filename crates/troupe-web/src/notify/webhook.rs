@@ -6,6 +6,11 @@
 //!   "answer_url": "http://127.0.0.1:7878/hooks/answer/task-3", "token": "…per-task secret…" }
 //! ```
 //!
+//! While a task with `remind:` waits, each reminder is POSTed the same way
+//! with `"event": "reminder"` and `"reminder": k` (1 for the first), once
+//! per reminder across every `troupe serve` sharing the store; the token is
+//! the announcement's.
+//!
 //! The receiver answers with `POST answer_url` and a JSON body such as
 //! `{"token": "…", "yes": true}` (or `"no"`, `"value"`, `"json"`, `"answer"`,
 //! optionally `"by"`), validated like `troupe answer`; no bearer token is
@@ -93,24 +98,7 @@ impl Webhook {
                 "answer_url": format!("{}/hooks/answer/{}", self.public_url, task.id),
                 "token": secret,
             });
-            let mut req = self.http.post(&self.config.url).json(&doc);
-            if let Some((name, value)) = self
-                .config
-                .header
-                .as_deref()
-                .and_then(|h| h.split_once(':'))
-            {
-                req = req.header(name.trim(), value.trim());
-            }
-            let outcome = match req.send().await {
-                Ok(r) if r.status().is_success() => Ok(()),
-                Ok(r) => Err(Self::err(format!(
-                    "{} answered {}",
-                    self.config.url,
-                    r.status()
-                ))),
-                Err(e) => Err(Self::err(format!("cannot reach {}: {e}", self.config.url))),
-            };
+            let outcome = self.post(&doc).await;
             let db = self.db.clone();
             match outcome {
                 Ok(()) => {
@@ -126,11 +114,71 @@ impl Webhook {
         Ok(sent)
     }
 
-    /// Announces new tasks every second, forever.
+    /// POSTs one event to the receiver.
+    async fn post(&self, doc: &serde_json::Value) -> Result<(), WebError> {
+        let mut req = self.http.post(&self.config.url).json(doc);
+        if let Some((name, value)) = self
+            .config
+            .header
+            .as_deref()
+            .and_then(|h| h.split_once(':'))
+        {
+            req = req.header(name.trim(), value.trim());
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) => Err(Self::err(format!(
+                "{} answered {}",
+                self.config.url,
+                r.status()
+            ))),
+            Err(e) => Err(Self::err(format!("cannot reach {}: {e}", self.config.url))),
+        }
+    }
+
+    /// Sends the reminders that are due (`remind:`), each claimed first so
+    /// that it goes out once; returns how many were sent. A reminder whose
+    /// POST fails is given back and tried again next round.
+    pub async fn remind(&self) -> Result<usize, WebError> {
+        let store = self.store.clone();
+        let due = blocking(move || Ok(store.due_reminders(CHANNEL)?)).await?;
+        let mut sent = 0;
+        for (n, number) in due {
+            let db = self.db.clone();
+            if !blocking(move || db.claim_reminder(CHANNEL, n, number)).await? {
+                continue;
+            }
+            let (store, db) = (self.store.clone(), self.db.clone());
+            let (task, token) =
+                blocking(move || Ok((store.task(&format!("task-{n}"))?, db.secret(CHANNEL, n)?)))
+                    .await?;
+            let doc = serde_json::json!({
+                "event": "reminder",
+                "reminder": number,
+                "task": task,
+                "answer_url": format!("{}/hooks/answer/{}", self.public_url, task.id),
+                "token": token,
+            });
+            if let Err(e) = self.post(&doc).await {
+                let db = self.db.clone();
+                blocking(move || db.release_reminder(CHANNEL, n, number)).await?;
+                return Err(e);
+            }
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
+    /// Announces new tasks, and reminds of waiting ones, every second,
+    /// forever.
     pub async fn run(self: Arc<Self>) {
         let mut backoff = Backoff::new();
         loop {
-            match self.announce().await {
+            let round = match self.announce().await {
+                Ok(_) => self.remind().await,
+                Err(e) => Err(e),
+            };
+            match round {
                 Ok(_) => {
                     backoff.ok();
                     tokio::time::sleep(Duration::from_secs(1)).await;
