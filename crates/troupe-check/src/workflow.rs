@@ -1006,7 +1006,7 @@ impl Checker<'_> {
                             ),
                         );
                         self.error(if builtin {
-                            d.with_hint(format!("the built-in is `{sig}`"))
+                            d.with_hint("`sleep` takes one duration: `act A: sleep(\"10m\")`")
                         } else {
                             d.with_related(action_span, format!("declared as `{sig}`"))
                         });

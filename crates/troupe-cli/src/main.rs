@@ -186,6 +186,12 @@ enum Command {
     /// List the workers of a shared store: their labels, the runs they
     /// drive and the leases they hold, and how many runs wait.
     Workers(commands::fleet::WorkersArgs),
+    /// List the project's schedules (`[[schedule]]` in troupe.toml) with
+    /// their next tick and the last run each started.
+    ///
+    /// Workers and `troupe serve` keep the schedules: each tick starts one
+    /// run, queued for any worker, however many of them run.
+    Schedules(commands::schedules::SchedulesArgs),
     /// Explain a diagnostic code (e.g. `troupe explain E0301`), or list them all.
     Explain(commands::explain::ExplainArgs),
     /// Run benchmarks, each against a baseline measured in the same run.
@@ -313,6 +319,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::inspect::verify(&args),
         Command::Worker(args) => commands::fleet::worker(&args),
         Command::Workers(args) => commands::fleet::workers(&args),
+        Command::Schedules(args) => commands::schedules::schedules(&args),
         Command::Explain(args) => commands::explain::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Contracts(cmd) => commands::contracts::run(cmd),

@@ -34,6 +34,7 @@ mod keeper;
 pub mod metrics;
 mod policy;
 mod project;
+pub mod schedule;
 mod settings;
 mod store_address;
 mod worker;

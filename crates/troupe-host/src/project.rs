@@ -1,5 +1,6 @@
 //! The project's `troupe.toml`, read once into types: the sections the
-//! host and the CLI act on (`[store]`, `[contracts]`, `[mcp]`). A misspelt value is
+//! host and the CLI act on (`[store]`, `[contracts]`, `[mcp]`,
+//! `[[schedule]]`). A misspelt value is
 //! an error naming the file, the line and the values allowed, never a
 //! silent default. (`[models]` is read by `troupe_llm::config` and
 //! `[externs]` by [`crate::externs`], each owning its section.)
@@ -21,7 +22,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The project's configuration (defaults when there is no `troupe.toml`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct ProjectConfig {
     #[serde(default)]
     pub store: StoreSection,
@@ -29,6 +30,9 @@ pub struct ProjectConfig {
     pub contracts: ContractsSection,
     #[serde(default)]
     pub mcp: McpSection,
+    /// `[[schedule]]`: workflows started at every tick (`crate::schedule`).
+    #[serde(default)]
+    pub schedule: Vec<crate::schedule::ScheduleSection>,
 }
 
 /// `[mcp]`.
@@ -87,10 +91,28 @@ impl ProjectConfig {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| {
                     HostError::Config(format!(
-                        "troupe.toml: [mcp] call_timeout = {text:?} is not a duration such as \"30s\" or \"5m\""
+                        "[mcp] call_timeout = {text:?} is not a duration such as \"30s\" or \"5m\""
                     ))
                 }),
         }
+    }
+
+    /// The `[[schedule]]`s, checked, their files resolved against `dir`
+    /// (the project directory). Names are unique.
+    pub fn schedules(&self, dir: &Path) -> Result<Vec<crate::schedule::Schedule>, HostError> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.schedule
+            .iter()
+            .map(|s| {
+                if !seen.insert(s.name.as_str()) {
+                    return Err(HostError::Config(format!(
+                        "two [[schedule]]s are named {:?}; a name identifies a schedule's ticks in the store",
+                        s.name
+                    )));
+                }
+                crate::schedule::Schedule::from_section(s, dir)
+            })
+            .collect()
     }
 
     /// Reads `troupe.toml` in `dir` (the defaults when there is none).

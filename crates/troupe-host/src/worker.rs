@@ -64,9 +64,28 @@ pub struct WorkerReport {
 /// Something a worker tells its caller as it goes.
 #[derive(Debug, Clone)]
 pub enum WorkerEvent {
-    Claimed { run: String },
-    Ended { run: String, outcome: String },
-    Draining { running: usize },
+    Claimed {
+        run: String,
+    },
+    /// A schedule's tick started a run (queued, for any worker).
+    Scheduled {
+        schedule: String,
+        tick: i64,
+        run: String,
+    },
+    /// A schedule's tick could not start its run.
+    ScheduleFailed {
+        schedule: String,
+        tick: i64,
+        why: String,
+    },
+    Ended {
+        run: String,
+        outcome: String,
+    },
+    Draining {
+        running: usize,
+    },
 }
 
 impl Host {
@@ -84,6 +103,10 @@ impl Host {
         let host_name = owner.split(':').next().unwrap_or("localhost").to_owned();
         store.register_worker(&owner, &host_name, &config.labels)?;
         let mut wakeups = store.listen()?;
+        // The project's schedules: this worker starts their ticks' runs
+        // (one process per tick, whichever is first; `crate::schedule`).
+        let schedules = self.schedules()?;
+        let mut next_tick = crate::schedule::next_wake(&schedules);
         let mut report = WorkerReport::default();
         let mut running: JoinSet<Driven> = JoinSet::new();
         tokio::pin!(stop);
@@ -181,6 +204,21 @@ impl Host {
                     }
                 }
                 _ = wakeups.next(config.sweep) => {}
+                () = tokio::time::sleep_until(next_tick), if !schedules.is_empty() => {
+                    let now = crate::schedule::now_ms();
+                    for fired in self.fire_schedules(&schedules, now) {
+                        on_event(match fired {
+                            crate::schedule::Fired::Started { schedule, tick, run } => {
+                                WorkerEvent::Scheduled { schedule, tick, run: troupe_store::Store::run_name(run) }
+                            }
+                            crate::schedule::Fired::Failed { schedule, tick, why } => {
+                                tracing::warn!(target: "troupe::worker", %schedule, tick, %why, "a schedule's tick did not start");
+                                WorkerEvent::ScheduleFailed { schedule, tick, why }
+                            }
+                        });
+                    }
+                    next_tick = crate::schedule::next_wake(&schedules);
+                }
                 () = &mut stop => {
                     on_event(WorkerEvent::Draining { running: running.len() });
                     let _ = store.worker_report(&owner, running.len() as u64, true);

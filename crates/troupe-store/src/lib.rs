@@ -38,6 +38,7 @@ mod placement;
 mod postgres;
 mod query;
 mod retention;
+mod schedule;
 #[cfg(test)]
 mod schemas_agree;
 mod state;
@@ -63,6 +64,7 @@ pub use writer::Fence;
 
 pub use db::Dialect;
 pub use postgres::{exists, is_postgres, redact};
+pub use schedule::TickRow;
 pub use timer::TimerRow;
 
 use db::{Db, DbError, DbErrorKind, SqliteDb, args};
@@ -533,6 +535,16 @@ ALTER TABLE tasks ADD COLUMN remind_ms INTEGER;
 ALTER TABLE tasks ADD COLUMN asked_ms INTEGER;
 ALTER TABLE notify_announced ADD COLUMN reminders INTEGER NOT NULL DEFAULT 0;
 ",
+    // 13: schedules' ticks (`[[schedule]]`): one row per schedule and tick,
+    // so that each tick starts one run (`schedule.rs`).
+    "
+CREATE TABLE schedule_ticks(
+  schedule TEXT NOT NULL,
+  tick INTEGER NOT NULL,
+  run INTEGER,
+  PRIMARY KEY(schedule, tick)
+);
+",
 ];
 
 /// A run's identity, unique across stores and never reused: a random
@@ -991,6 +1003,44 @@ pub struct NewRun {
     pub parts: Vec<NewPart>,
 }
 
+/// Inserts the row of a new run (not its parts) with `status`, claimed by
+/// `owner` for `lease_ms` or not; its id.
+pub(crate) fn insert_run(
+    db: &mut dyn db::Db,
+    run: &NewRun,
+    status: RunStatus,
+    owner: Option<&str>,
+    lease_ms: i64,
+) -> Result<i64, db::DbError> {
+    let mut bin = Vec::new();
+    codec::encode_values(&mut bin, &run.inputs);
+    db.query_one(
+        &format!(
+            "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END, ?15)
+             RETURNING id"
+        ),
+        args![
+            &run.workflow,
+            &run.file,
+            &run.source,
+            &run.fingerprint,
+            &run.canonical,
+            &run.inputs_json,
+            bin,
+            run.seed as i64,
+            run.lifelines as i64,
+            status.as_str(),
+            &run.llm,
+            &run.settings,
+            owner,
+            lease_ms,
+            new_uid(),
+        ],
+    )?
+    .get(0)
+}
+
 impl Store {
     /// Records a new run (durably) and returns its id. With an owner, the
     /// run is created already claimed by it, in the same statement.
@@ -1005,8 +1055,6 @@ impl Store {
         run: &NewRun,
         then: impl FnOnce(&mut dyn db::Db, i64) -> Result<(), db::DbError>,
     ) -> Result<i64, StoreError> {
-        let mut bin = Vec::new();
-        codec::encode_values(&mut bin, &run.inputs);
         let (status, owner, lease_ms) = match &run.owner {
             Some((owner, lease)) if run.parts.is_empty() => (
                 RunStatus::Running,
@@ -1017,31 +1065,7 @@ impl Store {
         };
         let queued = owner.is_none();
         let id = self.transaction("create the run", |db| {
-            let id: i64 = db.query_one(
-                &format!(
-                    "INSERT INTO runs(workflow, file, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, status, llm, settings, lease_owner, lease_expires, uid)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, CASE WHEN CAST(?13 AS TEXT) IS NULL THEN 0 ELSE {NOW_MS} + ?14 END, ?15)
-                     RETURNING id"
-                ),
-                args![
-                    &run.workflow,
-                    &run.file,
-                    &run.source,
-                    &run.fingerprint,
-                    &run.canonical,
-                    &run.inputs_json,
-                    bin,
-                    run.seed as i64,
-                    run.lifelines as i64,
-                    status.as_str(),
-                    &run.llm,
-                    &run.settings,
-                    owner,
-                    lease_ms,
-                    new_uid(),
-                ],
-            )?
-            .get(0)?;
+            let id = insert_run(db, run, status, owner, lease_ms)?;
             if !run.parts.is_empty() {
                 placement::insert_parts(db, id, &run.parts)?;
             }

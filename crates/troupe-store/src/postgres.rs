@@ -271,6 +271,15 @@ ALTER TABLE tasks ADD COLUMN remind_ms BIGINT;
 ALTER TABLE tasks ADD COLUMN asked_ms BIGINT;
 ALTER TABLE notify_announced ADD COLUMN reminders BIGINT NOT NULL DEFAULT 0;
 ",
+    // 13: schedules' ticks (as SQLite's migration 13).
+    "
+CREATE TABLE schedule_ticks(
+  schedule TEXT NOT NULL,
+  tick BIGINT NOT NULL,
+  run BIGINT,
+  PRIMARY KEY(schedule, tick)
+);
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

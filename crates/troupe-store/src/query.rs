@@ -1052,6 +1052,11 @@ impl Store {
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), args![run])?;
             }
+            // The tick stays (it must not start again); its run is gone.
+            tx.execute(
+                "UPDATE schedule_ticks SET run = NULL WHERE run = ?1",
+                args![run],
+            )?;
             tx.execute("DELETE FROM runs WHERE id = ?1", args![run])?;
             Ok(())
         })

@@ -250,6 +250,49 @@ pub async fn serve_with(
         announce: made,
         session_ttl: SESSION_TTL,
     };
+    // The project's schedules: this server starts their ticks' runs, queued
+    // for workers (one process per tick, whichever is first).
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let host = troupe_host::Host::new(
+        store.clone(),
+        troupe_host::HostConfig::new(dir),
+        Arc::new(troupe_host::NoTools),
+    );
+    let schedules = host
+        .schedules()
+        .map_err(|e| WebError::Config(e.to_string()))?;
+    if !schedules.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "troupe serve: keeping {} schedule(s); their runs are queued for workers",
+            schedules.len()
+        );
+    }
+    tokio::spawn(async move {
+        host.keep_schedules(schedules, |fired| {
+            let line = match fired {
+                troupe_host::schedule::Fired::Started {
+                    schedule,
+                    tick,
+                    run,
+                } => format!(
+                    "schedule {schedule}: started {} for {}",
+                    Store::run_name(*run),
+                    troupe_host::schedule::show_tick(*tick)
+                ),
+                troupe_host::schedule::Fired::Failed {
+                    schedule,
+                    tick,
+                    why,
+                } => format!(
+                    "schedule {schedule}: the tick of {} did not start: {why}",
+                    troupe_host::schedule::show_tick(*tick)
+                ),
+            };
+            let _ = writeln!(std::io::stderr(), "{line}");
+        })
+        .await;
+    });
     tokio::select! {
         r = serve_listener(listener, store, options) => r,
         _ = tokio::signal::ctrl_c() => Ok(()),

@@ -138,6 +138,18 @@ fn print_event(event: &WorkerEvent, json: bool) {
             WorkerEvent::Draining { running } => {
                 serde_json::json!({"event": "draining", "running": running})
             }
+            WorkerEvent::Scheduled {
+                schedule,
+                tick,
+                run,
+            } => serde_json::json!({"event": "scheduled", "schedule": schedule,
+                "tick": troupe_host::schedule::show_tick(*tick), "run": run}),
+            WorkerEvent::ScheduleFailed {
+                schedule,
+                tick,
+                why,
+            } => serde_json::json!({"event": "schedule_failed", "schedule": schedule,
+                "tick": troupe_host::schedule::show_tick(*tick), "error": why}),
         };
         let _ = out::println(&doc.to_string());
         return;
@@ -148,6 +160,25 @@ fn print_event(event: &WorkerEvent, json: bool) {
         WorkerEvent::Draining { running } => {
             crate::note!("stopping: waiting for {running} run(s) in flight")
         }
+        WorkerEvent::Scheduled {
+            schedule,
+            tick,
+            run,
+        } => crate::note!(
+            "schedule {}: started {run} for {}",
+            sanitize(schedule),
+            troupe_host::schedule::show_tick(*tick)
+        ),
+        WorkerEvent::ScheduleFailed {
+            schedule,
+            tick,
+            why,
+        } => crate::note!(
+            "schedule {}: the tick of {} did not start: {}",
+            sanitize(schedule),
+            troupe_host::schedule::show_tick(*tick),
+            sanitize(why)
+        ),
     }
 }
 

@@ -17,3 +17,4 @@ pub mod models;
 pub mod pause;
 pub mod project;
 pub mod run;
+pub mod schedules;

@@ -38,6 +38,7 @@ mod race;
 mod readonly;
 mod redaction;
 mod reminders;
+mod schedules;
 mod signals;
 mod store_address;
 mod store_files;
