@@ -43,7 +43,7 @@ mod schedule;
 mod schemas_agree;
 mod sqlite_schema;
 mod state;
-use sqlite_schema::{SCHEMA_VERSION, create_private, initialize};
+use sqlite_schema::{create_private, initialize};
 #[doc(hidden)]
 pub mod testing;
 mod timer;
@@ -758,7 +758,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite_schema::{APPLICATION_ID, SCHEMA};
+    use crate::sqlite_schema::{APPLICATION_ID, SCHEMA, SCHEMA_VERSION};
 
     fn version(path: &Path) -> i64 {
         Connection::open(path)
