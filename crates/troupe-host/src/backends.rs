@@ -198,6 +198,24 @@ impl Backends {
         Ok((builder.build()?, tools))
     }
 
+    /// Whether the models `settings` name can be reached as configured (an
+    /// API key in the environment, a known provider): checked before a new
+    /// run is recorded, so that a run that cannot start is refused rather
+    /// than left behind with no events.
+    pub fn check_models(&self, settings: &RunSettings) -> Result<(), HostError> {
+        if self.config.llm.is_some() {
+            return Ok(());
+        }
+        let config = LlmConfig::discover(&self.config.config_dir)?;
+        let overrides = settings
+            .llm_for
+            .iter()
+            .map(|s| parse_override(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Router::from_config(&config, &overrides, settings.llm.as_deref())?;
+        Ok(())
+    }
+
     /// The `extern` actions of `compiled` that would have no
     /// implementation (no command in `troupe.toml`).
     pub fn unbound_externs(&self, compiled: &Compiled) -> Result<Vec<String>, HostError> {

@@ -470,12 +470,14 @@ impl Host {
                 finished: true,
             });
         }
-        // A new run needs an implementation of every extern (a resumed one
-        // is checked with its recorded settings when it is driven).
+        // A new run needs an implementation of every extern and models it
+        // can reach (a resumed one is checked with its recorded settings
+        // when it is driven): refused before it is recorded.
         let unbound = self.backends.unbound_externs(compiled)?;
         if !unbound.is_empty() && !settings.mock_externs {
             return Err(HostError::UnboundExterns { names: unbound });
         }
+        self.backends.check_models(settings)?;
         let run = self.create(
             compiled,
             inputs,
@@ -509,6 +511,7 @@ impl Host {
         if !unbound.is_empty() && !settings.mock_externs {
             return Err(HostError::UnboundExterns { names: unbound });
         }
+        self.backends.check_models(settings)?;
         let run = self.create(compiled, inputs, settings, None)?;
         Ok(Started {
             run,

@@ -323,6 +323,7 @@ impl Host {
         if !unbound.is_empty() {
             return Err(HostError::UnboundExterns { names: unbound });
         }
+        self.backends().check_models(&settings)?;
         let new = crate::new_run(&compiled, inputs, &settings, None)?;
         Ok(self.store().start_tick(&s.name, tick, &new)?)
     }

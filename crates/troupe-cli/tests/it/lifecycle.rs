@@ -509,3 +509,51 @@ workflow w(item: Text @ A) {
         stderr(&out)
     );
 }
+
+/// A run that cannot start (its model needs an API key nobody set) is
+/// refused before it is recorded: no run is left behind to read `stalled`
+/// with no events, and the same command with the key's model swapped for
+/// one that works starts run-1.
+#[test]
+fn a_run_refused_for_a_missing_api_key_leaves_no_run_behind() {
+    let d = Dir::new(MODEL);
+    let out = d
+        .cmd(&[
+            "run",
+            "w.troupe",
+            "--store",
+            "db",
+            "-i",
+            "q=tea",
+            "--llm",
+            "openai:gpt-4o-mini",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("OPENAI_API_KEY"), "{}", stderr(&out));
+    let runs = d.run(&["runs", "--store", "db", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap_or_default();
+    assert!(runs.as_array().is_none_or(|a| a.is_empty()), "{runs}");
+    // Detached (queued for workers): refused the same way.
+    let out = d
+        .cmd(&[
+            "run",
+            "w.troupe",
+            "--store",
+            "db",
+            "-i",
+            "q=tea",
+            "--llm",
+            "openai:gpt-4o-mini",
+            "--detach",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let runs = d.run(&["runs", "--store", "db", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap_or_default();
+    assert!(runs.as_array().is_none_or(|a| a.is_empty()), "{runs}");
+}
