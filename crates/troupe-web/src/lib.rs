@@ -26,6 +26,7 @@ pub mod health;
 mod html;
 mod live;
 pub mod notify;
+mod operate;
 mod routes;
 
 use std::io::Write as _;

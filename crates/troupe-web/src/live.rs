@@ -426,7 +426,7 @@ async fn next_event(mut live: Live) -> Option<(Result<SseEvent, Infallible>, Liv
         // The page came with the buttons of its status; they change with it.
         let status_changed = live.last.as_ref().is_some_and(|l| l.0 != status);
         if status_changed {
-            data["lifecycle"] = crate::routes::lifecycle_buttons(run, &status, None).into();
+            data["lifecycle"] = crate::operate::lifecycle_buttons(run, &status, None).into();
         }
         if chart_due {
             let chosen = troupe_host::chosen::chosen_calls(&detail, &tasks);

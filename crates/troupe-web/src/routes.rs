@@ -7,6 +7,7 @@ use crate::constant_time_eq;
 use crate::html::{STYLESHEET, clip, csrf_field, escape, page, status_badge};
 use crate::live::{self, RunView};
 use crate::notify::{NotifyDb, webhook};
+use crate::operate;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, Form, Path, Query, State};
@@ -50,8 +51,11 @@ pub fn router_with(
         .route("/fragments/runs", get(runs_fragment))
         .route("/runs/{id}", get(run_page))
         .route("/runs/{id}/events", get(run_events))
-        .route("/runs/{id}/cancel", post(run_cancel))
-        .route("/runs/{id}/retry", post(run_retry))
+        .route("/runs/{id}/cancel", post(operate::run_cancel))
+        .route("/runs/{id}/retry", post(operate::run_retry))
+        .route("/runs/{id}/pause", post(operate::run_pause))
+        .route("/runs/{id}/unpause", post(operate::run_unpause))
+        .route("/runs/{id}/fork", post(operate::run_fork))
         .route("/inbox", get(inbox))
         .route("/inbox/events", get(inbox_events))
         .route("/inbox/{task}", post(inbox_answer))
@@ -70,7 +74,7 @@ pub fn router_with(
 }
 
 /// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, (StatusCode, String)> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {
@@ -101,7 +105,7 @@ fn answer_status(e: &AnswerError) -> StatusCode {
 
 // ---------------------------------------------------------------- pages
 
-struct PageError(StatusCode, String);
+pub(crate) struct PageError(pub(crate) StatusCode, pub(crate) String);
 
 impl From<(StatusCode, String)> for PageError {
     fn from((s, m): (StatusCode, String)) -> PageError {
@@ -146,9 +150,9 @@ setInterval(function(){
 "#;
 
 /// The session's CSRF token, when the request came with a session.
-type SessionCsrf = Option<Extension<Csrf>>;
+pub(crate) type SessionCsrf = Option<Extension<Csrf>>;
 
-fn token_of(csrf: &SessionCsrf) -> Option<&str> {
+pub(crate) fn token_of(csrf: &SessionCsrf) -> Option<&str> {
     csrf.as_ref().map(|Extension(Csrf(t))| t.as_str())
 }
 
@@ -245,7 +249,7 @@ async fn runs_fragment(
     Ok(Html(console::run_rows(&runs, &totals, any)))
 }
 
-fn parse_run(id: &str) -> Result<i64, StoreError> {
+pub(crate) fn parse_run(id: &str) -> Result<i64, StoreError> {
     Store::parse_run_id(id).ok_or_else(|| StoreError::UnknownRun(id.to_owned()))
 }
 
@@ -284,24 +288,6 @@ pub(crate) fn run_activity(
     ))
 }
 
-/// The cancel and retry buttons a run's status allows (POST forms with the
-/// session's CSRF token).
-pub(crate) fn lifecycle_buttons(run: i64, status: &str, csrf: Option<&str>) -> String {
-    let hidden = csrf.map(csrf_field).unwrap_or_default();
-    let mut out = String::new();
-    if !crate::live::is_over(status) {
-        out.push_str(&format!(
-            "<form method=\"post\" action=\"/runs/{run}/cancel\" class=\"inline\">{hidden}<button type=\"submit\" class=\"no\" id=\"cancel\">Cancel run</button></form>"
-        ));
-    }
-    if status == "failed" {
-        out.push_str(&format!(
-            "<form method=\"post\" action=\"/runs/{run}/retry\" class=\"inline\">{hidden}<button type=\"submit\" class=\"yes\" id=\"retry\">Retry from the last durable step</button></form>"
-        ));
-    }
-    out
-}
-
 async fn run_page(
     State(app): State<App>,
     Path(id): Path<String>,
@@ -311,7 +297,7 @@ async fn run_page(
     run_page_with(&app, &id, page_q.before, "", token_of(&csrf)).await
 }
 
-async fn run_page_with(
+pub(crate) async fn run_page_with(
     app: &App,
     id: &str,
     before: Option<u64>,
@@ -356,7 +342,7 @@ async fn run_page_with(
         name = escape(&s.name),
         wf = escape(&s.workflow),
         badge = status_badge(s.status.as_str()),
-        buttons = lifecycle_buttons(run, s.status.as_str(), csrf),
+        buttons = operate::lifecycle_buttons(run, s.status.as_str(), csrf),
         file = escape(s.file.as_deref().unwrap_or("-")),
         inputs = escape(&clip(&detail.inputs.to_string(), 300)),
         created = escape(&s.created_at),
@@ -372,84 +358,13 @@ async fn run_page_with(
 
 /// The run lifecycle, for the cancel and retry buttons: a host over the
 /// server's store.
-fn host(app: &App) -> troupe_host::Host {
+pub(crate) fn host(app: &App) -> troupe_host::Host {
     let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
     troupe_host::Host::new(
         app.store.clone(),
         troupe_host::HostConfig::new(dir),
         Arc::new(troupe_host::NoTools),
     )
-}
-
-/// `POST /runs/{id}/cancel`: cancels the run through the host (at once when
-/// no live owner holds it; otherwise its owner stops it at its next lease
-/// renewal).
-async fn run_cancel(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    csrf: SessionCsrf,
-) -> Result<Response, PageError> {
-    let run = parse_run(&id)?;
-    let host = host(&app);
-    let result = blocking(move || host.cancel(run, "cancelled from the web console")).await?;
-    let (status, notice) = match result {
-        Ok(troupe_host::Cancel::Cancelled) => (
-            StatusCode::OK,
-            "<div class=\"notice ok\" id=\"notice\">Cancelled.</div>".to_owned(),
-        ),
-        Ok(troupe_host::Cancel::Requested { owner }) => (
-            StatusCode::OK,
-            format!(
-                "<div class=\"notice ok\" id=\"notice\">Cancel requested: {} stops the run at its next lease renewal.</div>",
-                escape(&owner)
-            ),
-        ),
-        Err(e) => (
-            StatusCode::CONFLICT,
-            format!(
-                "<div class=\"notice error\" id=\"notice\">Not cancelled: {}</div>",
-                escape(&e.to_string())
-            ),
-        ),
-    };
-    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
-    Ok((status, page).into_response())
-}
-
-/// `POST /runs/{id}/retry`: reopens a failed run through the host and
-/// drives it in this server from its last durable step, with its recorded
-/// models and settings.
-async fn run_retry(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    csrf: SessionCsrf,
-) -> Result<Response, PageError> {
-    let run = parse_run(&id)?;
-    let host = host(&app);
-    let (result, host) = blocking(move || (host.retry(run), host)).await?;
-    let (status, notice) = match result {
-        Ok(()) => {
-            tokio::spawn(async move {
-                let _ = host
-                    .drive(run, &troupe_host::Overrides::default(), None)
-                    .await;
-            });
-            (
-                StatusCode::OK,
-                "<div class=\"notice ok\" id=\"notice\">Retrying from the last durable step.</div>"
-                    .to_owned(),
-            )
-        }
-        Err(e) => (
-            StatusCode::CONFLICT,
-            format!(
-                "<div class=\"notice error\" id=\"notice\">Not retried: {}</div>",
-                escape(&e.to_string())
-            ),
-        ),
-    };
-    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
-    Ok((status, page).into_response())
 }
 
 /// Links to the pages of a long run's trace.

@@ -182,3 +182,118 @@ async fn filters_search_and_lifecycle_over_http() {
         );
     }
 }
+
+/// The console's operator buttons: a run nobody drives is paused at once,
+/// shows Unpause instead of Pause, and is queued again by Unpause; a
+/// finished run forked after its last step replays every step (no task is
+/// asked again) and ends with its result; forked at its person's step, the
+/// fork asks the person again. Each POST without the CSRF token changes
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_unpause_and_fork_from_the_run_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir);
+    let addr = serve(&store, TOKEN).await;
+    let base = format!("http://{addr}");
+    let c = client();
+    let cookie = signed_in(&c, &base).await;
+    let post = |url: String, form: Vec<(&'static str, String)>| {
+        let (c, cookie) = (c.clone(), cookie.clone());
+        async move {
+            let r = c
+                .post(url)
+                .header(COOKIE, &cookie)
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+
+    // A queued run, recorded and driven by nobody.
+    let queued = store
+        .create_run(&troupe_store::testing::bare_run("w"))
+        .unwrap();
+    let (_, page) = get(&c, &format!("{base}/runs/{queued}"), &cookie).await;
+    assert!(page.contains("id=\"pause\"") && !page.contains("id=\"unpause\""));
+    let csrf = csrf_in(&page);
+    let (status, _) = post(format!("{base}/runs/{queued}/pause"), vec![]).await;
+    assert_eq!(status, 403, "no CSRF token");
+    assert_eq!(store.run(queued).unwrap().summary.status.as_str(), "queued");
+    let (status, body) = post(
+        format!("{base}/runs/{queued}/pause"),
+        vec![("csrf", csrf.clone())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Paused"), "{body}");
+    assert_eq!(store.run(queued).unwrap().summary.status.as_str(), "paused");
+    assert!(body.contains("id=\"unpause\"") && !body.contains("id=\"pause\""));
+    let (status, body) = post(
+        format!("{base}/runs/{queued}/unpause"),
+        vec![("csrf", csrf.clone())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(store.run(queued).unwrap().summary.status.as_str(), "queued");
+    let (status, body) = post(
+        format!("{base}/runs/{queued}/unpause"),
+        vec![("csrf", csrf.clone())],
+    )
+    .await;
+    assert_eq!(status, 409, "not paused: {body}");
+
+    // A finished run: a person approved it.
+    let (done, handle) = start_run(&store, APPROVAL, &[("request", "a lamp")]);
+    let task = wait_tasks(&store, done, 1)[0].id.clone();
+    answer_yes(&store, &task);
+    handle.join().unwrap().expect("the run finishes");
+    let result = store.run(done).unwrap().summary.result;
+    // Forked after its last step: everything replayed, nobody asked.
+    let (status, body) = post(
+        format!("{base}/runs/{done}/fork"),
+        vec![("csrf", csrf.clone()), ("at", String::new())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let fork = forked_run(&body);
+    wait_status(&store, fork, "done");
+    assert_eq!(store.run(fork).unwrap().summary.result, result);
+    assert!(store.run_tasks(fork, false).unwrap().is_empty());
+    // Forked at the person's step: asked again.
+    let (status, body) = post(
+        format!("{base}/runs/{done}/fork"),
+        vec![("csrf", csrf.clone()), ("at", "Approver/approve#0".into())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let again = forked_run(&body);
+    assert_eq!(wait_tasks(&store, again, 1).len(), 1);
+    // A step the run does not have: refused with the reason.
+    let (status, body) = post(
+        format!("{base}/runs/{done}/fork"),
+        vec![("csrf", csrf), ("at", "Nobody/nothing#9".into())],
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("Not forked"), "{body}");
+}
+
+/// The run a fork notice links to.
+fn forked_run(page: &str) -> i64 {
+    let needle = "id=\"forked\">run-";
+    let at = page.find(needle).expect("a link to the fork") + needle.len();
+    let rest = &page[at..];
+    rest[..rest.find('<').unwrap()].parse().unwrap()
+}
+
+fn answer_yes(store: &troupe_store::Store, task: &str) {
+    let host = troupe_host::Host::new(
+        store.clone(),
+        troupe_host::HostConfig::new(std::env::temp_dir()),
+        std::sync::Arc::new(troupe_host::NoTools),
+    );
+    host.answer(task, troupe_host::AnswerInput::Yes, "test")
+        .unwrap();
+}
