@@ -159,14 +159,17 @@ impl Store {
     /// asked, the task and the number of the reminder to send (1 for the
     /// first). Reminder k falls due k intervals after the task was asked,
     /// so a channel that was down catches up one reminder per round rather
-    /// than flooding. The work is that of the channel's open announcements.
+    /// than flooding. The work is that of the pending tasks (the loop starts
+    /// from them, through `tasks_status`; SQLite's `CROSS JOIN` keeps that
+    /// order), never of the announcements of answered tasks, which a
+    /// webhook never closes.
     pub fn due_reminders(&self, channel: &str) -> Result<Vec<(i64, i64)>, StoreError> {
         self.with("find the due reminders", |db| {
             db.query(
                 &format!(
-                    "SELECT a.task, a.reminders + 1 FROM notify_announced a JOIN tasks t ON t.id = a.task
-                     WHERE a.channel = ?1 AND a.closed = 0 AND a.place IS NOT NULL
-                       AND t.status = 'pending' AND t.remind_ms IS NOT NULL AND t.asked_ms IS NOT NULL
+                    "SELECT a.task, a.reminders + 1 FROM tasks t CROSS JOIN notify_announced a
+                     WHERE t.status = 'pending' AND t.remind_ms IS NOT NULL AND t.asked_ms IS NOT NULL
+                       AND a.channel = ?1 AND a.task = t.id AND a.closed = 0 AND a.place IS NOT NULL
                        AND t.asked_ms + (a.reminders + 1) * t.remind_ms <= {NOW_MS}
                      ORDER BY a.task"
                 ),

@@ -10,11 +10,13 @@ mod concurrent;
 mod durable;
 mod engine;
 mod fleet;
+mod sweep;
 
 use concurrent::*;
 use durable::*;
 use engine::*;
 use fleet::*;
+use sweep::*;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -101,6 +103,17 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// A worker's sweep (due deadlines, due timers, due reminders) on an
+    /// empty store and after HISTORY finished runs that slept and had a
+    /// reminded task answered: its cost must not grow with the history.
+    Sweep {
+        /// Finished runs written before the second measurement.
+        #[arg(long, default_value_t = 2_000)]
+        history: usize,
+        /// Sweeps measured each time (the median is reported).
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+    },
     /// Resume after a long history: `troupe run --store` counts ROUNDS
     /// rounds and waits for a person; it is killed (SIGKILL), the task is
     /// answered, and `troupe resume` finishes the run — once from the
@@ -171,6 +184,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             bench_durable(*rounds, *runs, dir.as_deref())
         }
         BenchCommand::Project { lifelines } => bench_project(*lifelines),
+        BenchCommand::Sweep { history, samples } => bench_sweep(*history, *samples),
         BenchCommand::Verify { rounds } => bench_verify(*rounds),
         BenchCommand::Resume {
             rounds,
