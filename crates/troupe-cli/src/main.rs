@@ -298,9 +298,20 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::inspect::runs(&args),
         Command::Mcp(cmd) => commands::mcp::run(cmd),
-        Command::Serve(args) => troupe_web::run(args)
-            .map(|_| ExitStatus::Success)
-            .map_err(anyhow::Error::from),
+        Command::Serve(args) => {
+            // SIGINT or SIGTERM: the runs the server drives stop at their
+            // step boundary and give their leases back; exit 130 or 143.
+            let stop = async {
+                signals::first_signal("the runs this server drives").await;
+                128 + signals::received().unwrap_or(15)
+            };
+            troupe_web::run(args, Some(signals::interrupt()), stop)
+                .map(|code| match code {
+                    0 => ExitStatus::Success,
+                    code => ExitStatus::Signalled(code - 128),
+                })
+                .map_err(anyhow::Error::from)
+        }
         Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),

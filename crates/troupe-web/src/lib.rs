@@ -119,11 +119,20 @@ pub struct ServeOptions {
     pub announce: bool,
     /// How long a browser session lasts after sign-in ([`SESSION_TTL`]).
     pub session_ttl: std::time::Duration,
+    /// Triggered when the process is asked to stop: the runs this server
+    /// drives (retried or forked from the console) stop at their next step
+    /// boundary and give their leases back.
+    pub interrupt: Option<troupe_runtime::Interrupt>,
 }
 
 /// `troupe serve` from its arguments: builds a runtime and serves until
-/// interrupted. Returns the exit status.
-pub fn run(args: ServeArgs) -> Result<i32, WebError> {
+/// `stop` resolves (the CLI's first SIGINT or SIGTERM, which also triggers
+/// `interrupt`); returns the exit status `stop` gives (130, 143).
+pub fn run(
+    args: ServeArgs,
+    interrupt: Option<troupe_runtime::Interrupt>,
+    stop: impl std::future::Future<Output = i32> + Send,
+) -> Result<i32, WebError> {
     let mut notify = if args.no_notify {
         NotifyConfig::default()
     } else {
@@ -150,8 +159,9 @@ pub fn run(args: ServeArgs) -> Result<i32, WebError> {
     // `--store`, else `TROUPE_STORE`, else `[store] path`, else the default.
     let store = troupe_host::store_address(Some(&args.store), std::path::Path::new("."))
         .map_err(|e| WebError::Config(e.to_string()))?;
-    rt.block_on(serve_with(&store, args.bind, token, notify))?;
-    Ok(0)
+    rt.block_on(serve_with(
+        &store, args.bind, token, notify, interrupt, stop,
+    ))
 }
 
 /// The access token: `--token`, `--token-file` or `TROUPE_TOKEN`.
@@ -194,16 +204,27 @@ pub async fn serve(
         Some(p) => NotifyConfig::from_file(&p)?,
         None => NotifyConfig::default(),
     };
-    serve_with(store_path, bind, token, notify).await
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+        130
+    };
+    serve_with(store_path, bind, token, notify, None, stop)
+        .await
+        .map(|_| ())
 }
 
-/// [`serve`] with an explicit notification configuration.
+/// [`serve`] with an explicit notification configuration, until `stop`
+/// resolves; then the runs it drives get until their step boundary (at most
+/// the grace of an effect in flight) to stop and give their leases back.
+/// Returns the status `stop` gave.
 pub async fn serve_with(
     store_path: &Path,
     bind: SocketAddr,
     token: Option<String>,
     notify: NotifyConfig,
-) -> Result<(), WebError> {
+    interrupt: Option<troupe_runtime::Interrupt>,
+    stop: impl std::future::Future<Output = i32>,
+) -> Result<i32, WebError> {
     if !troupe_store::exists(store_path) {
         return Err(WebError::NoStore(store_path.display().to_string()));
     }
@@ -250,6 +271,7 @@ pub async fn serve_with(
         notify,
         announce: made,
         session_ttl: SESSION_TTL,
+        interrupt,
     };
     // The project's schedules: this server starts their ticks' runs, queued
     // for workers (one process per tick, whichever is first).
@@ -295,8 +317,15 @@ pub async fn serve_with(
         .await;
     });
     tokio::select! {
-        r = serve_listener(listener, store, options) => r,
-        _ = tokio::signal::ctrl_c() => Ok(()),
+        r = serve_listener(listener, store, options) => r.map(|()| 0),
+        code = stop => {
+            // The runs this server drives stop at their step boundary.
+            let deadline = tokio::time::Instant::now() + troupe_host::DEFAULT_GRACE + std::time::Duration::from_secs(1);
+            while routes::driving() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Ok(code)
+        }
     }
 }
 
@@ -328,11 +357,12 @@ pub async fn serve_listener(
         store: store.clone(),
         host: None,
     });
-    let app = health::health_router(probe).merge(router_with(
+    let app = health::health_router(probe).merge(routes::router_app(
         store,
         options.token,
         db,
         options.session_ttl,
+        options.interrupt,
     ));
     serve_connections(listener, app).await
 }
@@ -453,7 +483,10 @@ mod tests {
         ])
         .unwrap()
         .serve;
-        assert!(matches!(run(args), Err(WebError::NoStore(_))));
+        assert!(matches!(
+            run(args, None, std::future::pending()),
+            Err(WebError::NoStore(_))
+        ));
         assert!(!dir.join("none.db").exists());
     }
 

@@ -124,11 +124,7 @@ pub(crate) async fn run_retry(
     let (result, host) = blocking(move || (host.retry(run), host)).await?;
     let (status, notice) = match result {
         Ok(()) => {
-            tokio::spawn(async move {
-                let _ = host
-                    .drive(run, &troupe_host::Overrides::default(), None)
-                    .await;
-            });
+            crate::routes::spawn_drive(host, run);
             (
                 StatusCode::OK,
                 "<div class=\"notice ok\" id=\"notice\">Retrying from the last durable step.</div>"
@@ -226,11 +222,7 @@ pub(crate) async fn run_fork(
     let (status, notice) = match result {
         Ok((started, forked)) => {
             let run = started.run;
-            tokio::spawn(async move {
-                let _ = host
-                    .drive(run, &troupe_host::Overrides::default(), None)
-                    .await;
-            });
+            crate::routes::spawn_drive(host, run);
             (
                 StatusCode::OK,
                 ok(&format!(

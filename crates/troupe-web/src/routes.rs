@@ -25,6 +25,30 @@ use troupe_store::{RunSummary, RunTotals, Store, StoreError, TaskRow};
 pub(crate) struct App {
     pub(crate) store: Store,
     pub(crate) db: Arc<NotifyDb>,
+    /// Given to the hosts that drive runs here (retry, fork): triggered
+    /// when the server is asked to stop.
+    pub(crate) interrupt: Option<troupe_runtime::Interrupt>,
+}
+
+/// Runs this process drives (retried or forked from the console), so that
+/// a stopping server waits for them to reach their step boundary.
+static DRIVING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many runs this process drives now.
+pub(crate) fn driving() -> usize {
+    DRIVING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Drives `run` on this server's runtime (a retried or forked run),
+/// counted in [`driving`] until it ends or stops.
+pub(crate) fn spawn_drive(host: troupe_host::Host, run: i64) {
+    DRIVING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::spawn(async move {
+        let _ = host
+            .drive(run, &troupe_host::Overrides::default(), None)
+            .await;
+        DRIVING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    });
 }
 
 /// The whole application: pages, API and hooks, behind the token, with
@@ -40,8 +64,23 @@ pub fn router_with(
     db: Arc<NotifyDb>,
     session_ttl: Duration,
 ) -> Router {
+    router_app(store, token, db, session_ttl, None)
+}
+
+/// [`router_with`] whose driven runs stop when `interrupt` is triggered.
+pub(crate) fn router_app(
+    store: Store,
+    token: String,
+    db: Arc<NotifyDb>,
+    session_ttl: Duration,
+    interrupt: Option<troupe_runtime::Interrupt>,
+) -> Router {
     let auth = Arc::new(Auth::new(token, session_ttl));
-    let app = App { store, db };
+    let app = App {
+        store,
+        db,
+        interrupt,
+    };
     Router::new()
         .route("/assets/troupe.css", get(stylesheet))
         .route("/assets/index.js", get(index_script))
@@ -360,11 +399,9 @@ pub(crate) async fn run_page_with(
 /// server's store.
 pub(crate) fn host(app: &App) -> troupe_host::Host {
     let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    troupe_host::Host::new(
-        app.store.clone(),
-        troupe_host::HostConfig::new(dir),
-        Arc::new(troupe_host::NoTools),
-    )
+    let mut config = troupe_host::HostConfig::new(dir);
+    config.interrupt = app.interrupt.clone();
+    troupe_host::Host::new(app.store.clone(), config, Arc::new(troupe_host::NoTools))
 }
 
 /// Links to the pages of a long run's trace.

@@ -134,3 +134,38 @@ fn serve_answers_health_and_metrics_without_a_session() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+/// `troupe serve` stops on SIGTERM (a supervisor's stop) with 143 and on
+/// SIGINT (Ctrl-C) with 130, saying so, rather than dying by the signal.
+#[test]
+fn serve_stops_on_sigterm_and_sigint_with_their_statuses() {
+    let p = project_with_runs();
+    for (signal, code) in [("-TERM", 143), ("-INT", 130)] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let serve = p
+            .cmd(&["serve", "--store", "db", "--bind", &addr, "--no-notify"])
+            .env("TROUPE_TOKEN", "a-token-of-the-test")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        crate::support::wait_until("serve to listen", || TcpStream::connect(&addr).is_ok());
+        let sent = std::process::Command::new("kill")
+            .args([signal, &serve.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let out = serve.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{signal}: {}", said(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("stopping the runs this server drives"),
+            "{}",
+            said(&out)
+        );
+    }
+}

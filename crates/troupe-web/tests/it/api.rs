@@ -715,6 +715,7 @@ async fn the_sign_in_form_opens_a_session_and_sessions_expire() {
         notify: troupe_web::NotifyConfig::default(),
         announce: false,
         session_ttl: Duration::from_secs(1),
+        interrupt: None,
     };
     tokio::spawn(troupe_web::serve_listener(listener, store.clone(), options));
     let base = format!("http://{addr}");

@@ -447,6 +447,7 @@ async fn serve_runs_the_configured_webhook() {
         notify,
         announce: false,
         session_ttl: troupe_web::SESSION_TTL,
+        interrupt: None,
     };
     let s = store.clone();
     tokio::spawn(async move { troupe_web::serve_listener(listener, s, options).await });

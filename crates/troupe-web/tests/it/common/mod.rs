@@ -149,6 +149,7 @@ pub async fn serve_with(store: &Store, token: &str, notify: NotifyConfig) -> Soc
         notify,
         announce: false,
         session_ttl: troupe_web::SESSION_TTL,
+        interrupt: None,
     };
     let store = store.clone();
     tokio::spawn(async move {
