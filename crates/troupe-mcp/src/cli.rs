@@ -185,6 +185,9 @@ pub struct Environment {
     /// The bearer token `mcp serve --http` requires (`TROUPE_TOKEN`), unless
     /// `--token-file` names one.
     pub token: Option<String>,
+    /// Triggered when the process is asked to stop (`mcp serve`'s runs
+    /// stop at their step boundary and give their leases back).
+    pub interrupt: Option<troupe_runtime::Interrupt>,
 }
 
 /// Runs a subcommand on its own runtime (call it outside any tokio runtime;
@@ -193,7 +196,17 @@ pub struct Environment {
 /// `mcp serve` gets a multi-threaded runtime: a run that computes for long
 /// without waiting (a long pure loop) holds its thread, and the transport
 /// must still read the client's messages (and its disconnection) meanwhile.
-pub fn run(cmd: McpCommand, out: &mut dyn Write, env: &Environment) -> Result<i32, McpError> {
+///
+/// `stop` resolving (the CLI's first SIGINT or SIGTERM, which also triggers
+/// [`Environment::interrupt`]) ends the command with the status it gives;
+/// the runs `mcp serve` drives then get until their step boundary (at most
+/// an effect's grace) to stop and give their leases back.
+pub fn run(
+    cmd: McpCommand,
+    out: &mut dyn Write,
+    env: &Environment,
+    stop: impl std::future::Future<Output = i32>,
+) -> Result<i32, McpError> {
     let runtime = match cmd {
         McpCommand::Serve { .. } => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(
@@ -211,7 +224,22 @@ pub fn run(cmd: McpCommand, out: &mut dyn Write, env: &Environment) -> Result<i3
         path: "(runtime)".into(),
         message: e.to_string(),
     })?;
-    let result = runtime.block_on(run_async(cmd, out, env));
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = run_async(cmd, out, env) => r,
+            code = stop => {
+                // Interrupted: the runs in flight reach their step boundary
+                // (an effect gets its grace) and give their leases back.
+                let deadline = tokio::time::Instant::now()
+                    + troupe_host::DEFAULT_GRACE
+                    + std::time::Duration::from_secs(1);
+                while crate::serve::runs::driving() > 0 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Ok(code)
+            }
+        }
+    });
     // Stop child processes before the runtime goes away.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result
@@ -267,6 +295,7 @@ pub async fn run_async(
                 deadline: std::time::Duration::from_millis(deadline_ms),
                 mock_externs,
                 lease: env.lease,
+                interrupt: env.interrupt.clone(),
             };
             serve(options, http).await.map_err(|e| McpError::Input {
                 what: "troupe mcp serve".into(),
@@ -429,7 +458,13 @@ mod lock_tests {
 
     fn run_to_string(cmd: McpCommand) -> (i32, String) {
         let mut out = Vec::new();
-        let code = run(cmd, &mut out, &Environment::default()).unwrap();
+        let code = run(
+            cmd,
+            &mut out,
+            &Environment::default(),
+            std::future::pending(),
+        )
+        .unwrap();
         (code, String::from_utf8(out).unwrap())
     }
 

@@ -329,3 +329,41 @@ fn a_cancelled_call_cancels_its_run_and_stops_its_effect() {
     let status = client.disconnect_and_wait();
     assert!(status.success(), "{status}");
 }
+
+/// SIGTERM to `troupe mcp serve` while a call's run is in flight (a
+/// supervisor stopping the server): the run is interrupted at its step
+/// boundary and the server exits 143, rather than dying by the signal.
+#[test]
+fn sigterm_stops_the_server_with_143_while_a_call_runs() {
+    let dir = project();
+    let d = dir.path();
+    let mut client = serve_stdio(
+        d,
+        "10m",
+        &["slow.troupe", "--store", "db", "--deadline-ms", "600000"],
+    );
+    client.handshake();
+    client.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow_one", "arguments": {"n": 1}}}));
+    let pid_file = d.join("slow.pid");
+    wait_for("the effect to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    });
+    let sent = Command::new("kill")
+        .args(["-TERM", &client.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let status = client.disconnect_and_wait();
+    assert_eq!(status.code(), Some(143), "{status}");
+    // The effect outlived its grace: recorded as started, the run held by
+    // nobody and continued (after `resolve`) by the next process.
+    assert!(
+        matches!(
+            run_status(&d.join("db"), 1),
+            troupe_store::RunStatus::Stalled | troupe_store::RunStatus::NeedsResolution
+        ),
+        "{:?}",
+        run_status(&d.join("db"), 1)
+    );
+}

@@ -120,6 +120,9 @@ pub struct ServeOptions {
     pub mock_externs: bool,
     /// The length of the leases on runs (the host's default, 15 s, when `None`).
     pub lease: Option<Duration>,
+    /// Triggered when the process is asked to stop: the runs the server
+    /// drives stop at their next step boundary and give their leases back.
+    pub interrupt: Option<troupe_runtime::Interrupt>,
 }
 
 impl ServeOptions {
@@ -132,6 +135,7 @@ impl ServeOptions {
             deadline: DEFAULT_DEADLINE,
             mock_externs: false,
             lease: None,
+            interrupt: None,
         }
     }
 }
@@ -262,7 +266,7 @@ impl Server {
         Ok(Server {
             inner: Arc::new(Inner {
                 workflows,
-                runs: Runs::new(store, settings, options.lease)?,
+                runs: Runs::new(store, settings, options.lease, options.interrupt.clone())?,
                 deadline: options.deadline,
                 tools,
             }),

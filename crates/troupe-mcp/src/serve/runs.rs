@@ -64,13 +64,24 @@ impl std::fmt::Debug for Runs {
     }
 }
 
+/// Runs this process drives now, so that a stopping server waits for them
+/// to reach their step boundary ([`driving`]).
+static DRIVING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many runs this process's servers drive now.
+pub fn driving() -> usize {
+    DRIVING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 impl Runs {
     /// The runs of `store`, started with `settings` (models, mock externs),
-    /// under leases of length `lease` (the host's default when `None`).
+    /// under leases of length `lease` (the host's default when `None`),
+    /// stopped at their step boundary when `interrupt` is triggered.
     pub fn new(
         store: Store,
         settings: RunSettings,
         lease: Option<Duration>,
+        interrupt: Option<troupe_runtime::Interrupt>,
     ) -> Result<Runs, ServeError> {
         let dir = std::env::current_dir().map_err(|e| ServeError::Io {
             path: "(current directory)".into(),
@@ -81,6 +92,7 @@ impl Runs {
         if let Some(lease) = lease {
             config.lease = lease;
         }
+        config.interrupt = interrupt;
         let feed = waits.clone();
         config.observer = Some(Arc::new(move |n: &Notice| {
             if let Notice::Waiting { run, .. } = n
@@ -214,8 +226,11 @@ impl Runs {
             );
         let host = self.host.clone();
         let waits = self.waits.clone();
+        DRIVING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let task = tokio::spawn(async move {
-            let end = match host.drive(run, &Overrides::default(), None).await {
+            let driven = host.drive(run, &Overrides::default(), None).await;
+            DRIVING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            let end = match driven {
                 Ok(f) => match f.end {
                     RunEnd::Done { results, .. } => Ok(results
                         .iter()
