@@ -79,6 +79,13 @@ pub fn render(host: Option<&Host>, gauges: &Gauges) -> String {
         "People's tasks whose deadline passed, answered by the clock at the next look.",
         &one(gauges.tasks_due),
     );
+    metric(
+        &mut out,
+        "troupe_sleeps_due",
+        "gauge",
+        "Durable timers (sleep) of unfinished runs that fell due and have not fired.",
+        &one(gauges.sleeps_due),
+    );
     let Some(host) = host else {
         return out;
     };

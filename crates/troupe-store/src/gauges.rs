@@ -18,12 +18,15 @@ pub struct Gauges {
     /// Of those, the ones whose deadline passed (the clock answers them at
     /// the next look).
     pub tasks_due: u64,
+    /// Durable timers (`sleep`) of unfinished runs that fell due and have
+    /// not fired yet (a parked run's wait for the next sweep).
+    pub sleeps_due: u64,
 }
 
 impl Store {
     /// See [`Gauges`].
     pub fn gauges(&self) -> Result<Gauges, StoreError> {
-        let (runs, pending, due) = self.with("count the runs and tasks", |db| {
+        let (runs, pending, due, sleeps) = self.with("count the runs and tasks", |db| {
             let mut runs = BTreeMap::new();
             for r in db.query("SELECT status, count(*) FROM runs GROUP BY status", &[])? {
                 let status: String = r.get(0)?;
@@ -42,13 +45,27 @@ impl Store {
                     &[],
                 )?
                 .get::<i64>(0)?;
-            Ok((runs, pending.max(0) as u64, due.max(0) as u64))
+            // From the unfinished runs (by `runs_status`), then their timers
+            // (by key): finished runs' timers are history, never read.
+            let sleeps = db
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM runs r CROSS JOIN timers t
+                         WHERE r.status IN ('queued', 'running', 'waiting', 'parked', 'paused')
+                           AND t.run = r.id AND t.due_at <= {NOW_MS}
+                           AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run = t.run AND s.key = t.key AND s.status = 'done')"
+                    ),
+                    &[],
+                )?
+                .get::<i64>(0)?;
+            Ok((runs, pending.max(0) as u64, due.max(0) as u64, sleeps.max(0) as u64))
         })?;
         Ok(Gauges {
             runs,
             runnable: self.runnable()?,
             tasks_pending: pending,
             tasks_due: due,
+            sleeps_due: sleeps,
         })
     }
 }

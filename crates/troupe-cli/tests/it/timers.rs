@@ -90,6 +90,12 @@ fn a_parked_sleep_is_woken_by_another_workers_sweep() {
     let _ = first.wait_with_output();
     assert_eq!(timers(&db.url).len(), 1);
     assert!(!timers(&db.url)[0].fired);
+    // Due, and nobody drives the run: the metrics count it.
+    let store = Store::open(&db.url, Durability::Full).unwrap();
+    wait_until("the timer to fall due", || {
+        timers(&db.url)[0].due_in_ms <= 0
+    });
+    assert_eq!(store.gauges().unwrap().sleeps_due, 1);
     let second = p.spawn(&["worker", "--store", &db.url, "--sweep", "200ms"]);
     wait_until("the run to end", || status(&p, &db.url)["status"] == "done");
     signal_group(second.id(), "-TERM");
@@ -99,6 +105,7 @@ fn a_parked_sleep_is_woken_by_another_workers_sweep() {
     let after = timers(&db.url);
     assert_eq!(after.len(), 1, "{after:?}");
     assert!(after[0].fired, "{after:?}");
+    assert_eq!(store.gauges().unwrap().sleeps_due, 0);
     let verify = p.run(&["verify", "run-1", "--store", &db.url]);
     assert!(verify.status.success(), "{}", said(&verify));
 }
