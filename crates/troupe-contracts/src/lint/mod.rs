@@ -157,6 +157,8 @@ pub struct Context<'a> {
     names: std::sync::OnceLock<Names<'a>>,
     /// Which tools return each field, indexed once.
     producers: std::sync::OnceLock<Producers>,
+    /// The other servers' tools by name core, indexed once.
+    others_by_core: std::sync::OnceLock<std::collections::HashMap<String, usize>>,
 }
 
 /// The result fields of a list's tools (from their output schemas and
@@ -207,7 +209,24 @@ impl<'a> Context<'a> {
             lock: None,
             names: std::sync::OnceLock::new(),
             producers: std::sync::OnceLock::new(),
+            others_by_core: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The other servers' tools by the core of their names (see
+    /// [`rules::tool_shadowing::core`]): core → index into [`Context::others`], the
+    /// first of each core.
+    pub fn others_by_core(&self) -> &std::collections::HashMap<String, usize> {
+        self.others_by_core.get_or_init(|| {
+            let mut index = std::collections::HashMap::new();
+            for (i, (_, tool)) in self.others.iter().enumerate() {
+                let core = rules::tool_shadowing::core(&tool.name);
+                if !core.is_empty() {
+                    index.entry(core).or_insert(i);
+                }
+            }
+            index
+        })
     }
 
     /// The names of the fields tool `index` returns: its output schema's
@@ -544,6 +563,19 @@ pub fn texts<'a>(context: &Context<'a>, index: usize) -> Vec<Text<'a>> {
         }
     }
     out
+}
+
+/// Whether a text of a tool definition is read by the model as prose: a
+/// description or title, or a schema value (an enum value, a default, an example,
+/// a `const`) of three words or more — the model copies such values into its
+/// arguments and reads them as it reads descriptions, so an instruction hidden in
+/// a default is as much an instruction as one in the description.
+pub fn reads_as_prose(text: &Text<'_>) -> bool {
+    match text.kind {
+        TextKind::Prose => true,
+        TextKind::Value => text.text.split_whitespace().nth(2).is_some(),
+        TextKind::Name | TextKind::Key => false,
+    }
 }
 
 /// Splits a name into lower-case words: `git_create_branch` → `git create branch`,

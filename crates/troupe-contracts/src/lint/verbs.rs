@@ -3,7 +3,8 @@
 //!
 //! The name is split into words (`place_order` → `place order`, `rmDir` →
 //! `rm dir`); the first word of the description that is a known verb is used
-//! when the name has none. Verbs are matched in English (with `-s`/`-es`/`-ed`
+//! when the name has none. In a name, a plural or ambiguous word after a lookup
+//! verb is its object, not a verb (`list_orders`, `get_transfers`). Verbs are matched in English (with `-s`/`-es`/`-ed`
 //! /`-ing` endings), and in a few other languages by their usual forms
 //! (Chinese, Japanese, Spanish, French, German). Destructive beats write,
 //! write beats lookup.
@@ -239,6 +240,9 @@ fn text_effect(text: &str, description: bool) -> Option<(Effect, String)> {
     }
     let limit = if description { 3 } else { 64 };
     let mut seen = 0;
+    // In a name, a plural or ambiguous word after a lookup verb is its object:
+    // `list_orders`, `get_transfers` list orders and transfers.
+    let mut after_lookup = false;
     for word in text.unicode_words() {
         for part in words(word) {
             if description && matches!(part.as_str(), "this" | "tool" | "a" | "the" | "to") {
@@ -248,7 +252,14 @@ fn text_effect(text: &str, description: bool) -> Option<(Effect, String)> {
             if seen > limit {
                 break;
             }
+            if !description
+                && after_lookup
+                && (part.ends_with('s') || AMBIGUOUS.contains(&part.as_str()))
+            {
+                continue;
+            }
             if let Some(effect) = word_effect(&part) {
+                after_lookup |= effect == Effect::Lookup;
                 found.push((effect, part));
             }
         }

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod corpus;
 mod lint;
+mod lint_corpus;
 mod props;
 mod roundtrip;
 mod verify;

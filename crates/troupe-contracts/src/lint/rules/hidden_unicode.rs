@@ -4,8 +4,15 @@
 //! keys and values) that contains an invisible or reordering character: zero-width
 //! spaces and joiners (U+200B–U+200F, U+2060–U+2064, U+FEFF), bidirectional controls
 //! (U+202A–U+202E, U+2066–U+2069), Unicode tag characters (U+E0000–U+E007F, which can
-//! spell out a whole hidden text), the soft hyphen, other format characters, or control
-//! characters other than tab and line breaks; an error for a tool name mixing Latin
+//! spell out a whole hidden text), the soft hyphen, other invisible format characters
+//! (the combining grapheme joiner U+034F, Khmer inherent vowels U+17B4–U+17B5,
+//! Mongolian variation selectors U+180B–U+180F, deprecated format controls
+//! U+206A–U+206F, musical format symbols U+1D173–U+1D17A, shorthand format controls
+//! U+1BCA0–U+1BCA3), or control characters other than tab and line breaks. Emoji are
+//! not hidden text: a variation selector U+FE0E/U+FE0F after a pictograph or a keycap
+//! base (`⚠️`, `1️⃣`), a zero-width joiner between two pictographs (`👩‍💻`), and the tag
+//! characters of a subdivision flag (U+1F3F4, at most 7 tags, U+E007F: 🏴 Scotland)
+//! pass; the same characters anywhere else are errors. An error for a tool name mixing Latin
 //! letters with look-alike letters of another script (Cyrillic `а` in `reаd_file`,
 //! Greek, full-width forms); a warning for any other non-ASCII character in a name.
 //! The finding names the code point and its character position.
@@ -35,6 +42,12 @@ pub fn hidden(c: char) -> Option<&'static str> {
         0x202A..=0x202E | 0x2066..=0x2069 | 0x061C => "a bidirectional control character",
         0xE0000..=0xE007F => "a Unicode tag character (invisible text)",
         0x00AD => "a soft hyphen (invisible)",
+        0x034F => "a combining grapheme joiner (invisible)",
+        0x17B4 | 0x17B5 => "a Khmer inherent vowel (invisible)",
+        0x180B..=0x180F => "a Mongolian variation selector (invisible)",
+        0x206A..=0x206F => "a deprecated format character (invisible)",
+        0x1D173..=0x1D17A => "a musical format character (invisible)",
+        0x1BCA0..=0x1BCA3 => "a shorthand format control (invisible)",
         0xFE00..=0xFE0F | 0xE0100..=0xE01EF => "a variation selector (invisible)",
         0x115F | 0x1160 | 0x3164 | 0xFFA0 => "a blank Hangul filler",
         0xFFF9..=0xFFFB => "an interlinear annotation control",
@@ -55,16 +68,64 @@ fn lookalike_script(c: char) -> Option<&'static str> {
     }
 }
 
+/// Whether a character is drawn as a pictograph (emoji and the symbol blocks that
+/// take an emoji presentation).
+fn pictographic(c: char) -> bool {
+    matches!(c as u32,
+        0x1F000..=0x1FAFF | 0x2600..=0x27BF | 0x2300..=0x23FF | 0x2B00..=0x2BFF
+        | 0x2190..=0x21FF | 0x25A0..=0x25FF | 0x2900..=0x297F | 0x00A9 | 0x00AE | 0x203C
+        | 0x2049 | 0x2122 | 0x2139 | 0x3030 | 0x303D | 0x3297 | 0x3299)
+}
+
+/// The hidden characters of a text, with their character positions, leaving out
+/// those that are part of an emoji (see the module documentation). One pass.
+pub fn hidden_chars(text: &str) -> Vec<(usize, char, &'static str)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        // A subdivision flag: U+1F3F4, tags, U+E007F.
+        if c as u32 == 0x1F3F4 {
+            let tags = chars[i + 1..]
+                .iter()
+                .take_while(|t| matches!(**t as u32, 0xE0020..=0xE007E))
+                .count();
+            if (2..=7).contains(&tags)
+                && chars
+                    .get(i + 1 + tags)
+                    .is_some_and(|t| *t as u32 == 0xE007F)
+            {
+                i += tags + 2;
+                continue;
+            }
+        }
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        let emoji_part = match c as u32 {
+            0xFE0E | 0xFE0F => before.is_some_and(|b| {
+                pictographic(b) || (matches!(b, '0'..='9' | '#' | '*') && after == Some('\u{20E3}'))
+            }),
+            0x200D => {
+                before.is_some_and(|b| pictographic(b) || b == '\u{FE0F}')
+                    && after.is_some_and(pictographic)
+            }
+            _ => false,
+        };
+        if !emoji_part && let Some(why) = hidden(c) {
+            out.push((i, c, why));
+        }
+        i += 1;
+    }
+    out
+}
+
 fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let mut findings = Vec::new();
     for text in texts(context, index) {
-        if let Some((position, c, why)) = text
-            .text
-            .chars()
-            .enumerate()
-            .find_map(|(i, c)| hidden(c).map(|why| (i, c, why)))
-        {
-            let count = text.text.chars().filter(|&c| hidden(c).is_some()).count();
+        let found = hidden_chars(text.text);
+        if let Some(&(position, c, why)) = found.first() {
+            let count = found.len();
             findings.push(RULE.finding(
                 Severity::Error,
                 text.pointer.clone(),
@@ -154,5 +215,26 @@ mod tests {
             "{pointers:?}"
         );
         assert!(run(&RULE, &list, 3).is_empty());
+    }
+
+    #[test]
+    fn emoji_are_not_hidden_but_their_parts_alone_are() {
+        for text in [
+            "\u{26A0}\u{FE0F} Deletes a branch.",
+            "\u{1F469}\u{200D}\u{1F4BB} Contributors",
+            "Step 1\u{FE0F}\u{20E3}",
+            "Scotland \u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}",
+        ] {
+            assert!(hidden_chars(text).is_empty(), "{text:?}");
+        }
+        for text in [
+            "sa\u{200C}fe",
+            "a\u{FE0F}",
+            "read\u{200D}file",
+            "\u{1F3F4}\u{E0069}\u{E0067}\u{E006E}\u{E006F}\u{E0072}\u{E0065}\u{E0020}\u{E0061}\u{E006C}\u{E006C}\u{E007F}",
+            "trans\u{034F}fer",
+        ] {
+            assert!(!hidden_chars(text).is_empty(), "{text:?}");
+        }
     }
 }

@@ -61,12 +61,12 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
                 severity,
                 format!("{base}/annotations/readOnlyHint"),
                 format!(
-                    "`{}` claims to be read-only, but its {whence} says it {}s (\"{verb}\")",
+                    "`{}` claims to be read-only, but its {whence} says it {} (\"{verb}\")",
                     tool.name,
                     if *kind == Effect::Destructive {
                         "destroys or executes"
                     } else {
-                        "write"
+                        "writes"
                     }
                 ),
                 "set \"readOnlyHint\": false (and \"destructiveHint\" as the tool behaves)",

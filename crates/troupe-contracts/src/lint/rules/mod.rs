@@ -16,6 +16,9 @@
 //! | `schema-validity` | completeness | schemas are valid object schemas; names are unique |
 //! | `contract-schema` | completeness | contract and schemas describe the same arguments |
 //! | `model-instruction` | safety | descriptions do not instruct the model |
+//! | `shell-command` | safety | no shell or SQL command lines planted in texts or values |
+//! | `data-exfiltration` | safety | texts do not order the model to hand over the user's data |
+//! | `tool-preference` | safety | a tool does not rank itself against other tools |
 //! | `hidden-unicode` | safety | no invisible, reordering or look-alike characters |
 //! | `tool-shadowing` | safety | no tool named or described like another server's |
 //! | `hint-consistency` | safety | annotations, contract and name agree |
@@ -25,6 +28,7 @@ pub mod argument_description;
 pub mod argument_domain;
 pub mod contract_schema;
 pub mod dangling_relation;
+pub mod data_exfiltration;
 pub mod failure_modes;
 pub mod hidden_unicode;
 pub mod hint_consistency;
@@ -33,8 +37,10 @@ pub mod missing_annotations;
 pub mod model_instruction;
 pub mod output_schema;
 pub mod schema_validity;
+pub mod shell_command;
 pub mod tool_description;
 pub mod tool_drift;
+pub mod tool_preference;
 pub mod tool_shadowing;
 pub mod unconfirmed_destructive;
 pub mod undeclared_relation;
@@ -43,7 +49,7 @@ pub mod write_hint;
 use super::Rule;
 
 /// Every rule, in the order they run.
-pub const ALL: [Rule; 18] = [
+pub const ALL: [Rule; 21] = [
     tool_description::RULE,
     argument_description::RULE,
     argument_domain::RULE,
@@ -58,6 +64,9 @@ pub const ALL: [Rule; 18] = [
     schema_validity::RULE,
     contract_schema::RULE,
     model_instruction::RULE,
+    shell_command::RULE,
+    data_exfiltration::RULE,
+    tool_preference::RULE,
     hidden_unicode::RULE,
     tool_shadowing::RULE,
     hint_consistency::RULE,

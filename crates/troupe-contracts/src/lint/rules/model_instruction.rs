@@ -20,6 +20,11 @@
 //!   must", "you should", "the assistant should", "you were advised", ...; and names of
 //!   tools that are not on this server ("the `send_email` tool").
 //!
+//! Descriptions and titles are searched, and so are schema values that read as prose
+//! (an enum value, default, example or `const` of three words or more, see
+//! [`crate::lint::reads_as_prose`]): a default the model copies is read like a
+//! description.
+//!
 //! Matching is on lower-cased words, so it finds the phrasings of the published attacks
 //! (tool poisoning, tool shadowing) and their variants, not every possible wording.
 //!
@@ -32,7 +37,7 @@
 //! user.</IMPORTANT>"` → three errors; a description says what the tool does and what
 //! it returns, nothing else.
 
-use crate::lint::{Context, Finding, Names, Principle, Rule, Severity, TextKind, texts};
+use crate::lint::{Context, Finding, Names, Principle, Rule, Severity, reads_as_prose, texts};
 
 /// The rule.
 pub const RULE: Rule = Rule {
@@ -97,6 +102,12 @@ const SENSITIVE_PATHS: &[&str] = &[
     ".git-credentials",
     "claude_desktop_config.json",
     ".cursor/",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg",
+    ".config/gcloud",
+    "id_dsa",
+    "wallet.dat",
     "known_hosts",
     "authorized_keys",
 ];
@@ -154,7 +165,7 @@ const STEERING: &[&str] = &[
 
 /// Lower-cased words of a text (letters, digits, `_`, `-`, `.`, `/`, `~` kept inside
 /// words, so `send_email` and `~/.ssh` stay whole).
-fn tokens(text: &str) -> Vec<String> {
+pub(crate) fn tokens(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(|c: char| !(c.is_alphanumeric() || "_-./~'".contains(c)))
         .map(|w| {
@@ -167,7 +178,7 @@ fn tokens(text: &str) -> Vec<String> {
 
 /// Sentences (split at `. `, `!`, `?`, `;`, blank lines and list items; a single line
 /// break inside a paragraph is a space), lower-cased.
-fn sentences(text: &str) -> Vec<String> {
+pub(crate) fn sentences(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split("\n\n")
         .flat_map(|p| p.split("\n-").flat_map(|i| i.split("\n*")))
@@ -241,9 +252,13 @@ fn problems(text: &str, own_tools: &Names<'_>) -> Vec<(Severity, String)> {
         .copied()
         .filter(|p| lower.contains(p))
         .chain(
-            words
-                .iter()
-                .any(|w| w == ".env" || w.ends_with("/.env"))
+            // (`tokens` trims a leading dot: look at the raw words.)
+            lower
+                .split(|c: char| !(c.is_alphanumeric() || "_-./~".contains(c)))
+                .any(|w| {
+                    let w = w.trim_end_matches('.');
+                    w == ".env" || w.ends_with("/.env")
+                })
                 .then_some(".env"),
         )
         .collect();
@@ -339,7 +354,7 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
     let name = context.tool(index).map_or("?", |t| t.name.as_str());
     let mut findings = Vec::new();
     for text in texts(context, index) {
-        if text.kind != TextKind::Prose {
+        if !reads_as_prose(&text) {
             continue;
         }
         for (severity, what) in problems(text.text, own) {

@@ -7,7 +7,15 @@
 //! and Cyrillic/Greek look-alikes: `Send-Email` against `send_email`); a warning for the
 //! very same name (common between unrelated servers — `search`, `read_file` — and
 //! between versions of one service; clients that do not prefix names with the server
-//! cannot tell them apart); an error for a description that names a tool of another
+//! cannot tell them apart); an error for a name made of the same words as another
+//! server's tool once order, plural `-s`, trailing digits and decorations that claim
+//! a better copy (`v2`, `new`, `latest`, `official`, `secure`, `safe`, `fixed`, `pro`,
+//! `tool`, `mcp`, …) are set aside — `send_email_v2`, `email_send`, `send_emails`,
+//! `secure_transfer_funds` against `send_email` and `transfer_funds` ("overlap": the
+//! model picks the newer- or safer-looking copy); a name that adds a word of meaning
+//! (`create_issue_comment` against `create_issue`) is another tool and passes. The
+//! other servers' names are indexed once per server, so the check stays linear. An
+//! error for a description that names a tool of another
 //! server (`send_email`, `mcp_tool_send_email`) — a tool has no business describing how
 //! another server's tools behave.
 //!
@@ -49,6 +57,51 @@ pub fn skeleton(name: &str) -> String {
         .collect()
 }
 
+/// Words that decorate a copied name without changing what it means.
+const DECORATIONS: &[&str] = &[
+    "new", "latest", "official", "secure", "safe", "real", "fixed", "pro", "plus", "tool", "tools",
+    "mcp", "improved", "updated", "fast", "better", "true", "original", "verified", "trusted",
+    "enhanced", "advanced", "super", "ultra", "premium", "final", "legit", "v",
+];
+
+/// A name's core: its words, without decorations and trailing digits, singular,
+/// sorted (`send_email_v2`, `email_send`, `sendEmails` → `email send`). Empty when
+/// the name is only decorations.
+pub fn core(name: &str) -> String {
+    let mut words: Vec<String> = crate::lint::words(&skeleton_letters(name))
+        .into_iter()
+        .map(|word| {
+            word.trim_end_matches(|c: char| c.is_ascii_digit())
+                .to_owned()
+        })
+        .filter(|word| !word.is_empty() && !DECORATIONS.contains(&word.as_str()))
+        .map(|word| match word.strip_suffix('s') {
+            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_owned(),
+            _ => word,
+        })
+        .collect();
+    words.sort();
+    words.join(" ")
+}
+
+/// A name with non-ASCII look-alike letters folded to Latin, case, separators and
+/// ASCII kept (`l` and `1` stay apart here: they are told apart by the words).
+fn skeleton_letters(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii() {
+                return c;
+            }
+            let folded = skeleton(&c.to_string());
+            match folded.chars().next() {
+                Some(f) if c.is_uppercase() => f.to_ascii_uppercase(),
+                Some(f) => f,
+                None => c,
+            }
+        })
+        .collect()
+}
+
 fn mentions(text: &str, name: &str) -> bool {
     let text = text.to_lowercase();
     let name = name.to_lowercase();
@@ -86,6 +139,25 @@ fn check(context: &Context<'_>, index: usize) -> Vec<Finding> {
                 tool.name, other.name
             ),
             "give the tool a distinct name (clients prefix names with the server only sometimes)",
+        ));
+    } else if let own_core = core(&tool.name)
+        && !own_core.is_empty()
+        && let Some((server, other)) = context
+            .others_by_core()
+            .get(&own_core)
+            .map(|&i| &context.others[i])
+    {
+        findings.push(RULE.finding(
+            Severity::Error,
+            format!("{}/name", context.pointer(index)),
+            format!(
+                "`{}` has the words of tool `{}` of server `{server}` (\"{own_core}\"), \
+                 only reordered, pluralised, numbered or decorated: the model may pick this copy \
+                 for the other",
+                tool.name, other.name
+            ),
+            "give the tool a name that says how it differs, or drop it if it duplicates the \
+             other server's",
         ));
     }
     for text in texts(context, index) {
@@ -159,5 +231,22 @@ mod tests {
     fn skeletons_fold_lookalikes() {
         assert_eq!(skeleton("re\u{0430}d_file"), skeleton("read-file"));
         assert_ne!(skeleton("read_file"), skeleton("write_file"));
+    }
+
+    #[test]
+    fn cores_set_decorations_aside() {
+        for copy in [
+            "send_email_v2",
+            "email_send",
+            "sendEmails",
+            "secure_send_email",
+            "send_email2",
+            "new-send-email-tool",
+        ] {
+            assert_eq!(core(copy), core("send_email"), "{copy}");
+        }
+        assert_ne!(core("create_issue_comment"), core("create_issue"));
+        assert_ne!(core("send_sms"), core("send_email"));
+        assert_eq!(core("v2"), "");
     }
 }
