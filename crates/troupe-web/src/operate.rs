@@ -88,27 +88,17 @@ pub(crate) async fn run_cancel(
     let host = host(&app);
     let result = blocking(move || host.cancel(run, "cancelled from the web console")).await?;
     let (status, notice) = match result {
-        Ok(troupe_host::Cancel::Cancelled) => (
-            StatusCode::OK,
-            "<div class=\"notice ok\" id=\"notice\">Cancelled.</div>".to_owned(),
-        ),
+        Ok(troupe_host::Cancel::Cancelled) => (StatusCode::OK, ok("Cancelled.")),
         Ok(troupe_host::Cancel::Requested { owner }) => (
             StatusCode::OK,
-            format!(
-                "<div class=\"notice ok\" id=\"notice\">Cancel requested: {} stops the run at its next lease renewal.</div>",
+            ok(&format!(
+                "Cancel requested: {} stops the run at its next lease renewal.",
                 escape(&owner)
-            ),
+            )),
         ),
-        Err(e) => (
-            StatusCode::CONFLICT,
-            format!(
-                "<div class=\"notice error\" id=\"notice\">Not cancelled: {}</div>",
-                escape(&e.to_string())
-            ),
-        ),
+        Err(e) => (StatusCode::CONFLICT, refused("Not cancelled", &e)),
     };
-    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
-    Ok((status, page).into_response())
+    answer(&app, &id, &csrf, status, notice).await
 }
 
 /// `POST /runs/{id}/retry`: reopens a failed run through the host and
@@ -125,22 +115,11 @@ pub(crate) async fn run_retry(
     let (status, notice) = match result {
         Ok(()) => {
             crate::routes::spawn_drive(host, run);
-            (
-                StatusCode::OK,
-                "<div class=\"notice ok\" id=\"notice\">Retrying from the last durable step.</div>"
-                    .to_owned(),
-            )
+            (StatusCode::OK, ok("Retrying from the last durable step."))
         }
-        Err(e) => (
-            StatusCode::CONFLICT,
-            format!(
-                "<div class=\"notice error\" id=\"notice\">Not retried: {}</div>",
-                escape(&e.to_string())
-            ),
-        ),
+        Err(e) => (StatusCode::CONFLICT, refused("Not retried", &e)),
     };
-    let page = run_page_with(&app, &id, None, &notice, token_of(&csrf)).await?;
-    Ok((status, page).into_response())
+    answer(&app, &id, &csrf, status, notice).await
 }
 
 /// `POST /runs/{id}/pause`: pauses the run at once when nobody drives it,
