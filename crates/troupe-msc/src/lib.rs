@@ -25,7 +25,7 @@ pub use chart::{
     Chart, ChartOptions, FrameKind, Item, chart_mermaid, chart_svg, execution_chart, workflow_chart,
 };
 pub use event::{Event, EventKey, Execution, Message};
-pub use monitor::{CursorState, Monitor, MonitorState};
+pub use monitor::{CursorState, InFlight, Monitor, MonitorState};
 pub use semantics::{EnumOptions, Enumeration, MemberOptions, NotMember, Semantics};
 pub use sim::{Decisions, SimError, SimOptions, SimRun, simulate};
 pub use validity::{

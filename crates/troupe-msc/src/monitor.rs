@@ -29,7 +29,9 @@
 use crate::event::{Event, Message};
 use crate::semantics::NotMember;
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use troupe_check::Value;
 use troupe_check::ir::{Block, LifelineId, Program, StmtId, StmtKind, Workflow};
 use troupe_project::{ControlTag, Lanes, ProjectError, Projection};
 
@@ -119,7 +121,7 @@ pub struct MonitorState {
     pub cursors: Vec<CursorState>,
     /// Non-empty channels: sender, receiver, messages oldest first. A pair
     /// may appear once per lane (the messages' statements tell which).
-    pub channels: Vec<(LifelineId, LifelineId, Vec<Message>)>,
+    pub channels: Vec<(LifelineId, LifelineId, Vec<InFlight>)>,
     /// Events checked before the state was taken.
     pub events: u64,
 }
@@ -149,17 +151,105 @@ pub struct Monitor {
     cursors: Vec<Cursor>,
     /// What is in flight on each channel (sender, receiver, lane) that has
     /// ever carried something.
-    channels: BTreeMap<(LifelineId, LifelineId, u32), VecDeque<Message>>,
+    channels: BTreeMap<(LifelineId, LifelineId, u32), VecDeque<InFlight>>,
     events: u64,
     failed: Option<Box<NotMember>>,
+}
+
+/// A message in flight as the monitor keeps it: its statement (or control
+/// decision) without its values, which it would have to copy for every
+/// message, but with their fingerprint, so that a receive of other values
+/// than were sent is still caught (also after a checkpoint).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InFlight {
+    /// The message, a data message's values left out (`None`).
+    pub msg: Message,
+    /// The data message's values' fingerprint, when they were known.
+    pub values: Option<u64>,
+}
+
+impl InFlight {
+    /// The monitor's record of `msg` (a state written before fingerprints
+    /// holds the values themselves: they are fingerprinted here).
+    pub fn of(msg: &Message) -> InFlight {
+        match msg {
+            Message::Data { stmt, values } => InFlight {
+                msg: Message::Data {
+                    stmt: *stmt,
+                    values: None,
+                },
+                values: values.as_deref().map(fingerprint),
+            },
+            control @ Message::Control { .. } => InFlight {
+                msg: control.clone(),
+                values: None,
+            },
+        }
+    }
+
+    /// Whether `received` can be this message: the same statement or
+    /// decision, and the same values when both sides know them.
+    fn agrees_with(&self, received: &Message) -> bool {
+        self.msg.agrees_with(received)
+            && match (self.values, received) {
+                (
+                    Some(sent),
+                    Message::Data {
+                        values: Some(got), ..
+                    },
+                ) => sent == fingerprint(got),
+                _ => true,
+            }
+    }
+}
+
+/// A fingerprint of a message's values: equal values (as `Value`'s `==`
+/// has them: `0.0 == -0.0`, NaN equal to NaN) give equal fingerprints.
+fn fingerprint(values: &[Value]) -> u64 {
+    fn feed(h: &mut impl Hasher, v: &Value) {
+        match v {
+            Value::Bool(b) => h.write_u8(u8::from(*b)),
+            Value::Int(i) => h.write_i64(*i),
+            Value::Float(x) => h.write_u64(if x.is_nan() {
+                f64::NAN.to_bits()
+            } else if *x == 0.0 {
+                0
+            } else {
+                x.to_bits()
+            }),
+            Value::Text(t) => h.write(t.as_bytes()),
+            Value::Enum(e, i) => {
+                h.write_u32(e.0);
+                h.write_u32(*i);
+            }
+            Value::Record(r, fields) => {
+                h.write_u32(r.0);
+                fields.iter().for_each(|f| feed(h, f));
+            }
+            Value::List(items) => {
+                h.write_usize(items.len());
+                items.iter().for_each(|i| feed(h, i));
+            }
+            // Rare in messages; its structure is left to `==` elsewhere.
+            Value::Json(_) => h.write_u8(0xff),
+        }
+    }
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_usize(values.len());
+    for v in values {
+        std::mem::discriminant(v).hash(&mut h);
+        feed(&mut h, v);
+    }
+    h.finish()
 }
 
 /// What an event did to the cursor it went to.
 enum Took {
     /// A data or control message went on a channel.
-    Sent(LifelineId, Message),
-    /// A message was taken off a channel (checked by the caller).
-    Received(LifelineId, Message),
+    Sent(LifelineId, InFlight),
+    /// A message is to be taken off the channel from this lifeline (checked
+    /// by the caller against the event's).
+    Received(LifelineId),
     Nothing,
 }
 
@@ -270,14 +360,21 @@ impl Monitor {
                 return Err(format!("a channel {}→{} of no lifelines", from.0, to.0));
             }
             let Some(first) = q.first() else { continue };
-            let lane = self.lanes.of(first.stmt());
-            if q.iter().any(|m| self.lanes.of(m.stmt()) != lane) {
+            let lane = self.lanes.of(first.msg.stmt());
+            if q.iter().any(|m| self.lanes.of(m.msg.stmt()) != lane) {
                 return Err(format!(
                     "a channel {}→{} holds the messages of two branches",
                     from.0, to.0
                 ));
             }
-            channels.insert((*from, *to, lane), q.iter().cloned().collect());
+            let q = q.iter().map(|f| match f.msg {
+                // Values (an older state's) become their fingerprint.
+                Message::Data {
+                    values: Some(_), ..
+                } => InFlight::of(&f.msg),
+                _ => f.clone(),
+            });
+            channels.insert((*from, *to, lane), q.collect());
         }
         Ok(Monitor {
             names: self.names.clone(),
@@ -333,7 +430,7 @@ impl Monitor {
             }
         }
         if let Some(((from, to, _), q)) = self.channels.iter().find(|(_, q)| !q.is_empty()) {
-            let msg = q.front().cloned();
+            let msg = q.front().map(|f| f.msg.clone());
             let (from, to) = (*from, *to);
             return Err(Box::new(NotMember {
                 lifeline: Some(to),
@@ -381,8 +478,9 @@ impl Monitor {
                 event_text: event.describe(&self.names),
             }));
         }
-        let plans = self.plans.clone();
-        let plans = &plans[li];
+        // Borrowed field by field: cloning the plans' `Arc` to lend them
+        // cost two atomic operations per event, most of the monitor's time.
+        let plans = &self.plans[li];
         let lane = self.lanes.of(event.stmt());
         let root = &mut self.cursors[li];
         settle(plans, root);
@@ -401,13 +499,17 @@ impl Monitor {
         };
         match took {
             Took::Sent(to, msg) => {
-                let lane = self.lanes.of(msg.stmt());
+                let lane = self.lanes.of(msg.msg.stmt());
                 self.channels
                     .entry((l, to, lane))
                     .or_default()
                     .push_back(msg);
             }
-            Took::Received(from, msg) => self.receive(l, from, &msg, event)?,
+            Took::Received(from) => {
+                if let Event::Recv { msg, .. } = event {
+                    self.receive(l, from, msg, event)?;
+                }
+            }
             Took::Nothing => {}
         }
         self.cursors[li].seen += 1;
@@ -436,7 +538,11 @@ impl Monitor {
                 format!(
                     "{} sent {} first on this channel",
                     self.name(from),
-                    Event::Send { to: l, msg: sent }.describe(&self.names)
+                    Event::Send {
+                        to: l,
+                        msg: sent.msg
+                    }
+                    .describe(&self.names)
                 ),
             )),
             None => Err(self.not_member(
@@ -667,13 +773,13 @@ fn take(plans: &[Vec<Op>], c: &mut Cursor, event: &Event) -> Option<Took> {
             if to == t && data_fits(msg, *stmt, *arity) =>
         {
             advance(c);
-            Some(Took::Sent(*to, msg.clone()))
+            Some(Took::Sent(*to, InFlight::of(msg)))
         }
         (Op::Recv { from, stmt, arity }, Event::Recv { from: f, msg }, _)
             if from == f && data_fits(msg, *stmt, *arity) =>
         {
             advance(c);
-            Some(Took::Received(*from, msg.clone()))
+            Some(Took::Received(*from))
         }
         (Op::Act { stmt }, Event::Act { stmt: s, .. }, _) if stmt == s => {
             advance(c);
@@ -718,7 +824,7 @@ fn take(plans: &[Vec<Op>], c: &mut Cursor, event: &Event) -> Option<Took> {
             Head::Telling { d, told },
         ) if stmt == s && tag == t && *decision == d && notify.get(told) == Some(to) => {
             c.head = Head::Telling { d, told: told + 1 };
-            Some(Took::Sent(*to, msg.clone()))
+            Some(Took::Sent(*to, InFlight::of(msg)))
         }
         (
             Op::Branch {
@@ -731,7 +837,7 @@ fn take(plans: &[Vec<Op>], c: &mut Cursor, event: &Event) -> Option<Took> {
             Event::Recv {
                 from,
                 msg:
-                    msg @ Message::Control {
+                    Message::Control {
                         stmt: s,
                         tag: t,
                         decision,
@@ -750,7 +856,7 @@ fn take(plans: &[Vec<Op>], c: &mut Cursor, event: &Event) -> Option<Took> {
                 pos: 0,
                 arm,
             });
-            Some(Took::Received(*from, msg.clone()))
+            Some(Took::Received(*from))
         }
         _ => None,
     }

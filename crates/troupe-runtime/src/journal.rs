@@ -129,6 +129,16 @@ pub trait RunJournal: Send + Sync {
     /// those it has already recorded.
     fn event(&self, lifeline: LifelineId, event: &Event);
 
+    /// Events of one step of the run, in order: what [`RunJournal::event`]
+    /// takes one at a time. The engine hands them over in batches before
+    /// any other call to the journal, so a journal sees the same order
+    /// either way; one that locks per call locks once per batch.
+    fn events(&self, events: &[(LifelineId, Event)]) {
+        for (lifeline, event) in events {
+            self.event(*lifeline, event);
+        }
+    }
+
     /// What the journal recorded for `key`, if anything.
     fn recorded(&self, key: &StepKey) -> Option<Recorded>;
 

@@ -8,7 +8,7 @@
 
 use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put_varint};
 use troupe_check::ir::{ActionId, LifelineId, StmtId};
-use troupe_msc::{CursorState, MonitorState};
+use troupe_msc::{CursorState, InFlight, MonitorState};
 use troupe_project::ControlTag;
 use troupe_runtime::{
     Channel, Checkpoint, LaneState, PartState, Queued, RemoteChannel, StepKey, ToolRecord,
@@ -18,8 +18,10 @@ use troupe_runtime::{
 /// its per-lane action counts, the monitor's part cursors); version 3 the
 /// place of a placed run's part on the channels between parts; version 4
 /// the run's successful tool calls (for the contracts' `requires` and
-/// `precedes`). Older checkpoints (which have none) still decode.
-const VERSION: u8 = 4;
+/// `precedes`); version 5 the fingerprints of the values of the messages
+/// the monitor has in flight (it keeps no values). Older checkpoints
+/// (which have none) still decode.
+const VERSION: u8 = 5;
 
 /// How deep the monitor's part cursors may nest in a decoded checkpoint
 /// (as deep as constructs nest).
@@ -132,8 +134,15 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
                 put_varint(&mut out, u64::from(from.0));
                 put_varint(&mut out, u64::from(to.0));
                 put_varint(&mut out, q.len() as u64);
-                for msg in q {
-                    encode_message(&mut out, msg);
+                for sent in q {
+                    encode_message(&mut out, &sent.msg);
+                    match sent.values {
+                        None => out.push(0),
+                        Some(f) => {
+                            out.push(1);
+                            out.extend_from_slice(&f.to_le_bytes());
+                        }
+                    }
                 }
             }
             put_varint(&mut out, m.events);
@@ -302,7 +311,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
                 let to = LifelineId(r.u32()?);
                 let mut q = Vec::new();
                 for _ in 0..r.len()? {
-                    q.push(r.message()?);
+                    let msg = r.message()?;
+                    let values = match version {
+                        ..5 => None,
+                        _ => match r.byte()? {
+                            0 => None,
+                            1 => Some(r.u64_le()?),
+                            _ => return r.fail("bad fingerprint tag"),
+                        },
+                    };
+                    q.push(InFlight { msg, values });
                 }
                 channels.push((from, to, q));
             }
@@ -423,10 +441,22 @@ mod tests {
                     channels: vec![(
                         LifelineId(1),
                         LifelineId(0),
-                        vec![Message::Data {
-                            stmt: StmtId(1),
-                            values: None,
-                        }],
+                        vec![
+                            InFlight {
+                                msg: Message::Data {
+                                    stmt: StmtId(1),
+                                    values: None,
+                                },
+                                values: Some(u64::MAX - 7),
+                            },
+                            InFlight {
+                                msg: Message::Data {
+                                    stmt: StmtId(1),
+                                    values: None,
+                                },
+                                values: None,
+                            },
+                        ],
                     )],
                     events: 12,
                 }),
@@ -464,6 +494,11 @@ mod tests {
         let mut s = sample();
         s.checkpoint.crossed.clear();
         s.checkpoint.tools.clear();
+        // Version 5 writes a fingerprint tag after each message the monitor
+        // has in flight; without any, the layout is version 2's.
+        if let Some(m) = &mut s.checkpoint.monitor {
+            m.channels.clear();
+        }
         let bytes = encode(&s.seen, &s.checkpoint);
         // Version 4 ends with the empty lists of crossings and tool calls
         // (a 0 byte each), before the checksum.

@@ -208,3 +208,87 @@ workflow w(go: Bool @ A) {
         );
     }
 }
+
+/// The monitor keeps a fingerprint of each message's values, not the
+/// values: a receive of other values than were sent is still caught, also
+/// after a snapshot and restore, and values `==` calls equal (`0.0` and
+/// `-0.0`, NaN and NaN) are never told apart.
+#[test]
+fn a_receive_of_other_values_than_were_sent_is_caught() {
+    use troupe_check::Value;
+    let src = r#"
+workflow w(x: Float @ A) {
+  lifelines A, B
+  msg A(x) -> B(y)
+}
+"#;
+    let program = troupe_check::check_text(src).0.unwrap();
+    let w = &program.workflows[0];
+    let (a, b) = (
+        troupe_check::ir::LifelineId(0),
+        troupe_check::ir::LifelineId(1),
+    );
+    let data = |v: f64| Message::Data {
+        stmt: StmtId(0),
+        values: Some(vec![Value::Float(v)]),
+    };
+    let stmt = match &w.body.stmts[0].kind {
+        troupe_check::ir::StmtKind::Msg { .. } => w.body.stmts[0].id,
+        other => panic!("{other:?}"),
+    };
+    let data = |v: f64| match data(v) {
+        Message::Data { values, .. } => Message::Data { stmt, values },
+        m => m,
+    };
+    let verdict = |sent: f64, got: f64, restore: bool| {
+        let mut m = Monitor::new(&program, w).unwrap();
+        m.event(
+            a,
+            &Event::Send {
+                to: b,
+                msg: data(sent),
+            },
+        )
+        .unwrap();
+        if restore {
+            m = m.restore(&m.snapshot()).unwrap();
+        }
+        m.event(
+            b,
+            &Event::Recv {
+                from: a,
+                msg: data(got),
+            },
+        )
+        .and_then(|()| m.finish(false))
+        .is_ok()
+    };
+    for restore in [false, true] {
+        assert!(verdict(1.5, 1.5, restore));
+        assert!(verdict(0.0, -0.0, restore));
+        assert!(verdict(f64::NAN, -f64::NAN, restore));
+        assert!(!verdict(1.5, 2.5, restore), "restore {restore}");
+        assert!(!verdict(0.0, f64::NAN, restore), "restore {restore}");
+    }
+    // Without values on either side, only the statement is checked.
+    let mut m = Monitor::new(&program, w).unwrap();
+    let abstract_msg = Message::Data { stmt, values: None };
+    m.event(
+        a,
+        &Event::Send {
+            to: b,
+            msg: abstract_msg,
+        },
+    )
+    .unwrap();
+    assert!(
+        m.event(
+            b,
+            &Event::Recv {
+                from: a,
+                msg: data(7.0)
+            }
+        )
+        .is_ok()
+    );
+}

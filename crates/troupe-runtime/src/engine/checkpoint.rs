@@ -7,7 +7,7 @@ impl RunState {
     /// Hands the journal a checkpoint of the run as it is now (see
     /// [`crate::checkpoint`]).
     pub(super) fn checkpoint(&mut self) {
-        let Some(journal) = self.options.journal.clone() else {
+        let Some(journal) = self.journal() else {
             self.next_checkpoint = u64::MAX;
             return;
         };

@@ -559,6 +559,10 @@ struct RunState {
     steps: u64,
     /// Events recorded, over all lifelines (since the run began).
     events: u64,
+    /// Events not handed to the journal yet: a step's events go in one
+    /// batch ([`RunJournal::events`]), before any other call to the
+    /// journal ([`RunState::journal`]).
+    unsent: Vec<(LifelineId, Event)>,
     /// At how many events the next checkpoint is due (`u64::MAX`: never).
     next_checkpoint: u64,
     done: usize,
@@ -653,6 +657,7 @@ impl RunState {
             clock: 0,
             steps: 0,
             events: 0,
+            unsent: Vec::new(),
             next_checkpoint: u64::MAX,
             rng,
             engine,
@@ -674,7 +679,7 @@ impl RunState {
         if self.next_checkpoint != u64::MAX {
             self.checkpoint();
         }
-        if let Some(journal) = self.options.journal.clone()
+        if let Some(journal) = self.journal()
             && let Err(message) = journal.flush().await
         {
             return RunError::Journal { run, message };
@@ -704,7 +709,7 @@ impl RunState {
         // Whatever is still in flight is abandoned here, before the flush:
         // a model call's answer is not recorded, a person's task stays open.
         self.pending = FuturesUnordered::new();
-        if let Some(journal) = self.options.journal.clone()
+        if let Some(journal) = self.journal()
             && let Err(message) = journal.flush().await
         {
             return RunError::Journal { run, message };
@@ -747,6 +752,7 @@ impl RunState {
     async fn drive(mut self) -> Result<RunOutcome, RunError> {
         let n = self.lanes.len();
         let mut turns = 0u32;
+        let engine = self.engine.clone();
         loop {
             while let Some(lane) = self.pick() {
                 // Checked before each step: `lane`'s step is not started,
@@ -754,7 +760,9 @@ impl RunState {
                 if self.options.interrupt.as_ref().is_some_and(|i| i.is_set()) {
                     return Err(self.interrupted().await);
                 }
-                self.step(lane)?;
+                let stepped = self.step(&engine, lane);
+                self.send_events();
+                stepped?;
                 // A long computation must not hold its thread: every so
                 // often it lets tokio run other tasks (a transport, a
                 // lease renewal, other runs) if its budget is spent.
@@ -810,13 +818,17 @@ impl RunState {
                 let Some((lane, result)) = next else {
                     return Err(self.deadlock());
                 };
-                self.complete(lane, result)?;
+                let completed = self.complete(lane, result);
+                self.send_events();
+                completed?;
                 continue;
             }
             // A part of a placed run also waits for other parts' messages.
             tokio::select! {
                 Some((lane, result)) = self.pending.next(), if !self.pending.is_empty() => {
-                    self.complete(lane, result)?;
+                    let completed = self.complete(lane, result);
+                    self.send_events();
+                    completed?;
                 }
                 Some(arrival) = self.arrivals.next() => self.arrive(arrival)?,
                 () = interrupt::triggered(self.options.interrupt.as_ref()) => {
@@ -912,6 +924,25 @@ impl RunState {
         self.trace.is_some() || self.options.journal.is_some()
     }
 
+    /// Hands the journal the events recorded since the last call.
+    fn send_events(&mut self) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        if let Some(journal) = &self.options.journal {
+            journal.events(&self.unsent);
+        }
+        self.unsent.clear();
+    }
+
+    /// The run's journal, after the events recorded so far: every call to
+    /// the journal goes through here, so it sees events and records in the
+    /// order the run made them.
+    pub(super) fn journal(&mut self) -> Option<Arc<dyn RunJournal>> {
+        self.send_events();
+        self.options.journal.clone()
+    }
+
     fn record(&mut self, lane: u32, event: Event) {
         self.events += 1;
         let l = &mut self.lanes[lane as usize];
@@ -925,16 +956,25 @@ impl RunState {
                 }
             }
         }
-        if let Some(journal) = &self.options.journal {
-            journal.event(LifelineId(lane), &event);
-        }
         if let Some(trace) = &mut self.trace {
+            let event = if self.options.journal.is_some() {
+                self.unsent.push((LifelineId(lane), event.clone()));
+                event
+            } else {
+                event
+            };
             trace.push(TraceEntry {
                 time: self.clock,
                 lifeline: LifelineId(lane),
                 event,
             });
             self.clock += 1;
+        } else if self.options.journal.is_some() {
+            self.unsent.push((LifelineId(lane), event));
+        }
+        // A step that loops on one lifeline still hands events over often.
+        if self.unsent.len() >= 1024 {
+            self.send_events();
         }
     }
 

@@ -49,7 +49,7 @@ impl RunState {
             (_, ActionKind::Effect { idempotent }) => (StepKind::Effect, *idempotent),
             _ => (StepKind::Effect, false),
         };
-        let journal = self.options.journal.clone();
+        let journal = self.journal();
         if let Some(journal) = &journal {
             match journal.recorded(&step) {
                 Some(Recorded::Done(values)) => {

@@ -5,11 +5,13 @@ use super::*;
 
 impl RunState {
     /// Runs `task` until it waits, ends, or (random schedule) for one op.
-    pub(super) fn step(&mut self, task: u32) -> Result<(), RunError> {
+    /// `engine` is `self.engine`, lent by the caller: cloning the `Arc` here
+    /// cost two atomic operations per step, a fifth of a step's time in the
+    /// counter loop (docs/performance.md).
+    pub(super) fn step(&mut self, engine: &Inner, task: u32) -> Result<(), RunError> {
         if let Some(result) = self.tasks[task as usize].deferred.take() {
             return self.complete(task, result);
         }
-        let engine = self.engine.clone();
         let lane = self.tasks[task as usize].lane;
         let ops = &engine.flat[lane as usize].ops;
         let types = &engine.program.types;
@@ -94,18 +96,20 @@ impl RunState {
                         Some(Msg::Data { stmt: got, values })
                             if got == *stmt && values.len() == binds.len() =>
                         {
+                            let env = &mut self.lanes[lane as usize].env;
+                            for (bind, value) in binds.iter().zip(&values) {
+                                if let Recv::Bind(var) = bind {
+                                    env.set(*var, value.clone());
+                                }
+                            }
+                            // The values move into the event: no copy of
+                            // the message per receive.
                             if self.recording() {
                                 let msg = Message::Data {
                                     stmt: *stmt,
-                                    values: Some(values.clone()),
+                                    values: Some(values),
                                 };
                                 self.record(lane, Event::Recv { from: *from, msg });
-                            }
-                            let env = &mut self.lanes[lane as usize].env;
-                            for (bind, value) in binds.iter().zip(values) {
-                                if let Recv::Bind(var) = bind {
-                                    env.set(*var, value);
-                                }
                             }
                             self.tasks[task as usize].pc += 1;
                         }
