@@ -281,7 +281,10 @@ impl StoreJournal {
             writer,
             types,
             buffer: Mutex::new(Buffer {
-                bytes: Vec::with_capacity(CHUNK + 1024),
+                // Grown as events come: a run of a few steps must not
+                // take a chunk's memory (1,000 concurrent runs spent a
+                // fifth of their time having the kernel zero such pages).
+                bytes: Vec::new(),
                 count: 0,
                 next_chunk,
                 seen,
@@ -355,7 +358,10 @@ impl StoreJournal {
         if buf.bytes.is_empty() {
             return None;
         }
-        let data = std::mem::replace(&mut buf.bytes, Vec::with_capacity(CHUNK + 1024));
+        // The next buffer starts at the size this one reached: a long run
+        // keeps chunk-sized buffers, a short one small ones.
+        let room = buf.bytes.len().min(CHUNK + 1024);
+        let data = std::mem::replace(&mut buf.bytes, Vec::with_capacity(room));
         let op = Op::Events {
             run: self.run,
             chunk: buf.next_chunk,

@@ -216,6 +216,7 @@ pub(super) fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
     let mut troupe_times = Vec::new();
     let mut raw_times = Vec::new();
     let mut raw_multi_times = Vec::new();
+    let mut inline_times = Vec::new();
     let multi = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -236,6 +237,10 @@ pub(super) fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
         let t = Instant::now();
         let got = rt.block_on(raw_ping_pong(rounds));
         raw_times.push(t.elapsed());
+        anyhow::ensure!(got == rounds);
+        let t = Instant::now();
+        let got = rt.block_on(raw_ping_pong_inline(rounds));
+        inline_times.push(t.elapsed());
         anyhow::ensure!(got == rounds);
         let t = Instant::now();
         let got =
@@ -262,6 +267,11 @@ pub(super) fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
         "  raw tokio ping-pong, current-thread   {:>8.2?}  {:>12.0} rounds/s",
         raw,
         rate(raw)
+    );
+    crate::outln!(
+        "  raw tokio ping-pong, block_on side {:>8.2?}  {:>12.0} rounds/s",
+        median(inline_times.clone()),
+        rate(median(inline_times))
     );
     crate::outln!(
         "  raw tokio ping-pong, multi-thread     {:>8.2?}  {:>12.0} rounds/s (extrapolated from 200k)",

@@ -371,8 +371,41 @@ fn compile(source: &str) -> Result<troupe_host::Compiled> {
     )?)
 }
 
-/// Two tokio tasks bounce a counter over unbounded channels: the baseline.
-async fn raw_ping_pong(rounds: i64) -> i64 {
+/// The plainest code for the counter loop's work, the baseline of
+/// `troupe bench counter` and of the README: two tasks spawned on the
+/// runtime bounce a counter over one unbounded `mpsc` channel each way.
+pub(super) async fn raw_ping_pong(rounds: i64) -> i64 {
+    let (to_pong, mut pong_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+    let (to_ping, mut ping_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+    let pong = tokio::spawn(async move {
+        while let Some(n) = pong_rx.recv().await {
+            if to_ping.send(n + 1).is_err() {
+                break;
+            }
+        }
+    });
+    let ping = tokio::spawn(async move {
+        let mut k = 0;
+        while k < rounds {
+            if to_pong.send(k).is_err() {
+                break;
+            }
+            match ping_rx.recv().await {
+                Some(n) => k = n,
+                None => break,
+            }
+        }
+        k
+    });
+    let k = ping.await.unwrap_or(0);
+    let _ = pong.await;
+    k
+}
+
+/// The same, with the pinging side driven by `block_on` itself instead of
+/// a spawned task: the baseline `troupe bench counter` used to report,
+/// kept to show how much the runtime's entry point costs.
+pub(super) async fn raw_ping_pong_inline(rounds: i64) -> i64 {
     let (to_pong, mut pong_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
     let (to_ping, mut ping_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
     let pong = tokio::spawn(async move {
