@@ -213,86 +213,75 @@ pub(super) fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut troupe_times = Vec::new();
-    let mut raw_times = Vec::new();
-    let mut raw_multi_times = Vec::new();
-    let mut inline_times = Vec::new();
-    let multi = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let (mut plain, mut engine_times, mut user) = (Vec::new(), Vec::new(), Vec::new());
+    let mut events = 0;
+    let rss_before = resident_kib().0;
     for _ in 0..runs {
+        plain.push(plain_ping_pong(&rt, rounds)?);
         let t = Instant::now();
         let options = RunOptions {
             trace: false,
             ..RunOptions::default()
         };
         let outcome = rt.block_on(engine.run(vec![Value::Int(rounds)], options))?;
-        troupe_times.push(t.elapsed());
+        engine_times.push(t.elapsed());
         anyhow::ensure!(
             outcome.results[0].1 == Value::Int(rounds),
             "wrong result {:?}",
             outcome.results
         );
-        let t = Instant::now();
-        let got = rt.block_on(raw_ping_pong(rounds));
-        raw_times.push(t.elapsed());
-        anyhow::ensure!(got == rounds);
-        let t = Instant::now();
-        let got = rt.block_on(raw_ping_pong_inline(rounds));
-        inline_times.push(t.elapsed());
-        anyhow::ensure!(got == rounds);
-        let t = Instant::now();
-        let got =
-            multi.block_on(async { tokio::spawn(raw_ping_pong(rounds.min(200_000))).await })?;
-        raw_multi_times.push(
-            t.elapsed()
-                .mul_f64(rounds as f64 / rounds.min(200_000) as f64),
-        );
-        anyhow::ensure!(got == rounds.min(200_000));
+        let (elapsed, checked) = counter_through_run(rounds)?;
+        user.push(elapsed);
+        events = checked;
     }
     let rate = |d: std::time::Duration| rounds as f64 / d.as_secs_f64();
-    let (ours, raw, raw_multi) = (
-        median(troupe_times),
-        median(raw_times),
-        median(raw_multi_times),
-    );
+    let (plain, engine_time, user) = (median(plain), median(engine_times), median(user));
     crate::outln!("troupe bench counter: {rounds} rounds, {runs} runs (median)");
     crate::outln!(
-        "  troupe counter loop (trace off)       {:>8.2?}  {:>12.0} rounds/s",
-        ours,
-        rate(ours)
+        "  baseline: plain tokio ping-pong (current-thread, two spawned tasks, one mpsc channel each way)  {:>8.2?}  {:>10.0} rounds/s",
+        plain,
+        rate(plain)
     );
     crate::outln!(
-        "  raw tokio ping-pong, current-thread   {:>8.2?}  {:>12.0} rounds/s",
-        raw,
-        rate(raw)
+        "  `troupe run` (verified online, {events} events checked)  {:>8.2?}  {:>10.0} rounds/s  {:.2}x the baseline; resident {} KiB before, peak {} KiB",
+        user,
+        rate(user),
+        rate(user) / rate(plain),
+        rss_before,
+        resident_kib().1
     );
     crate::outln!(
-        "  raw tokio ping-pong, block_on side {:>8.2?}  {:>12.0} rounds/s",
-        median(inline_times.clone()),
-        rate(median(inline_times))
+        "  the engine alone (no journal, not verified)  {:>8.2?}  {:>10.0} rounds/s  {:.2}x the baseline; ZipperGen in memory ≈ 11,000 rounds/s ({:.0}x less than `troupe run`)",
+        engine_time,
+        rate(engine_time),
+        rate(engine_time) / rate(plain),
+        rate(user) / 11_000.0
     );
-    crate::outln!(
-        "  raw tokio ping-pong, multi-thread     {:>8.2?}  {:>12.0} rounds/s (extrapolated from 200k)",
-        raw_multi,
-        rate(raw_multi)
-    );
-    crate::outln!(
-        "  ratio troupe / raw current-thread: {:.2}x",
-        rate(ours) / rate(raw)
-    );
-    crate::outln!(
-        "  ratio troupe / ZipperGen in memory (~11,000 rounds/s): {:.0}x",
-        rate(ours) / 11_000.0
-    );
-    // The path users run: `troupe run` (verified online, no trace kept).
+    Ok(ExitStatus::Success)
+}
+
+/// The plain ping-pong of `rounds` rounds on `rt`: its time.
+pub(super) fn plain_ping_pong(
+    rt: &tokio::runtime::Runtime,
+    rounds: i64,
+) -> Result<std::time::Duration> {
+    let t = Instant::now();
+    let got = rt.block_on(raw_ping_pong(rounds));
+    let elapsed = t.elapsed();
+    anyhow::ensure!(got == rounds, "the ping-pong counted {got}");
+    Ok(elapsed)
+}
+
+/// The counter loop through the code of `troupe run` (`commands::run::
+/// execute`: mock model, verified online, no trace kept): its time and the
+/// events the monitor checked.
+pub(super) fn counter_through_run(rounds: i64) -> Result<(std::time::Duration, u64)> {
+    use troupe_check::Value;
     let compiled = compile(COUNTER_SOURCE)?;
     let settings = troupe_host::RunSettings {
         llm: Some("mock".into()),
         ..troupe_host::RunSettings::default()
     };
-    let rss_before = resident_kib();
     let t = Instant::now();
     let (_, outcome, watched) = crate::commands::run::execute(
         &compiled,
@@ -305,15 +294,7 @@ pub(super) fn bench_counter(rounds: i64, runs: usize) -> Result<ExitStatus> {
     let elapsed = t.elapsed();
     let events = watched.verdict(false).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(outcome?.results[0].1 == Value::Int(rounds));
-    crate::outln!(
-        "  through `troupe run` (verified online) {:>8.2?}  {:>12.0} rounds/s; {events} events checked; resident {} KiB before, {} KiB after, peak {} KiB",
-        elapsed,
-        rate(elapsed),
-        rss_before.0,
-        resident_kib().0,
-        resident_kib().1
-    );
-    Ok(ExitStatus::Success)
+    Ok((elapsed, events))
 }
 
 /// `branches` counter loops in one `par`: all between Ping and Pong

@@ -10,12 +10,14 @@ mod concurrent;
 mod durable;
 mod engine;
 mod fleet;
+mod ratios;
 mod sweep;
 
 use concurrent::*;
 use durable::*;
 use engine::*;
 use fleet::*;
+use ratios::*;
 use sweep::*;
 
 #[derive(Debug, Args)]
@@ -152,6 +154,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 200)]
         answers: usize,
     },
+    /// The benchmarks' ratios to their baselines, in a short mode (the
+    /// counter loop through `troupe run` over a plain tokio ping-pong, the
+    /// durable counter loop over raw single-row commits, concurrent runs
+    /// over their critical path), each the best of three. With --check,
+    /// exits 1 when one is worse than 1.5x its recorded value: what CI
+    /// runs, so that a change that halves throughput fails its commit.
+    Ratios {
+        /// Recorded ratios (JSON, per build profile) to check against.
+        #[arg(long, value_name = "FILE")]
+        check: Option<std::path::PathBuf>,
+        /// Write the measured ratios into FILE (under this build's profile).
+        #[arg(long, value_name = "FILE")]
+        record: Option<std::path::PathBuf>,
+        /// One JSON object on stdout instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Many concurrent runs of a three-lifeline workflow whose mock model
     /// sleeps per call: wall time against the critical path of one run, and
     /// memory per run.
@@ -184,6 +203,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             bench_durable(*rounds, *runs, dir.as_deref())
         }
         BenchCommand::Project { lifelines } => bench_project(*lifelines),
+        BenchCommand::Ratios {
+            check,
+            record,
+            json,
+        } => bench_ratios(check.as_deref(), record.as_deref(), *json),
         BenchCommand::Sweep { history, samples } => bench_sweep(*history, *samples),
         BenchCommand::Verify { rounds } => bench_verify(*rounds),
         BenchCommand::Resume {
@@ -398,34 +422,6 @@ pub(super) async fn raw_ping_pong(rounds: i64) -> i64 {
         k
     });
     let k = ping.await.unwrap_or(0);
-    let _ = pong.await;
-    k
-}
-
-/// The same, with the pinging side driven by `block_on` itself instead of
-/// a spawned task: the baseline `troupe bench counter` used to report,
-/// kept to show how much the runtime's entry point costs.
-pub(super) async fn raw_ping_pong_inline(rounds: i64) -> i64 {
-    let (to_pong, mut pong_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
-    let (to_ping, mut ping_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
-    let pong = tokio::spawn(async move {
-        while let Some(n) = pong_rx.recv().await {
-            if to_ping.send(n + 1).is_err() {
-                break;
-            }
-        }
-    });
-    let mut k = 0;
-    while k < rounds {
-        if to_pong.send(k).is_err() {
-            break;
-        }
-        match ping_rx.recv().await {
-            Some(n) => k = n,
-            None => break,
-        }
-    }
-    drop(to_pong);
     let _ = pong.await;
     k
 }
