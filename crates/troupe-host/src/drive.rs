@@ -57,7 +57,7 @@ impl Host {
     ) -> Result<Finished, HostError> {
         let detail = self.store.run(run)?;
         let name = detail.summary.name.clone();
-        let compiled = self.recorded(run)?;
+        let compiled = self.recorded_from(&detail)?;
         // A part of a placed run: its number, how many there are, and which
         // lifelines it runs.
         let placed = match part {

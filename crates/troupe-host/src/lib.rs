@@ -278,6 +278,10 @@ pub struct Host {
     backends: Backends,
     /// Recorded programs by run, for typed answers.
     recorded: Arc<Mutex<HashMap<i64, Arc<Compiled>>>>,
+    /// Recorded programs by what they were compiled from (file, workflow,
+    /// source): the runs of one version compile it once (a thousand
+    /// concurrent durable runs spent 4% of their time compiling it again).
+    sources: Arc<Mutex<HashMap<(String, String, String), Arc<Compiled>>>>,
     /// Renews the leases of what this host drives, all together.
     keeper: Arc<keeper::Keeper>,
     /// The runs (and parts) this process drives now. A lease that expired
@@ -324,6 +328,7 @@ impl Host {
             backends: Backends::new(config.clone(), tools),
             config,
             recorded: Arc::default(),
+            sources: Arc::default(),
             driving: Arc::default(),
             counters: Arc::default(),
         }
@@ -623,7 +628,39 @@ impl Host {
             return Ok(c);
         }
         let detail = self.store.run(run)?;
-        let compiled = Arc::new(Compiled::recorded(&detail)?);
+        self.recorded_from(&detail)
+    }
+
+    /// [`Host::recorded`] of the run `detail` describes.
+    pub(crate) fn recorded_from(
+        &self,
+        detail: &troupe_store::RunDetail,
+    ) -> Result<Arc<Compiled>, HostError> {
+        let run = detail.summary.id;
+        if let Some(c) = self.recorded.lock().ok().and_then(|m| m.get(&run).cloned()) {
+            return Ok(c);
+        }
+        let key = (
+            detail.summary.file.clone().unwrap_or_default(),
+            detail.summary.workflow.clone(),
+            detail.source.clone(),
+        );
+        let shared = self.sources.lock().ok().and_then(|m| m.get(&key).cloned());
+        let compiled = match shared {
+            Some(c) => c,
+            None => {
+                let c = Arc::new(Compiled::recorded(detail)?);
+                if let Ok(mut m) = self.sources.lock() {
+                    // Versions come and go in a long-lived server: keep
+                    // the recent ones only.
+                    if m.len() >= 64 {
+                        m.clear();
+                    }
+                    m.insert(key, c.clone());
+                }
+                c
+            }
+        };
         if let Ok(mut m) = self.recorded.lock() {
             m.insert(run, compiled.clone());
         }

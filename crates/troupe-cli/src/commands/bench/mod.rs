@@ -156,8 +156,9 @@ pub enum BenchCommand {
     },
     /// The benchmarks' ratios to their baselines, in a short mode (the
     /// counter loop through `troupe run` over a plain tokio ping-pong, the
-    /// durable counter loop over raw single-row commits, concurrent runs
-    /// over their critical path), each the best of three. With --check,
+    /// durable counter loop and concurrent durable effect runs over raw
+    /// single-row commits, concurrent runs over their critical path), each
+    /// the best of three. With --check,
     /// exits 1 when one is worse than 1.5x its recorded value: what CI
     /// runs, so that a change that halves throughput fails its commit.
     Ratios {

@@ -167,6 +167,14 @@ fn measure() -> Result<Vec<Ratio>> {
         )?;
         durable_vs_raw.push(rate / (200.0 / raw.as_secs_f64()));
     }
+    // Concurrent durable runs whose every step is an effect (FULL): steps
+    // a second over raw single-row FULL commits a second.
+    let effect_runs = if quick { 100 } else { 500 };
+    let mut effects_vs_raw = Vec::new();
+    for i in 0..REPEATS {
+        let (steps_per_s, raw_per_s) = durable_effects(&multi, dir.path(), i, effect_runs)?;
+        effects_vs_raw.push(steps_per_s / raw_per_s);
+    }
     // Concurrent runs with a slow model over their critical path.
     let latency = Duration::from_millis(50);
     let runs = if quick { 200 } else { 2_000 };
@@ -189,12 +197,68 @@ fn measure() -> Result<Vec<Ratio>> {
             higher_is_better: true,
         },
         Ratio {
+            name: "durable_effects",
+            what: "concurrent durable runs, every step an effect (FULL): steps/s over raw FULL commits/s",
+            value: best(effects_vs_raw, true),
+            higher_is_better: true,
+        },
+        Ratio {
             name: "concurrent",
             what: "concurrent runs (mock model, 50 ms a call): wall over the critical path",
             value: best(concurrent, false),
             higher_is_better: false,
         },
     ])
+}
+
+/// `runs` concurrent durable runs of [`EFFECTS_SOURCE`] in a fresh store
+/// under `dir` (FULL): their steps a second, and raw single-row FULL
+/// commits a second on the same disk.
+fn durable_effects(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    i: usize,
+    runs: usize,
+) -> Result<(f64, f64)> {
+    use troupe_check::Value;
+    let store = troupe_store::Store::open(
+        dir.join(format!("effects-{i}.db")),
+        troupe_store::Durability::Full,
+    )?;
+    let mut externs = troupe_runtime::Externs::new();
+    externs.effect("touch", |call| {
+        let n = match call.args.first() {
+            Some(Value::Int(n)) => *n,
+            _ => 0,
+        };
+        async move { Ok(vec![Value::Int(n + 1)]) }
+    });
+    let host = bench_host(store, externs, dir);
+    let effects = std::sync::Arc::new(compile(EFFECTS_SOURCE)?);
+    let t = Instant::now();
+    let ok = rt.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..runs {
+            let (host, effects) = (host.clone(), effects.clone());
+            set.spawn(async move { host_run(&host, &effects, vec![Value::Int(0)]).await });
+        }
+        let mut ok = 0;
+        while let Some(r) = set.join_next().await {
+            ok += usize::from(matches!(r, Ok(Ok(_))));
+        }
+        ok
+    });
+    let elapsed = t.elapsed();
+    anyhow::ensure!(ok == runs, "only {ok} of {runs} durable runs completed");
+    let raw = troupe_store::Store::raw_commit_baseline(
+        &dir.join(format!("raw-effects-{i}.db")),
+        200,
+        troupe_store::Durability::Full,
+    )?;
+    Ok((
+        (runs * 4) as f64 / elapsed.as_secs_f64(),
+        200.0 / raw.as_secs_f64(),
+    ))
 }
 
 /// A directory of its own under the system's temporary one, removed when
