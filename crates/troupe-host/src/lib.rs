@@ -271,6 +271,10 @@ pub enum Cancel {
 }
 
 /// The owner of durable runs in one store.
+/// What a recorded program is compiled from: its file, its workflow and
+/// its source.
+type SourceKey = (String, String, String);
+
 #[derive(Clone)]
 pub struct Host {
     store: Store,
@@ -281,7 +285,7 @@ pub struct Host {
     /// Recorded programs by what they were compiled from (file, workflow,
     /// source): the runs of one version compile it once (a thousand
     /// concurrent durable runs spent 4% of their time compiling it again).
-    sources: Arc<Mutex<HashMap<(String, String, String), Arc<Compiled>>>>,
+    sources: Arc<Mutex<HashMap<SourceKey, Arc<Compiled>>>>,
     /// Renews the leases of what this host drives, all together.
     keeper: Arc<keeper::Keeper>,
     /// The runs (and parts) this process drives now. A lease that expired
