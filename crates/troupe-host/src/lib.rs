@@ -403,72 +403,67 @@ impl Host {
         let inputs_json = compiled.inputs_json(&inputs);
         let wf = compiled.workflow();
         let mut others = Vec::new();
-        // The newest run of the same workflow and inputs that is done.
-        let mut done = None;
-        if policy == StartPolicy::ResumeSame {
-            for r in self.store.runs(None)? {
-                if r.workflow != wf.name
-                    || r.file.as_deref() != Some(compiled.file.as_str())
-                    || (r.status.is_final() && (r.status != RunStatus::Done || done.is_some()))
+        // The unfinished runs of the workflow, and the newest run of the
+        // same workflow and inputs that is done: read by workflow and
+        // status, not every run of the store.
+        let (unfinished, done) = match policy {
+            StartPolicy::ResumeSame => self.store.continuable(
+                &wf.name,
+                &compiled.file,
+                &compiled.fingerprint,
+                &inputs_json.to_string(),
+            )?,
+            _ => (Vec::new(), None),
+        };
+        for r in unfinished {
+            let detail = self.store.run(r.id)?;
+            let same = detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json;
+            if !same {
+                others.push(format!(
+                    "{} ({}, {})",
+                    r.name,
+                    r.status,
+                    if detail.fingerprint != compiled.fingerprint {
+                        "another version of the workflow"
+                    } else {
+                        "other inputs"
+                    }
+                ));
+                continue;
+            }
+            match r.status {
+                RunStatus::NeedsResolution => {
+                    return Err(needs_resolution(&detail));
+                }
+                _ => match self
+                    .store
+                    .claim(r.id, &self.config.owner, self.config.lease)?
                 {
-                    continue;
-                }
-                let detail = self.store.run(r.id)?;
-                if r.status == RunStatus::Done {
-                    if detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json {
-                        done = Some(r);
+                    Claim::Claimed => {
+                        return Ok(Started {
+                            run: r.id,
+                            name: r.name,
+                            resumed: true,
+                            finished: false,
+                        });
                     }
-                    continue;
-                }
-                let same =
-                    detail.fingerprint == compiled.fingerprint && detail.inputs == inputs_json;
-                if !same {
-                    others.push(format!(
-                        "{} ({}, {})",
-                        r.name,
-                        r.status,
-                        if detail.fingerprint != compiled.fingerprint {
-                            "another version of the workflow"
-                        } else {
-                            "other inputs"
-                        }
-                    ));
-                    continue;
-                }
-                match r.status {
-                    RunStatus::NeedsResolution => {
-                        return Err(needs_resolution(&detail));
-                    }
-                    _ => match self
-                        .store
-                        .claim(r.id, &self.config.owner, self.config.lease)?
-                    {
-                        Claim::Claimed => {
-                            return Ok(Started {
-                                run: r.id,
-                                name: r.name,
-                                resumed: true,
-                                finished: false,
-                            });
-                        }
-                        Claim::Owned {
+                    Claim::Owned {
+                        owner,
+                        expires_in_ms,
+                    } => {
+                        return Err(HostError::Owned {
+                            run: r.name,
                             owner,
                             expires_in_ms,
-                        } => {
-                            return Err(HostError::Owned {
-                                run: r.name,
-                                owner,
-                                expires_in_ms,
-                            });
-                        }
-                        Claim::Unclaimable(RunStatus::NeedsResolution) => {
-                            return Err(needs_resolution(&self.store.run(r.id)?));
-                        }
-                        // It ended meanwhile, or it runs in parts: start
-                        // a new one.
-                        Claim::Unclaimable(_) | Claim::Placed => {}
-                    },
-                }
+                        });
+                    }
+                    Claim::Unclaimable(RunStatus::NeedsResolution) => {
+                        return Err(needs_resolution(&self.store.run(r.id)?));
+                    }
+                    // It ended meanwhile, or it runs in parts: start
+                    // a new one.
+                    Claim::Unclaimable(_) | Claim::Placed => {}
+                },
             }
         }
         if let Some(r) = done {

@@ -280,6 +280,13 @@ CREATE TABLE schedule_ticks(
   PRIMARY KEY(schedule, tick)
 );
 ",
+    // 14: a workflow's runs by status, and the finished runs by version
+    // and inputs (as SQLite's migration 14; the inputs by their digest, as
+    // a B-tree entry holds at most about 2.7 KB).
+    "
+CREATE INDEX runs_workflow ON runs(workflow, status);
+CREATE INDEX runs_done ON runs(fingerprint, md5(inputs)) WHERE status = 'done';
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

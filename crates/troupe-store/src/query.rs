@@ -2,7 +2,7 @@
 //! answering a task, settling an unfinished effect.
 
 use crate::codec;
-use crate::db::{Db, DbError, Row, args};
+use crate::db::{Db, DbError, Dialect, Row, args};
 use crate::state::{RunStatus, StepStatus, TaskKind, TaskStatus};
 use crate::{NOW_MS, Store, StoreError};
 use serde::Serialize;
@@ -238,6 +238,60 @@ impl Store {
             .into_iter()
             .filter(|r| status.is_none_or(|s| r.status == s))
             .collect())
+    }
+
+    /// The runs `troupe run FILE --store` may continue instead of starting
+    /// another: the unfinished runs of `workflow` from `file`, newest
+    /// first, and the newest run of them done with this `fingerprint` and
+    /// these `inputs` (canonical JSON). Two queries on the runs' workflow
+    /// and status: the cost does not grow with the store's finished runs.
+    pub fn continuable(
+        &self,
+        workflow: &str,
+        file: &str,
+        fingerprint: &str,
+        inputs: &str,
+    ) -> Result<(Vec<RunSummary>, Option<RunSummary>), StoreError> {
+        // The unfinished statuses as a list the index can seek (`NOT IN`
+        // the final ones would read every finished run of the workflow).
+        let unfinished: Vec<String> = RunStatus::ALL
+            .iter()
+            .filter(|s| !s.is_final())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        self.with("find a run to continue", |db| {
+            let unfinished = db
+                .query(
+                    &format!(
+                        "SELECT {} FROM runs WHERE workflow = ?1 AND status IN ({}) \
+                         AND file = ?2 ORDER BY id DESC",
+                        summary_columns(),
+                        unfinished.join(", ")
+                    ),
+                    args![workflow, file],
+                )?
+                .iter()
+                .map(summary)
+                .collect::<Result<Vec<_>, _>>()?;
+            // By the finished runs' index (`runs_done`): PostgreSQL's holds
+            // the inputs' digest.
+            let digest = match db.dialect() {
+                Dialect::Sqlite => "",
+                Dialect::Postgres => "AND md5(inputs) = md5(?4) ",
+            };
+            let done = db
+                .query_opt(
+                    &format!(
+                        "SELECT {} FROM runs WHERE status = 'done' AND fingerprint = ?3 {digest}\
+                         AND inputs = ?4 AND workflow = ?1 AND file = ?2 ORDER BY id DESC LIMIT 1",
+                        summary_columns()
+                    ),
+                    args![workflow, file, fingerprint, inputs],
+                )?
+                .map(|r| summary(&r))
+                .transpose()?;
+            Ok((unfinished, done))
+        })
     }
 
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {

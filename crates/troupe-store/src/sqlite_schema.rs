@@ -259,6 +259,14 @@ CREATE TABLE schedule_ticks(
   PRIMARY KEY(schedule, tick)
 );
 ",
+    // 14: a workflow's runs by status, and the finished runs by version
+    // and inputs, for `troupe run FILE --store`'s search for a run to
+    // continue (`Store::continuable`): its cost must not grow with the
+    // store's finished runs.
+    "
+CREATE INDEX runs_workflow ON runs(workflow, status);
+CREATE INDEX runs_done ON runs(fingerprint, inputs) WHERE status = 'done';
+",
 ];
 
 /// Creates the file with mode 0600 if it does not exist yet. An existing

@@ -105,9 +105,11 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
-    /// A worker's sweep (due deadlines, due timers, due reminders) on an
-    /// empty store and after HISTORY finished runs that slept and had a
-    /// reminded task answered: its cost must not grow with the history.
+    /// A worker's sweep (due deadlines, due timers, due reminders), and a
+    /// start's search for a run to continue (`troupe run FILE --store`),
+    /// on an empty store and after HISTORY finished runs that slept and
+    /// had a reminded task answered: their cost must not grow with the
+    /// history.
     Sweep {
         /// Finished runs written before the second measurement.
         #[arg(long, default_value_t = 2_000)]

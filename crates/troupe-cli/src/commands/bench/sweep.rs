@@ -34,6 +34,33 @@ fn one_sweep(store: &troupe_store::Store, samples: usize) -> Result<std::time::D
     Ok(median(times))
 }
 
+/// The time of a start's search for a run to continue (what `troupe run
+/// FILE --store` does before it starts one), for inputs no run had, as
+/// the median of `samples`.
+fn one_lookup(
+    store: &troupe_store::Store,
+    compiled: &troupe_host::Compiled,
+    samples: usize,
+) -> Result<std::time::Duration> {
+    let inputs = compiled
+        .inputs_json(&[troupe_check::Value::Int(-1)])
+        .to_string();
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        let (unfinished, done) = store.continuable(
+            &compiled.workflow().name,
+            &compiled.file,
+            &compiled.fingerprint,
+            &inputs,
+        )?;
+        times.push(t.elapsed());
+        anyhow::ensure!(done.is_none(), "a run with input -1 was found");
+        std::hint::black_box(unfinished);
+    }
+    Ok(median(times))
+}
+
 pub(super) fn bench_sweep(history: usize, samples: usize) -> Result<ExitStatus> {
     let dir = std::env::temp_dir().join(format!("troupe-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -47,6 +74,7 @@ fn sweep_in(dir: &std::path::Path, history: usize, samples: usize) -> Result<Exi
     let empty = one_sweep(&store, samples)?;
     let host = bench_host(store.clone(), troupe_runtime::Externs::new(), dir);
     let compiled = compile(SWEEP_SOURCE)?;
+    let empty_lookup = one_lookup(&store, &compiled, samples)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -96,6 +124,7 @@ fn sweep_in(dir: &std::path::Path, history: usize, samples: usize) -> Result<Exi
     }
     let filled = started.elapsed();
     let after = one_sweep(&store, samples)?;
+    let after_lookup = one_lookup(&store, &compiled, samples)?;
     let (timers, tasks) = (store.timers(1)?.len(), store.tasks(true)?.len());
     let mut out = String::new();
     writeln!(
@@ -113,6 +142,21 @@ fn sweep_in(dir: &std::path::Path, history: usize, samples: usize) -> Result<Exi
         after.as_secs_f64() * 1e6,
         after.as_secs_f64() / empty.as_secs_f64().max(1e-9),
         filled.as_secs_f64()
+    )?;
+    writeln!(
+        out,
+        "a start's search for a run to continue (`troupe run FILE --store`), median of {samples}"
+    )?;
+    writeln!(
+        out,
+        "  empty store (baseline, same run): {:>9.1} µs",
+        empty_lookup.as_secs_f64() * 1e6
+    )?;
+    writeln!(
+        out,
+        "  after {history} finished runs:     {:>9.1} µs   ({:.2}× the baseline)",
+        after_lookup.as_secs_f64() * 1e6,
+        after_lookup.as_secs_f64() / empty_lookup.as_secs_f64().max(1e-9)
     )?;
     anyhow::ensure!(timers == 1, "run-1 recorded {timers} timer(s), not 1");
     crate::out::println(out.trim_end())?;
