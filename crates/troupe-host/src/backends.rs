@@ -133,13 +133,7 @@ impl Backends {
         run_name: &str,
         humans: Arc<dyn HumanInbox>,
     ) -> Result<(Engine, ToolSession), HostError> {
-        let config = LlmConfig::discover(&self.config.config_dir)?;
-        let overrides = settings
-            .llm_for
-            .iter()
-            .map(|s| parse_override(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let router = Router::from_config(&config, &overrides, settings.llm.as_deref())?;
+        let router = self.router(settings)?;
         if router.uses_mock_by_default() {
             self.notify(Notice::MockModel);
         }
@@ -206,14 +200,23 @@ impl Backends {
         if self.config.llm.is_some() {
             return Ok(());
         }
+        self.router(settings).map(drop)
+    }
+
+    /// The model router `settings` ask for: the project's model
+    /// configuration, the run's `--llm` and its `--llm-for` overrides.
+    fn router(&self, settings: &RunSettings) -> Result<Router, HostError> {
         let config = LlmConfig::discover(&self.config.config_dir)?;
         let overrides = settings
             .llm_for
             .iter()
             .map(|s| parse_override(s))
             .collect::<Result<Vec<_>, _>>()?;
-        Router::from_config(&config, &overrides, settings.llm.as_deref())?;
-        Ok(())
+        Ok(Router::from_config(
+            &config,
+            &overrides,
+            settings.llm.as_deref(),
+        )?)
     }
 
     /// The `extern` actions of `compiled` that would have no
