@@ -407,11 +407,10 @@ fn input_hash(args: &[Value]) -> String {
     format!("{:016x}", codec::fnv64(&bytes))
 }
 
-impl RunJournal for StoreJournal {
-    fn event(&self, lifeline: LifelineId, event: &Event) {
-        let Ok(mut buf) = self.buffer.lock() else {
-            return;
-        };
+impl StoreJournal {
+    /// Adds `event` to the buffer, unless a restarted run replays it (it is
+    /// in the store already); writes the buffer once it holds a chunk.
+    fn buffer_event(&self, buf: &mut Buffer, lifeline: LifelineId, event: &Event) {
         let l = lifeline.0 as usize;
         if l >= buf.seen.len() {
             buf.seen.resize(l + 1, 0);
@@ -426,7 +425,25 @@ impl RunJournal for StoreJournal {
         buf.count += 1;
         if buf.bytes.len() >= CHUNK {
             // A failure here resurfaces at the next durable write.
-            let _ = self.flush(&mut buf);
+            let _ = self.flush(buf);
+        }
+    }
+}
+
+impl RunJournal for StoreJournal {
+    fn event(&self, lifeline: LifelineId, event: &Event) {
+        if let Ok(mut buf) = self.buffer.lock() {
+            self.buffer_event(&mut buf, lifeline, event);
+        }
+    }
+
+    /// One lock of the buffer for a step's events: a lock per event was
+    /// the journal's largest cost in the durable counter loop.
+    fn events(&self, events: &[(LifelineId, Event)]) {
+        if let Ok(mut buf) = self.buffer.lock() {
+            for (lifeline, event) in events {
+                self.buffer_event(&mut buf, *lifeline, event);
+            }
         }
     }
 
