@@ -129,6 +129,13 @@ pub trait RunJournal: Send + Sync {
     /// those it has already recorded.
     fn event(&self, lifeline: LifelineId, event: &Event);
 
+    /// Whether the journal wants the run's events at all: a journal that
+    /// neither records, verifies nor shows them (`troupe run --no-verify`)
+    /// spares the engine building them.
+    fn wants_events(&self) -> bool {
+        true
+    }
+
     /// Events of one step of the run, in order: what [`RunJournal::event`]
     /// takes one at a time. The engine hands them over in batches before
     /// any other call to the journal, so a journal sees the same order

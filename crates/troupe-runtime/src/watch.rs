@@ -85,6 +85,12 @@ impl RunJournal for Watched {
         }
     }
 
+    fn wants_events(&self) -> bool {
+        self.monitor.is_some()
+            || self.sink.is_some()
+            || self.inner.as_ref().is_some_and(|j| j.wants_events())
+    }
+
     /// One lock of the monitor for the whole batch: a lock per event was
     /// a sixth of `troupe run`'s time in the counter loop.
     fn events(&self, events: &[(LifelineId, Event)]) {

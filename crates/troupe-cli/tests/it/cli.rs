@@ -217,6 +217,46 @@ fn every_example_runs_with_the_mock_model_and_verifies() {
     assert_eq!(stdout(&out), "k = 25\n");
 }
 
+/// `--no-verify` runs the same workflow to the same results (the engine
+/// then builds no events nobody reads) and says the run was not verified;
+/// `--trace` still shows every event without a monitor.
+#[test]
+fn an_unverified_run_has_the_same_results_and_says_so() {
+    let out = troupe(&[
+        "run",
+        "examples/consensus.troupe",
+        "-i",
+        "case=refund",
+        "--llm",
+        "scripted:examples/scripts/consensus.json",
+        "--json",
+        "--no-verify",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["results"]["round"], 4);
+    assert_eq!(doc["results"]["agreed"], true);
+    assert_ne!(doc["verified"], true);
+    let traced = troupe(&[
+        "run",
+        "examples/counter.troupe",
+        "-i",
+        "limit=3",
+        "--no-verify",
+        "--trace",
+    ]);
+    assert_eq!(traced.status.code(), Some(0), "{}", stderr(&traced));
+    // From the chart: `k = 0`, 8 events a round (decision, its broadcast
+    // and receipt, two messages each sent and received, Pong's act), and
+    // the exit's decision, broadcast and receipt; then the result line.
+    assert_eq!(stdout(&traced).lines().count(), 1 + 3 * 8 + 3 + 1);
+    assert_eq!(stdout(&traced).lines().last(), Some("k = 3"));
+    let verified = troupe(&["run", "examples/counter.troupe", "-i", "limit=3", "--trace"]);
+    assert_eq!(stdout(&traced), stdout(&verified));
+    assert!(stderr(&verified).contains("verified: the run"));
+    assert!(!stderr(&traced).contains("verified: the run"));
+}
+
 #[test]
 fn consensus_with_a_script_ends_in_the_scripted_round() {
     let out = troupe(&[

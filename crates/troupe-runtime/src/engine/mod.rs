@@ -563,6 +563,8 @@ struct RunState {
     /// batch ([`RunJournal::events`]), before any other call to the
     /// journal ([`RunState::journal`]).
     unsent: Vec<(LifelineId, Event)>,
+    /// Whether the journal wants events ([`RunJournal::wants_events`]).
+    journaling: bool,
     /// At how many events the next checkpoint is due (`u64::MAX`: never).
     next_checkpoint: u64,
     done: usize,
@@ -576,6 +578,7 @@ struct RunState {
 
 impl RunState {
     fn new(engine: Arc<Inner>, options: RunOptions) -> RunState {
+        let journaling = options.journal.as_ref().is_some_and(|j| j.wants_events());
         let wf = &engine.program.workflows[engine.workflow];
         let n = wf.lifelines.len();
         // Each variable lives at its own lifeline: a lane holds only those,
@@ -658,6 +661,7 @@ impl RunState {
             steps: 0,
             events: 0,
             unsent: Vec::new(),
+            journaling,
             next_checkpoint: u64::MAX,
             rng,
             engine,
@@ -919,9 +923,10 @@ impl RunState {
         }
     }
 
-    /// Whether events are wanted at all (a trace or a journal).
+    /// Whether events are wanted at all (a trace, or a journal that wants
+    /// them).
     fn recording(&self) -> bool {
-        self.trace.is_some() || self.options.journal.is_some()
+        self.trace.is_some() || self.journaling
     }
 
     /// Hands the journal the events recorded since the last call.
@@ -957,7 +962,7 @@ impl RunState {
             }
         }
         if let Some(trace) = &mut self.trace {
-            let event = if self.options.journal.is_some() {
+            let event = if self.journaling {
                 self.unsent.push((LifelineId(lane), event.clone()));
                 event
             } else {
@@ -969,7 +974,7 @@ impl RunState {
                 event,
             });
             self.clock += 1;
-        } else if self.options.journal.is_some() {
+        } else if self.journaling {
             self.unsent.push((LifelineId(lane), event));
         }
         // A step that loops on one lifeline still hands events over often.
