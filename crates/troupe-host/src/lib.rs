@@ -270,11 +270,11 @@ pub enum Cancel {
     Requested { owner: String },
 }
 
-/// The owner of durable runs in one store.
 /// What a recorded program is compiled from: its file, its workflow and
 /// its source.
 type SourceKey = (String, String, String);
 
+/// The owner of durable runs in one store.
 #[derive(Clone)]
 pub struct Host {
     store: Store,

@@ -160,9 +160,9 @@ pub enum BenchCommand {
     /// counter loop through `troupe run` over a plain tokio ping-pong, the
     /// durable counter loop and concurrent durable effect runs over raw
     /// single-row commits, concurrent runs over their critical path), each
-    /// the best of three. With --check,
-    /// exits 1 when one is worse than 1.5x its recorded value: what CI
-    /// runs, so that a change that halves throughput fails its commit.
+    /// the best of three. With --check, exits 1 when one is worse than
+    /// 1.5x its recorded value: what CI runs, so that a change that halves
+    /// throughput fails its commit.
     Ratios {
         /// Recorded ratios (JSON, per build profile) to check against.
         #[arg(long, value_name = "FILE")]
