@@ -961,21 +961,20 @@ impl RunState {
                 }
             }
         }
-        if let Some(trace) = &mut self.trace {
-            let event = if self.journaling {
-                self.unsent.push((LifelineId(lane), event.clone()));
-                event
-            } else {
-                event
-            };
-            trace.push(TraceEntry {
-                time: self.clock,
-                lifeline: LifelineId(lane),
-                event,
-            });
-            self.clock += 1;
-        } else if self.journaling {
-            self.unsent.push((LifelineId(lane), event));
+        match (&mut self.trace, self.journaling) {
+            (Some(trace), journaling) => {
+                if journaling {
+                    self.unsent.push((LifelineId(lane), event.clone()));
+                }
+                trace.push(TraceEntry {
+                    time: self.clock,
+                    lifeline: LifelineId(lane),
+                    event,
+                });
+                self.clock += 1;
+            }
+            (None, true) => self.unsent.push((LifelineId(lane), event)),
+            (None, false) => {}
         }
         // A step that loops on one lifeline still hands events over often.
         if self.unsent.len() >= 1024 {
