@@ -220,9 +220,10 @@ fn every_example_runs_with_the_mock_model_and_verifies() {
 /// `--no-verify` runs the same workflow to the same results (the engine
 /// then builds no events nobody reads) and says the run was not verified;
 /// `--trace` still shows every event without a monitor.
-#[test]
-fn an_unverified_run_has_the_same_results_and_says_so() {
-    let out = troupe(&[
+/// `troupe run examples/consensus.troupe` with its scripted model and
+/// `--json`, and `extra` flags: the JSON it prints (exit 0 checked).
+fn scripted_consensus(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "run",
         "examples/consensus.troupe",
         "-i",
@@ -230,10 +231,16 @@ fn an_unverified_run_has_the_same_results_and_says_so() {
         "--llm",
         "scripted:examples/scripts/consensus.json",
         "--json",
-        "--no-verify",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = troupe(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn an_unverified_run_has_the_same_results_and_says_so() {
+    let doc = scripted_consensus(&["--no-verify"]);
     assert_eq!(doc["results"]["round"], 4);
     assert_eq!(doc["results"]["agreed"], true);
     assert_ne!(doc["verified"], true);
@@ -259,17 +266,7 @@ fn an_unverified_run_has_the_same_results_and_says_so() {
 
 #[test]
 fn consensus_with_a_script_ends_in_the_scripted_round() {
-    let out = troupe(&[
-        "run",
-        "examples/consensus.troupe",
-        "-i",
-        "case=refund",
-        "--llm",
-        "scripted:examples/scripts/consensus.json",
-        "--json",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = scripted_consensus(&[]);
     // Bob comes round in the third reconsideration: the round counter ends at 4.
     assert_eq!(doc["results"]["round"], 4);
     assert_eq!(doc["results"]["agreed"], true);
