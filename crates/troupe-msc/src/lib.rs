@@ -10,6 +10,8 @@
 //!   bounded memory and linear time.
 //! - [`sim`]: a reference interpreter of projected programs under a seeded
 //!   random scheduler, recording executions.
+//! - [`upgrade`]: moving a recorded run to another version of its
+//!   workflow, or the event that stands in the way.
 //! - [`chart`]: one chart model for workflows and executions, drawn as SVG or
 //!   Mermaid.
 
@@ -19,6 +21,7 @@ pub mod event;
 pub mod monitor;
 pub mod semantics;
 pub mod sim;
+pub mod upgrade;
 pub mod validity;
 
 pub use chart::{

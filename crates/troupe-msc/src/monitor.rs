@@ -387,6 +387,24 @@ impl Monitor {
         })
     }
 
+    /// The statement lifeline `l` takes part in next (in its first part
+    /// still running, inside a `par`); `None` when its word is complete.
+    /// For saying where a run stands, e.g. why an upgrade cannot go on.
+    pub fn next_stmt(&self, l: LifelineId) -> Option<StmtId> {
+        let plans = self.plans.get(l.0 as usize)?;
+        let mut c = self.cursors.get(l.0 as usize)?.clone();
+        settle(plans, &mut c);
+        let leaf = leaf_of(&c);
+        let top = leaf.frames.last()?;
+        Some(match plans[top.plan].get(top.pos)? {
+            Op::Send { stmt, .. }
+            | Op::Recv { stmt, .. }
+            | Op::Act { stmt }
+            | Op::Branch { stmt, .. }
+            | Op::Par { stmt, .. } => *stmt,
+        })
+    }
+
     /// Events checked so far.
     pub fn events(&self) -> u64 {
         self.events

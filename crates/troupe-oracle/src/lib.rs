@@ -17,11 +17,16 @@
 //! - [`explore`]: every schedule and every decision of the projected
 //!   programs, explored systematically (not sampled), bounded by loop
 //!   unrolling, with deadlocks and protocol errors reported;
+//! - [`edit`] and [`upgrade`]: random edits of a workflow between two
+//!   versions, and which recorded runs may move to the new one, by
+//!   brute-force prefix membership in bounded ⟦P′⟧;
 //! - [`seeds`]: seeds that vary per run, printed, reproducible with
 //!   `TROUPE_TEST_SEED`.
 
+pub mod edit;
 pub mod explore;
 pub mod generate;
 pub mod global;
 pub mod reference;
 pub mod seeds;
+pub mod upgrade;

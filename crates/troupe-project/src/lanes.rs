@@ -176,3 +176,22 @@ impl Lanes {
         0
     }
 }
+
+/// The occurrence of a step key (`Lifeline/action#n`): the count itself
+/// in lane 0 (every workflow without concurrent parts), else
+/// `lane × 10¹² + count`, so that keys of different lanes never meet, stay
+/// stable across runs and still read as numbers
+/// (`Bank/deposit#2000000000005`: lane 2, the sixth call). The runtime
+/// numbers steps by it, and an upgrade compares two versions' keys by it.
+pub const LANE_OCCURRENCES: u64 = 1_000_000_000_000;
+
+/// See [`LANE_OCCURRENCES`].
+pub fn occurrence_key(lane: u32, count: u64) -> u64 {
+    if lane == 0 {
+        count
+    } else {
+        u64::from(lane)
+            .saturating_mul(LANE_OCCURRENCES)
+            .saturating_add(count % LANE_OCCURRENCES)
+    }
+}

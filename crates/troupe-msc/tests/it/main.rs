@@ -14,3 +14,4 @@ mod par;
 mod plan_charts;
 mod properties;
 mod semantics;
+mod upgrade;

@@ -40,6 +40,8 @@ use troupe_check::ir::{
 use troupe_check::{Type, TypeTable, Value};
 use troupe_llm::{CallKey, LlmBackend, LlmRequest, OutputSlot};
 use troupe_msc::{Event, MemberOptions, Message, Semantics};
+pub use troupe_project::lanes::LANE_OCCURRENCES;
+use troupe_project::lanes::occurrence_key;
 use troupe_project::{ControlTag, FlatProgram, Lanes, Op};
 use troupe_syntax::{LineIndex, Span};
 
@@ -1032,22 +1034,6 @@ impl RunState {
                 self.ready.push_back(parent);
             }
         }
-    }
-}
-
-/// The occurrence of a [`StepKey`]: the count itself in lane 0 (every
-/// workflow without concurrent parts), else `lane × 10¹² + count`, so that
-/// keys of different lanes never meet, stay stable across runs and still
-/// read as numbers (`Bank/deposit#2000000000005`: lane 2, the sixth call).
-pub const LANE_OCCURRENCES: u64 = 1_000_000_000_000;
-
-fn occurrence_key(lane: u32, count: u64) -> u64 {
-    if lane == 0 {
-        count
-    } else {
-        u64::from(lane)
-            .saturating_mul(LANE_OCCURRENCES)
-            .saturating_add(count % LANE_OCCURRENCES)
     }
 }
 
