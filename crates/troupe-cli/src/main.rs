@@ -159,6 +159,23 @@ enum Command {
     /// The new run records where it came from (`troupe status` shows it)
     /// and is verified like any other. Inputs may be changed with `-i`.
     Fork(commands::fork::ForkArgs),
+    /// Move unfinished runs to a new version of their workflow, only with
+    /// proof.
+    ///
+    /// A run moves when what it recorded, cut where it stands, is the
+    /// start of a run of the new version (the same statements on every
+    /// lifeline, decided the same way) and every recorded result is found
+    /// there under its step: it then goes on under the new version, and no
+    /// model, tool or person is asked again. Otherwise it stays on its
+    /// version, and the first recorded event the new version cannot
+    /// explain is named. Exit status 1 when a run stays.
+    ///
+    /// Examples:
+    ///   troupe upgrade run-3 --to flow.troupe --dry-run
+    ///   troupe upgrade run-3 --to flow.troupe
+    ///   troupe upgrade --workflow publish --to flow.troupe --json
+    #[command(verbatim_doc_comment)]
+    Upgrade(commands::upgrade::UpgradeArgs),
     /// Delete runs with their events, steps and tasks.
     Delete(commands::durable::DeleteArgs),
     /// Settle an effect that started before a crash and never finished.
@@ -325,6 +342,7 @@ fn main() -> ExitCode {
         Command::Pause(args) => commands::pause::pause(&args),
         Command::Unpause(args) => commands::pause::unpause(&args),
         Command::Fork(args) => commands::fork::fork(&args, cli.color),
+        Command::Upgrade(args) => commands::upgrade::upgrade(&args, cli.color),
         Command::Delete(args) => commands::durable::delete(&args, cli.color),
         Command::Resolve(args) => commands::durable::resolve(&args, cli.color),
         Command::Verify(args) => commands::inspect::verify(&args),

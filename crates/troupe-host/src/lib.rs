@@ -37,6 +37,7 @@ mod project;
 pub mod schedule;
 mod settings;
 mod store_address;
+mod upgrade;
 mod worker;
 
 pub use answer::{AnswerInput, example as example_answer};
@@ -48,6 +49,7 @@ pub use project::{
 };
 pub use settings::{DurabilitySetting, Overrides, RunSettings};
 pub use store_address::{DEFAULT_STORE, STORE_ENV, store_address};
+pub use upgrade::{Upgrade, Upgraded};
 pub use worker::{WorkerConfig, WorkerEvent, WorkerReport};
 
 use std::collections::HashMap;
@@ -628,6 +630,13 @@ impl Host {
         }
         let detail = self.store.run(run)?;
         self.recorded_from(&detail)
+    }
+
+    /// Forgets the cached program of `run` (it moved to another version).
+    pub(crate) fn forget_recorded(&self, run: i64) {
+        if let Ok(mut m) = self.recorded.lock() {
+            m.remove(&run);
+        }
     }
 
     /// [`Host::recorded`] of the run `detail` describes.

@@ -35,8 +35,9 @@ use std::fmt;
 use troupe_check::ir::{
     Action, ActionKind, Block, Call, LifelineId, Program, Stmt, StmtId, StmtKind, Workflow,
 };
+pub use troupe_project::ProjectError;
 use troupe_project::lanes::occurrence_key;
-use troupe_project::{ControlTag, Lanes, Names, ProjectError, Projection};
+use troupe_project::{ControlTag, Lanes, Names, Projection};
 
 /// One version of a workflow, as an upgrade reads it.
 #[derive(Debug)]

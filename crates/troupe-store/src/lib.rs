@@ -47,6 +47,7 @@ use sqlite_schema::{create_private, initialize};
 #[doc(hidden)]
 pub mod testing;
 mod timer;
+mod version;
 mod writer;
 
 pub use announce::Announced;
@@ -68,6 +69,7 @@ pub use db::Dialect;
 pub use postgres::{exists, is_postgres, redact};
 pub use schedule::TickRow;
 pub use timer::TimerRow;
+pub use version::{NewVersion, VersionRow};
 
 use db::{Db, DbError, DbErrorKind, SqliteDb, args};
 use rusqlite::{Connection, OpenFlags, params};

@@ -287,6 +287,23 @@ CREATE TABLE schedule_ticks(
 CREATE INDEX runs_workflow ON runs(workflow, status);
 CREATE INDEX runs_done ON runs(fingerprint, md5(inputs)) WHERE status = 'done';
 ",
+    // 15: a run's versions (as SQLite's migration 15).
+    "
+CREATE TABLE run_versions(
+  run BIGINT NOT NULL REFERENCES runs(id),
+  version BIGINT NOT NULL,
+  workflow TEXT NOT NULL,
+  file TEXT,
+  source TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  canonical TEXT NOT NULL,
+  cut TEXT NOT NULL,
+  events BYTEA NOT NULL,
+  moved_at TEXT NOT NULL,
+  PRIMARY KEY(run, version)
+);
+ALTER TABLE runs ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

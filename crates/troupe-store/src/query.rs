@@ -28,6 +28,8 @@ pub struct RunSummary {
     pub owner: Option<String>,
     /// Milliseconds until the owner's lease expires (0 without an owner).
     pub lease_expires_in_ms: i64,
+    /// Its workflow's version: 1 as started, one more per `troupe upgrade`.
+    pub version: i64,
 }
 
 /// What [`Store::park`] did with a run.
@@ -147,6 +149,9 @@ pub struct TaskRow {
     pub answered_at: Option<String>,
 }
 
+/// How many columns [`summary_columns`] selects.
+const SUMMARY_WIDTH: usize = 11;
+
 fn summary_columns() -> String {
     format!(
         "id, workflow, file, status, result, error, created_at, updated_at, \
@@ -155,7 +160,7 @@ fn summary_columns() -> String {
               WHEN lease_owner IS NOT NULL AND lease_expires > {NOW_MS} THEN lease_owner END, \
          CASE WHEN placed <> 0 THEN COALESCE((SELECT max(p.lease_expires) - {NOW_MS} FROM parts p \
                 WHERE p.run = runs.id AND p.lease_expires > {NOW_MS}), 0) \
-              WHEN lease_expires > {NOW_MS} THEN lease_expires - {NOW_MS} ELSE 0 END"
+              WHEN lease_expires > {NOW_MS} THEN lease_expires - {NOW_MS} ELSE 0 END, version"
     )
 }
 
@@ -186,6 +191,7 @@ fn summary(r: &Row) -> Result<RunSummary, DbError> {
         updated_at: r.get(7)?,
         lease_expires_in_ms: if owner.is_some() { r.get(9)? } else { 0 },
         owner,
+        version: r.get(10)?,
     })
 }
 
@@ -295,6 +301,8 @@ impl Store {
     }
 
     pub fn run(&self, id: i64) -> Result<RunDetail, StoreError> {
+        // The detail's columns follow the summary's.
+        const W: usize = SUMMARY_WIDTH;
         let row = self.with("read the run", |db| {
             let Some(r) = db.query_opt(
                 &format!("SELECT {}, source, fingerprint, canonical, inputs, inputs_bin, seed, lifelines, llm, settings, cancel_requested, uid, forked_from, forked_at FROM runs WHERE id = ?1", summary_columns()),
@@ -302,27 +310,27 @@ impl Store {
             )? else {
                 return Ok(None);
             };
-            let inputs: String = r.get(13)?;
-            let bin: Vec<u8> = r.get(14)?;
-            let seed: i64 = r.get(15)?;
-            let lifelines: i64 = r.get(16)?;
-            let settings: String = r.get(18)?;
+            let inputs: String = r.get(W + 3)?;
+            let bin: Vec<u8> = r.get(W + 4)?;
+            let seed: i64 = r.get(W + 5)?;
+            let lifelines: i64 = r.get(W + 6)?;
+            let settings: String = r.get(W + 8)?;
             Ok(Some((
                 summary(&r)?,
-                r.get::<String>(10)?,
-                r.get::<String>(11)?,
-                r.get::<String>(12)?,
+                r.get::<String>(W)?,
+                r.get::<String>(W + 1)?,
+                r.get::<String>(W + 2)?,
                 inputs,
                 bin,
                 seed,
                 lifelines,
-                r.get::<Option<String>>(17)?,
+                r.get::<Option<String>>(W + 7)?,
                 settings,
-                r.get::<Option<String>>(19)?,
-                r.get::<Option<String>>(20)?,
-                r.get::<Option<i64>>(21)?.map(|from| crate::Lineage {
+                r.get::<Option<String>>(W + 9)?,
+                r.get::<Option<String>>(W + 10)?,
+                r.get::<Option<i64>>(W + 11)?.map(|from| crate::Lineage {
                     forked_from: Store::run_name(from),
-                    at: r.get::<Option<String>>(22).ok().flatten(),
+                    at: r.get::<Option<String>>(W + 12).ok().flatten(),
                 }),
             )))
         })?;
@@ -1103,6 +1111,7 @@ impl Store {
                 "llm_calls",
                 "parts",
                 "messages",
+                "run_versions",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), args![run])?;
             }

@@ -267,6 +267,25 @@ CREATE TABLE schedule_ticks(
 CREATE INDEX runs_workflow ON runs(workflow, status);
 CREATE INDEX runs_done ON runs(fingerprint, inputs) WHERE status = 'done';
 ",
+    // 15: a run's versions (`troupe upgrade`): each version it moved away
+    // from, with its source, the events recorded under it and where each
+    // lifeline stood when it moved; the run's current version number.
+    "
+CREATE TABLE run_versions(
+  run INTEGER NOT NULL REFERENCES runs(id),
+  version INTEGER NOT NULL,
+  workflow TEXT NOT NULL,
+  file TEXT,
+  source TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  canonical TEXT NOT NULL,
+  cut TEXT NOT NULL,
+  events BLOB NOT NULL,
+  moved_at TEXT NOT NULL,
+  PRIMARY KEY(run, version)
+);
+ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+",
 ];
 
 /// Creates the file with mode 0600 if it does not exist yet. An existing

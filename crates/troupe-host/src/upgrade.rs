@@ -1,0 +1,178 @@
+//! `troupe upgrade`: moving unfinished runs to another version of their
+//! workflow, only with proof.
+//!
+//! A run moves when its recorded execution, cut where it stands, is a
+//! prefix of a run of the new version with the same statements, and every
+//! recorded result is found there under its key
+//! ([`troupe_msc::upgrade`]). Then the store moves it in one transaction
+//! ([`troupe_store::Store::move_run`]) and its next drive replays the
+//! recorded results under the new version: no model, tool or person is
+//! asked again for them. Otherwise the run stays on its version, and the
+//! refusal names the first recorded event the new version cannot explain
+//! and what the new version has there. A refused run is safe: nothing of
+//! it changed.
+
+use crate::{Compiled, Host, HostError};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use troupe_msc::upgrade::{Version, upgrade};
+use troupe_runtime::StepKey;
+use troupe_store::{NewVersion, RunStatus, Store};
+
+/// What an upgrade did with one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Upgrade {
+    /// `run-3`.
+    pub run: String,
+    #[serde(flatten)]
+    pub outcome: Upgraded,
+}
+
+/// How an upgrade of one run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Upgraded {
+    /// Moved to the new version, now its `version`.
+    Moved {
+        version: i64,
+        events: usize,
+        steps: usize,
+    },
+    /// `--dry-run`: it would move.
+    WouldMove { events: usize, steps: usize },
+    /// It runs this version already.
+    Same,
+    /// It stays on its version, for this reason.
+    Refused { reason: String },
+}
+
+impl Host {
+    /// Moves `run` to `to` if it may (see the module doc); with `dry_run`,
+    /// only says whether it would.
+    pub fn upgrade(&self, run: i64, to: &Compiled, dry_run: bool) -> Result<Upgrade, HostError> {
+        let detail = self.store().run(run)?;
+        let name = detail.summary.name.clone();
+        let done = |outcome| {
+            Ok(Upgrade {
+                run: name.clone(),
+                outcome,
+            })
+        };
+        let refuse = |reason: String| done(Upgraded::Refused { reason });
+        if detail.fingerprint == to.fingerprint && detail.summary.workflow == to.workflow().name {
+            return done(Upgraded::Same);
+        }
+        match detail.summary.status {
+            RunStatus::Done | RunStatus::Cancelled => {
+                return refuse(format!(
+                    "it is {}: only an unfinished run moves",
+                    detail.summary.status
+                ));
+            }
+            _ => {}
+        }
+        if let Some(owner) = &detail.summary.owner {
+            return refuse(format!(
+                "{} runs it now; pause it first (`troupe pause {name}`), upgrade it, then unpause it",
+                troupe_store::describe_owner(owner)
+            ));
+        }
+        if !self.store().parts(run)?.is_empty() {
+            return refuse("it runs in parts on labelled workers, which cannot move yet".into());
+        }
+        if detail.pruned > 0 {
+            return refuse(
+                "its history before its checkpoint was pruned (--history-keep), and a move replays the whole history"
+                    .into(),
+            );
+        }
+        let old = self.recorded_from(&detail)?;
+        let unprojected = |e: troupe_msc::upgrade::ProjectError| HostError::Recorded {
+            run: name.clone(),
+            message: e.to_string(),
+        };
+        let old_v = Version::new(&old.program, old.workflow()).map_err(unprojected)?;
+        let new_v = Version::new(&to.program, to.workflow()).map_err(unprojected)?;
+        let mut events = Vec::new();
+        self.store()
+            .for_each_event(run, |l, e| events.push((l, e.clone())))?;
+        // Recorded results, steps under way, and people's pending tasks
+        // (a task is a step under way before its answer is a result).
+        let mut steps: BTreeSet<String> = self
+            .store()
+            .steps(run)?
+            .into_iter()
+            .map(|s| s.key)
+            .chain(
+                self.store()
+                    .run_tasks(run, true)?
+                    .into_iter()
+                    .map(|t| t.key),
+            )
+            .collect();
+        steps.retain(|k| StepKey::parse_top_level(k).is_some());
+        let moved = match upgrade(&old_v, &new_v, &events, &steps) {
+            Ok(m) => m,
+            Err(refusal) => return refuse(refusal.to_string()),
+        };
+        if dry_run {
+            return done(Upgraded::WouldMove {
+                events: moved.events.len(),
+                steps: moved.steps,
+            });
+        }
+        let version = self.store().move_run(
+            run,
+            &NewVersion {
+                workflow: &to.workflow().name,
+                file: Some(&to.file),
+                source: &to.source,
+                fingerprint: &to.fingerprint,
+                canonical: &to.canonical,
+                lifelines: to.workflow().lifelines.len(),
+                events: &moved.events,
+                checked: events.len() as u64,
+            },
+        )?;
+        self.forget_recorded(run);
+        tracing::info!(run = %name, version, events = moved.events.len(), "moved to another version");
+        done(Upgraded::Moved {
+            version,
+            events: moved.events.len(),
+            steps: moved.steps,
+        })
+    }
+
+    /// [`Host::upgrade`] of every unfinished run of `workflow`, oldest
+    /// first: each moves or stays on its version on its own.
+    pub fn upgrade_workflow(
+        &self,
+        workflow: &str,
+        to: &Compiled,
+        dry_run: bool,
+    ) -> Result<Vec<Upgrade>, HostError> {
+        let mut runs: Vec<i64> = self
+            .store()
+            .runs(None)?
+            .into_iter()
+            .filter(|r| r.workflow == workflow && !r.status.is_final())
+            .map(|r| r.id)
+            .collect();
+        runs.sort_unstable();
+        let mut out = Vec::with_capacity(runs.len());
+        for run in runs {
+            out.push(match self.upgrade(run, to, dry_run) {
+                Ok(u) => u,
+                // One run's trouble (claimed meanwhile, say) is its own.
+                Err(HostError::Store(e)) => Upgrade {
+                    run: Store::run_name(run),
+                    outcome: Upgraded::Refused {
+                        reason: e.to_string(),
+                    },
+                },
+                Err(e) => return Err(e),
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,268 @@
+//! A run's versions (`troupe upgrade`): moving an unfinished run to
+//! another version of its workflow, and the history of its moves.
+//!
+//! Whether a run may move is decided above the store (the new version's
+//! monitor fed with the run's events, `troupe_msc::upgrade`); the store
+//! makes the move one transaction: the version it leaves is kept (source,
+//! fingerprint, the events recorded under it, where each lifeline stood),
+//! its events are replaced by the same events as the new version's, its
+//! checkpoints (states of the old version's programs) are dropped, and the
+//! run takes the new source. A resumed run then replays its recorded
+//! results under the new version from the start. The move happens only
+//! while nothing runs the run, and only if the run recorded no event since
+//! it was checked.
+
+use crate::NOW_MS;
+use crate::codec;
+use crate::db::{DbError, args};
+use crate::query::Events;
+use crate::{Store, StoreError};
+use serde::Serialize;
+use troupe_check::ir::LifelineId;
+use troupe_msc::Event;
+
+/// The version a run moves to.
+#[derive(Debug, Clone)]
+pub struct NewVersion<'a> {
+    pub workflow: &'a str,
+    pub file: Option<&'a str>,
+    pub source: &'a str,
+    pub fingerprint: &'a str,
+    pub canonical: &'a str,
+    pub lifelines: usize,
+    /// The run's events as the new version's, in recorded order.
+    pub events: &'a [(LifelineId, Event)],
+    /// How many events the run had recorded when it was checked.
+    pub checked: u64,
+}
+
+/// One version of a run, as `troupe status` and `troupe verify` read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionRow {
+    /// 1 for the version a run started with.
+    pub version: i64,
+    pub workflow: String,
+    pub file: Option<String>,
+    pub fingerprint: String,
+    /// When the run moved away from it (`None`: the current version).
+    pub moved_at: Option<String>,
+    /// Events per lifeline when it moved away (empty for the current).
+    pub cut: Vec<u64>,
+    #[serde(skip)]
+    pub source: String,
+}
+
+/// Chunks of encoded events about as large as the journal writes them.
+const CHUNK: usize = 64 * 1024;
+
+enum Outcome {
+    Moved(i64),
+    Refused(StoreError),
+}
+
+impl Store {
+    /// Moves `run` to `to` (see the module doc); returns its new version
+    /// number.
+    pub fn move_run(&self, run: i64, to: &NewVersion<'_>) -> Result<i64, StoreError> {
+        let name = Store::run_name(run);
+        let detail = self.run(run)?;
+        if let Some(owner) = &detail.summary.owner {
+            return Err(StoreError::Running {
+                run: name,
+                owner: owner.clone(),
+                expires_in_ms: detail.summary.lease_expires_in_ms,
+                what: "it moves to another version".into(),
+            });
+        }
+        // A lease whose owner is gone on this machine holds nothing.
+        let gone = self
+            .with("read the lease", |db| {
+                db.query_opt("SELECT lease_owner FROM runs WHERE id = ?1", args![run])?
+                    .map(|r| r.get::<Option<String>>(0))
+                    .transpose()
+            })?
+            .flatten()
+            .filter(|o| crate::owner::liveness(o) == crate::owner::Liveness::Gone)
+            .unwrap_or_default();
+        // The new events, encoded once; `ends[i]` is where event i ends.
+        let mut data = Vec::new();
+        let mut ends = Vec::with_capacity(to.events.len());
+        for (l, e) in to.events {
+            codec::encode_event(&mut data, *l, e);
+            ends.push(data.len());
+        }
+        let outcome = self.transaction("move the run to another version", |tx| {
+            let row = tx.query_opt(
+                &format!(
+                    "SELECT status, placed, pruned, version, workflow, file, source, fingerprint, canonical,
+                       CASE WHEN lease_owner IS NULL OR lease_expires <= {NOW_MS} OR lease_owner = ?2 THEN 1 ELSE 0 END
+                     FROM runs WHERE id = ?1"
+                ),
+                args![run, &gone],
+            )?;
+            let Some(row) = row else {
+                return Ok(Outcome::Refused(StoreError::UnknownRun(name.clone())));
+            };
+            let status: String = row.get(0)?;
+            let status: crate::RunStatus = status.parse().map_err(DbError::other)?;
+            let refuse = |why: String| Ok(Outcome::Refused(StoreError::Conflict(why)));
+            if matches!(status, crate::RunStatus::Done | crate::RunStatus::Cancelled) {
+                return refuse(format!(
+                    "{name} is {status}: only an unfinished run moves to another version"
+                ));
+            }
+            if row.get::<i64>(1)? != 0 {
+                return refuse(format!(
+                    "{name} runs in parts on labelled workers, which cannot move to another version yet"
+                ));
+            }
+            if row.get::<i64>(2)? != 0 {
+                return refuse(format!(
+                    "{name}'s history before its checkpoint was pruned (--history-keep): a move replays the whole history, so it cannot move"
+                ));
+            }
+            if row.get::<i64>(9)? == 0 {
+                return refuse(format!(
+                    "{name} was claimed while it was checked; pause it (`troupe pause {name}`) and upgrade it then"
+                ));
+            }
+            let version: i64 = row.get(3)?;
+            // The events as recorded under the version it leaves.
+            let mut old = Vec::new();
+            let mut cut: Vec<u64> = Vec::new();
+            let mut count = 0u64;
+            for r in tx.query(
+                "SELECT CAST(data AS BLOB) FROM events WHERE run = ?1 ORDER BY chunk",
+                args![run],
+            )? {
+                let chunk: Vec<u8> = r.get(0)?;
+                let events = codec::decode_events(&chunk)
+                    .map_err(|e| DbError::other(format!("run {run}'s events: {e}")))?;
+                for (l, _) in &events {
+                    let i = l.0 as usize;
+                    if cut.len() <= i {
+                        cut.resize(i + 1, 0);
+                    }
+                    cut[i] += 1;
+                    count += 1;
+                }
+                old.extend_from_slice(&chunk);
+            }
+            if count != to.checked {
+                return refuse(format!(
+                    "{name} recorded {} more event(s) while it was checked; try again",
+                    count.saturating_sub(to.checked)
+                ));
+            }
+            tx.execute(
+                "INSERT INTO run_versions(run, version, workflow, file, source, fingerprint, canonical, cut, events, moved_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+                args![
+                    run,
+                    version,
+                    &row.get::<String>(4)?,
+                    &row.get::<Option<String>>(5)?,
+                    &row.get::<String>(6)?,
+                    &row.get::<String>(7)?,
+                    &row.get::<String>(8)?,
+                    serde_json::to_string(&cut).unwrap_or_default(),
+                    old
+                ],
+            )?;
+            tx.execute("DELETE FROM events WHERE run = ?1", args![run])?;
+            tx.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])?;
+            // Chunks of whole events, as the journal writes them.
+            let (mut chunk, mut start, mut n) = (0i64, 0usize, 0i64);
+            for (i, &end) in ends.iter().enumerate() {
+                n += 1;
+                if end - start >= CHUNK || i + 1 == ends.len() {
+                    tx.execute(
+                        "INSERT INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
+                        args![run, chunk, n, data[start..end].to_vec()],
+                    )?;
+                    chunk += 1;
+                    start = end;
+                    n = 0;
+                }
+            }
+            tx.execute(
+                "UPDATE runs SET workflow = ?2, file = ?3, source = ?4, fingerprint = ?5, canonical = ?6,
+                   lifelines = ?7, version = ?8, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                 WHERE id = ?1",
+                args![
+                    run,
+                    to.workflow,
+                    to.file,
+                    to.source,
+                    to.fingerprint,
+                    to.canonical,
+                    to.lifelines as i64,
+                    version + 1
+                ],
+            )?;
+            Ok(Outcome::Moved(version + 1))
+        })?;
+        match outcome {
+            Outcome::Moved(v) => Ok(v),
+            Outcome::Refused(e) => Err(e),
+        }
+    }
+
+    /// The versions of `run`, oldest first, the current one last.
+    pub fn versions(&self, run: i64) -> Result<Vec<VersionRow>, StoreError> {
+        let detail = self.run(run)?;
+        let mut rows = self.with("read the run's versions", |db| {
+            db.query(
+                "SELECT version, workflow, file, fingerprint, moved_at, cut, source FROM run_versions
+                 WHERE run = ?1 ORDER BY version",
+                args![run],
+            )?
+            .iter()
+            .map(|r| {
+                let cut: String = r.get(5)?;
+                Ok(VersionRow {
+                    version: r.get(0)?,
+                    workflow: r.get(1)?,
+                    file: r.get(2)?,
+                    fingerprint: r.get(3)?,
+                    moved_at: r.get(4)?,
+                    cut: serde_json::from_str(&cut).unwrap_or_default(),
+                    source: r.get(6)?,
+                })
+            })
+            .collect::<Result<Vec<_>, DbError>>()
+        })?;
+        let current = self.with("read the run's version", |db| {
+            db.query_one("SELECT version FROM runs WHERE id = ?1", args![run])?
+                .get::<i64>(0)
+        })?;
+        rows.push(VersionRow {
+            version: current,
+            workflow: detail.summary.workflow.clone(),
+            file: detail.summary.file.clone(),
+            fingerprint: detail.fingerprint.clone(),
+            moved_at: None,
+            cut: Vec::new(),
+            source: detail.source.clone(),
+        });
+        Ok(rows)
+    }
+
+    /// The events `run` recorded under its past version `version`, as that
+    /// version's, in recorded order.
+    pub fn version_events(&self, run: i64, version: i64) -> Result<Events, StoreError> {
+        let data: Vec<u8> = self.with("read a version's events", |db| {
+            match db.query_opt(
+                "SELECT CAST(events AS BLOB) FROM run_versions WHERE run = ?1 AND version = ?2",
+                args![run, version],
+            )? {
+                Some(r) => r.get(0),
+                None => Ok(Vec::new()),
+            }
+        })?;
+        codec::decode_events(&data).map_err(|e| StoreError::Corrupt {
+            path: self.shown().to_owned(),
+            message: format!("run {run}, version {version}: {e}"),
+        })
+    }
+}
