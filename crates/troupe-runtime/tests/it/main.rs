@@ -8,4 +8,5 @@ mod oracle;
 mod par;
 mod placement;
 mod theorem;
+mod upgrade;
 mod verify;

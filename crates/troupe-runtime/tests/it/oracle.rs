@@ -32,9 +32,9 @@ use troupe_runtime::{
 
 /// Calls per action, and a generator of delays shared by the performers.
 #[derive(Debug, Default)]
-struct Ledger {
-    calls: [AtomicUsize; 5],
-    state: AtomicU64,
+pub(crate) struct Ledger {
+    pub(crate) calls: [AtomicUsize; 5],
+    pub(crate) state: AtomicU64,
 }
 
 impl Ledger {
@@ -119,7 +119,10 @@ impl ToolHost for Tools {
 }
 
 /// How often the execution performs each action.
-fn performed(w: &troupe_check::ir::Workflow, exec: &troupe_msc::Execution) -> [usize; 5] {
+pub(crate) fn performed(
+    w: &troupe_check::ir::Workflow,
+    exec: &troupe_msc::Execution,
+) -> [usize; 5] {
     let mut action_of = vec![None; w.stmt_count as usize];
     fn walk(b: &troupe_check::ir::Block, out: &mut Vec<Option<ActionId>>) {
         for s in &b.stmts {
@@ -157,7 +160,10 @@ fn performed(w: &troupe_check::ir::Workflow, exec: &troupe_msc::Execution) -> [u
 }
 
 /// An engine of `program` whose performers count their calls in `ledger`.
-fn engine_of(program: &troupe_check::ir::Program, ledger: &Arc<Ledger>) -> troupe_runtime::Engine {
+pub(crate) fn engine_of(
+    program: &troupe_check::ir::Program,
+    ledger: &Arc<Ledger>,
+) -> troupe_runtime::Engine {
     let mut externs = Externs::new();
     let l = ledger.clone();
     externs.effect("store", move |call| {
