@@ -106,24 +106,31 @@ impl Compiled {
     /// contracts were verified when the run started; they are not again
     /// (the sidecar files may have moved since).
     pub fn recorded(detail: &RunDetail) -> Result<Compiled, HostError> {
-        let (program, diagnostics) = troupe_check::check_text(&detail.source);
+        Compiled::recorded_source(
+            &detail.summary.name,
+            detail.source.clone(),
+            detail.summary.file.as_deref(),
+            &detail.summary.workflow,
+        )
+    }
+
+    /// [`Compiled::recorded`] of the source a run recorded for one of its
+    /// versions (`run` names it in errors).
+    pub fn recorded_source(
+        run: &str,
+        source: String,
+        file: Option<&str>,
+        workflow: &str,
+    ) -> Result<Compiled, HostError> {
+        let (program, diagnostics) = troupe_check::check_text(&source);
         let Some(program) = program else {
             return Err(HostError::Recorded {
-                run: detail.summary.name.clone(),
+                run: run.to_owned(),
                 message: format!("{} diagnostic(s)", diagnostics.len()),
             });
         };
-        let file = detail
-            .summary
-            .file
-            .clone()
-            .unwrap_or_else(|| "(recorded source)".into());
-        Compiled::unverified(
-            detail.source.clone(),
-            &file,
-            program,
-            Some(&detail.summary.workflow),
-        )
+        let file = file.unwrap_or("(recorded source)");
+        Compiled::unverified(source, file, program, Some(workflow))
     }
 
     fn unverified(

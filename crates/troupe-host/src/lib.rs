@@ -830,7 +830,43 @@ impl Host {
         if !self.store.parts(run)?.is_empty() {
             return Ok(verify_placed(&self.store, run, &engine, !done));
         }
-        Ok(verify_recorded(&self.store, run, &engine, !done))
+        let verified = match verify_recorded(&self.store, run, &engine, !done) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        // A run that moved to other versions: what it recorded under each
+        // version it left is checked against that version, as the prefix
+        // of a run it was when it moved.
+        let versions = self.store.versions(run)?;
+        let name = Store::run_name(run);
+        for (past, next) in versions.iter().zip(versions.iter().skip(1)) {
+            let compiled = Compiled::recorded_source(
+                &name,
+                past.source.clone(),
+                past.file.as_deref(),
+                &past.workflow,
+            )?;
+            let mut monitor = troupe_msc::Monitor::new(&compiled.program, compiled.workflow())
+                .map_err(|e| HostError::Recorded {
+                    run: name.clone(),
+                    message: e.to_string(),
+                })?;
+            let events = self.store.version_events(run, past.version)?;
+            let checked = events
+                .iter()
+                .try_for_each(|(l, e)| monitor.event(*l, e))
+                .and_then(|()| monitor.finish(true));
+            if let Err(e) = checked {
+                return Ok(Err(format!(
+                    "{name}: what it recorded under version {} (before it moved to version {}) is not a prefix of a run of that version: {e}",
+                    past.version, next.version
+                )));
+            }
+        }
+        Ok(Ok(Verified {
+            versions: versions.len() as u32,
+            ..verified
+        }))
     }
 }
 
@@ -1003,6 +1039,7 @@ fn verify_recorded(
     Ok(Verified {
         events: monitor.events(),
         from,
+        versions: 1,
     })
 }
 
@@ -1028,7 +1065,11 @@ fn verify_placed(
     engine
         .verify_execution(&name, &exec, prefix)
         .map_err(|e| e.to_string())?;
-    Ok(Verified { events, from: 0 })
+    Ok(Verified {
+        events,
+        from: 0,
+        versions: 1,
+    })
 }
 
 /// What a verification of a recorded run covered.
@@ -1039,6 +1080,9 @@ pub struct Verified {
     /// Events before the checked window: retention pruned them, and they
     /// were checked online as the run made them (0: the whole history).
     pub from: u64,
+    /// The workflow versions the run ran under, each checked (1: it never
+    /// moved, `troupe upgrade`).
+    pub versions: u32,
 }
 
 /// Scripted answers from a JSON object keyed by `Lifeline.action` or

@@ -121,6 +121,17 @@ impl Host {
                 steps: moved.steps,
             });
         }
+        let mut cut: Vec<(String, u64)> = old
+            .workflow()
+            .lifelines
+            .iter()
+            .map(|l| (l.name.clone(), 0))
+            .collect();
+        for (l, _) in &events {
+            if let Some(c) = cut.get_mut(l.0 as usize) {
+                c.1 += 1;
+            }
+        }
         let version = self.store().move_run(
             run,
             &NewVersion {
@@ -132,6 +143,7 @@ impl Host {
                 lifelines: to.workflow().lifelines.len(),
                 events: &moved.events,
                 checked: events.len() as u64,
+                cut: &cut,
             },
         )?;
         self.forget_recorded(run);

@@ -25,7 +25,8 @@ pub mod upgrade;
 pub mod validity;
 
 pub use chart::{
-    Chart, ChartOptions, FrameKind, Item, chart_mermaid, chart_svg, execution_chart, workflow_chart,
+    Chart, ChartOptions, FrameKind, Item, chart_mermaid, chart_svg, execution_chart,
+    execution_chart_moves, workflow_chart,
 };
 pub use event::{Event, EventKey, Execution, Message};
 pub use monitor::{CursorState, InFlight, Monitor, MonitorState};

@@ -34,6 +34,9 @@ pub struct NewVersion<'a> {
     pub events: &'a [(LifelineId, Event)],
     /// How many events the run had recorded when it was checked.
     pub checked: u64,
+    /// Where each lifeline of the version it leaves stood: its name and
+    /// its events so far.
+    pub cut: &'a [(String, u64)],
 }
 
 /// One version of a run, as `troupe status` and `troupe verify` read it.
@@ -46,8 +49,9 @@ pub struct VersionRow {
     pub fingerprint: String,
     /// When the run moved away from it (`None`: the current version).
     pub moved_at: Option<String>,
-    /// Events per lifeline when it moved away (empty for the current).
-    pub cut: Vec<u64>,
+    /// Where each lifeline stood when it moved away, by name: its events
+    /// so far (empty for the current version).
+    pub cut: Vec<(String, u64)>,
     #[serde(skip)]
     pub source: String,
 }
@@ -129,7 +133,6 @@ impl Store {
             let version: i64 = row.get(3)?;
             // The events as recorded under the version it leaves.
             let mut old = Vec::new();
-            let mut cut: Vec<u64> = Vec::new();
             let mut count = 0u64;
             for r in tx.query(
                 "SELECT CAST(data AS BLOB) FROM events WHERE run = ?1 ORDER BY chunk",
@@ -138,14 +141,7 @@ impl Store {
                 let chunk: Vec<u8> = r.get(0)?;
                 let events = codec::decode_events(&chunk)
                     .map_err(|e| DbError::other(format!("run {run}'s events: {e}")))?;
-                for (l, _) in &events {
-                    let i = l.0 as usize;
-                    if cut.len() <= i {
-                        cut.resize(i + 1, 0);
-                    }
-                    cut[i] += 1;
-                    count += 1;
-                }
+                count += events.len() as u64;
                 old.extend_from_slice(&chunk);
             }
             if count != to.checked {
@@ -165,7 +161,7 @@ impl Store {
                     &row.get::<String>(6)?,
                     &row.get::<String>(7)?,
                     &row.get::<String>(8)?,
-                    serde_json::to_string(&cut).unwrap_or_default(),
+                    serde_json::to_string(to.cut).unwrap_or_default(),
                     old
                 ],
             )?;
@@ -264,5 +260,120 @@ impl Store {
             path: self.shown().to_owned(),
             message: format!("run {run}, version {version}: {e}"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{bare_run, both};
+    use crate::{Durability, RunStatus};
+    use std::time::Duration;
+    use troupe_check::Value;
+    use troupe_check::ir::StmtId;
+
+    fn act(stmt: u32, n: i64) -> Event {
+        Event::Act {
+            stmt: StmtId(stmt),
+            outputs: Some(vec![Value::Int(n)]),
+        }
+    }
+
+    #[test]
+    fn a_run_moves_once_nothing_runs_it_and_keeps_the_version_it_left() {
+        let dir = tempfile::tempdir().unwrap();
+        for (store, _db) in both(dir.path(), Durability::Normal) {
+            let run = store.create_run(&bare_run("v1")).unwrap();
+            let recorded = vec![(LifelineId(0), act(0, 1)), (LifelineId(0), act(2, 2))];
+            let mut data = Vec::new();
+            for (l, e) in &recorded {
+                codec::encode_event(&mut data, *l, e);
+            }
+            store
+                .with("record", |db| {
+                    db.execute(
+                        "INSERT INTO events(run, chunk, count, data) VALUES (?1, 0, 2, ?2)",
+                        args![run, data],
+                    )
+                })
+                .unwrap();
+            let moved = vec![(LifelineId(1), act(1, 1)), (LifelineId(1), act(4, 2))];
+            let to = NewVersion {
+                workflow: "w",
+                file: Some("w2.troupe"),
+                source: "the new source",
+                fingerprint: "v2",
+                canonical: "",
+                lifelines: 2,
+                events: &moved,
+                checked: 2,
+                cut: &[("A".to_owned(), 2)],
+            };
+            // A live owner runs it: nothing moves.
+            let me = crate::new_owner_id();
+            assert_eq!(
+                store.claim(run, &me, Duration::from_secs(60)).unwrap(),
+                crate::Claim::Claimed
+            );
+            assert!(matches!(
+                store.move_run(run, &to),
+                Err(StoreError::Running { .. })
+            ));
+            store.release(run, &me).unwrap();
+            // It recorded more than was checked: nothing moves.
+            let stale = NewVersion {
+                checked: 1,
+                ..to.clone()
+            };
+            assert!(matches!(
+                store.move_run(run, &stale),
+                Err(StoreError::Conflict(m)) if m.contains("more event")
+            ));
+            assert_eq!(store.run(run).unwrap().fingerprint, "v1");
+            assert_eq!(store.move_run(run, &to).unwrap(), 2);
+            let detail = store.run(run).unwrap();
+            assert_eq!(
+                (
+                    detail.fingerprint.as_str(),
+                    detail.source.as_str(),
+                    detail.summary.version
+                ),
+                ("v2", "the new source", 2)
+            );
+            let mut now = Vec::new();
+            store
+                .for_each_event(run, |l, e| now.push((l, e.clone())))
+                .unwrap();
+            assert_eq!(now, moved);
+            let versions = store.versions(run).unwrap();
+            assert_eq!(versions.len(), 2);
+            assert_eq!(
+                (
+                    versions[0].version,
+                    versions[0].fingerprint.as_str(),
+                    &versions[0].cut
+                ),
+                (1, "v1", &vec![("A".to_owned(), 2)])
+            );
+            assert!(versions[0].moved_at.is_some() && versions[1].moved_at.is_none());
+            assert_eq!(store.version_events(run, 1).unwrap(), recorded);
+            // A finished run stays where it ended.
+            store
+                .with("finish", |db| {
+                    db.execute("UPDATE runs SET status = 'done' WHERE id = ?1", args![run])
+                })
+                .unwrap();
+            assert_eq!(store.run(run).unwrap().summary.status, RunStatus::Done);
+            let again = NewVersion {
+                fingerprint: "v3",
+                ..to.clone()
+            };
+            assert!(matches!(
+                store.move_run(run, &again),
+                Err(StoreError::Conflict(m)) if m.contains("only an unfinished run")
+            ));
+            store.delete_run(run).unwrap();
+            assert!(store.versions(run).is_err());
+        }
     }
 }

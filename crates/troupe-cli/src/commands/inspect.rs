@@ -101,10 +101,15 @@ pub fn runs(args: &RunsArgs) -> Result<ExitStatus> {
                 _ => String::new(),
             };
             let result: String = result.chars().take(60).collect();
+            // A run moved to another version (`troupe upgrade`) says which.
+            let workflow = match r.version {
+                1 => sanitize(&r.workflow).into_owned(),
+                v => format!("{}@v{v}", sanitize(&r.workflow)),
+            };
             out::println(&format!(
                 "{:<10} {:<18} {:<17} {:<24} {:>9} {:>9} {:>8} {:>8} {}",
                 r.name,
-                sanitize(&r.workflow),
+                workflow,
                 r.status.as_str(),
                 r.updated_at,
                 t.input_tokens + t.output_tokens,
@@ -170,6 +175,9 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             doc["parts"] = serde_json::to_value(&parts)?;
             doc["messages_between_parts"] = store.crossed(run)?.into();
         }
+        if detail.summary.version > 1 {
+            doc["versions"] = serde_json::to_value(store.versions(run)?)?;
+        }
         doc["llm_calls"] = serde_json::to_value(&calls)?;
         doc["tool_calls"] = serde_json::to_value(&chosen)?;
         doc["totals"] = serde_json::to_value(&totals)?;
@@ -192,6 +200,23 @@ pub fn status(args: &RunRefArgs) -> Result<ExitStatus> {
             l.at.as_deref()
                 .map_or_else(String::new, |k| format!(", live from step {}", sanitize(k)))
         );
+    }
+    if s.version > 1 {
+        for v in store.versions(run)? {
+            text += &format!(
+                "  version   {} {} ({}){}\n",
+                v.version,
+                sanitize(v.file.as_deref().unwrap_or("-")),
+                &v.fingerprint[..v.fingerprint.len().min(12)],
+                v.moved_at.map_or_else(
+                    || ", current".to_owned(),
+                    |at| format!(
+                        ", moved on at {at} after {} event(s)",
+                        v.cut.iter().map(|(_, n)| n).sum::<u64>()
+                    )
+                )
+            );
+        }
     }
     if let Some(owner) = &s.owner {
         text += &format!(
@@ -564,6 +589,7 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
             "complete": done,
             "verified": verdict.is_ok(),
             "window_from": verdict.as_ref().ok().map(|v| v.from),
+            "versions": verdict.as_ref().ok().map(|v| v.versions),
             "error": verdict.as_ref().err(),
         });
         out::println(&serde_json::to_string_pretty(&doc)?)?;
@@ -581,9 +607,17 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
                 format!("a prefix of a run ({} so far)", s.status)
             };
             let workflow = sanitize(&s.workflow);
+            let versions = match v.versions {
+                0 | 1 => String::new(),
+                2 => " (its version 2; what it recorded under version 1 is a prefix of a run of version 1)".to_owned(),
+                n => format!(
+                    " (its version {n}; what it recorded under each of versions 1 to {} is a prefix of a run of that version)",
+                    n - 1
+                ),
+            };
             if v.from == 0 {
                 out::println(&format!(
-                    "{}: the recorded execution ({} events) is {what} of `{workflow}`",
+                    "{}: the recorded execution ({} events) is {what} of `{workflow}`{versions}",
                     s.name, v.events
                 ))?;
             } else {

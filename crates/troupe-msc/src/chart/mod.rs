@@ -367,6 +367,21 @@ pub fn execution_chart(
     exec: &Execution,
     opts: &ChartOptions,
 ) -> Chart {
+    execution_chart_moves(program, workflow, exec, opts, &[])
+}
+
+/// [`execution_chart`] of a run that moved to other versions of its
+/// workflow (`troupe upgrade`): `moves` are, in order, where each lifeline
+/// stood when the run moved (events per lifeline) and what to write
+/// there. Every event before a move is drawn before its mark, every event
+/// after it after: a box across the lifelines.
+pub fn execution_chart_moves(
+    program: &Program,
+    workflow: &Workflow,
+    exec: &Execution,
+    opts: &ChartOptions,
+    moves: &[(Vec<u64>, String)],
+) -> Chart {
     let names = Names::new(program, workflow);
     let stmts = stmt_index(workflow);
     let n = exec.words.len();
@@ -454,10 +469,22 @@ pub fn execution_chart(
 
     let mut pos = vec![0usize; n];
     let mut drawn: HashSet<(usize, usize)> = HashSet::new();
+    // How far each lifeline may be drawn before the next move's mark.
+    let mut moves = moves.iter();
+    let barrier = |m: Option<&(Vec<u64>, String)>| -> Vec<usize> {
+        (0..n)
+            .map(|l| match m {
+                Some((cut, _)) => cut.get(l).map_or(0, |c| *c as usize),
+                None => usize::MAX,
+            })
+            .collect()
+    };
+    let mut next_move = moves.next();
+    let mut limit = barrier(next_move);
     loop {
         let mut progress = false;
         for l in 0..n {
-            while let Some(e) = exec.words[l].get(pos[l]) {
+            while let Some(e) = exec.words[l].get(pos[l]).filter(|_| pos[l] < limit[l]) {
                 match e {
                     Event::Act { stmt, .. } if workflow.is_for_step(*stmt) => {}
                     Event::Act { stmt, outputs } => {
@@ -543,6 +570,22 @@ pub fn execution_chart(
                 progress = true;
             }
         }
+        if let Some((_, text)) = next_move
+            && pos
+                .iter()
+                .zip(&exec.words)
+                .zip(&limit)
+                .all(|((p, w), lim)| *p >= (*lim).min(w.len()))
+        {
+            chart.items.push(Item::Ref {
+                from: 0,
+                to: n.saturating_sub(1),
+                text: text.clone(),
+            });
+            next_move = moves.next();
+            limit = barrier(next_move);
+            continue;
+        }
         if pos.iter().zip(&exec.words).all(|(p, w)| *p >= w.len()) {
             break;
         }
@@ -551,7 +594,9 @@ pub fn execution_chart(
             // receive be skipped when reached.
             let mut forced = false;
             for (l, word) in exec.words.iter().enumerate() {
-                if let Some(e @ Event::Send { to, msg }) = word.get(pos[l]) {
+                if let Some(e @ Event::Send { to, msg }) =
+                    word.get(pos[l]).filter(|_| pos[l] < limit[l])
+                {
                     if (opts.show_control || !msg.is_control())
                         && let Some((text, control)) = label(l, e)
                     {
