@@ -18,3 +18,4 @@ pub mod pause;
 pub mod project;
 pub mod run;
 pub mod schedules;
+pub mod snapshot;
