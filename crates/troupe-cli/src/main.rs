@@ -81,10 +81,11 @@ enum Command {
     /// decisions with their control broadcasts, and the other lifelines'
     /// branches on the decisions they receive.
     Project(commands::project::ProjectArgs),
-    /// Print the semantic interface of a workflow as JSON: its lifelines,
-    /// inputs and results with their types, every statement with the
-    /// constructs around it, and the signatures and prompts of the actions
-    /// it uses.
+    /// Print the semantic interface of a workflow as JSON (for `troupe diff`).
+    ///
+    /// Its lifelines, inputs and results with their types, every statement
+    /// with the constructs around it, and the signatures and prompts of the
+    /// actions it uses.
     ///
     /// The snapshot holds no spans, comments, layout or paths: the same
     /// workflow gives the same bytes wherever its file lives and however
@@ -97,10 +98,10 @@ enum Command {
     ///   troupe snapshot run:3 --store .troupe/troupe.db
     #[command(verbatim_doc_comment)]
     Snapshot(commands::snapshot::SnapshotArgs),
-    /// Compare two versions of a workflow: what changed in its lifelines,
-    /// inputs, results, actions, prompts and statements.
+    /// Compare two versions of a workflow, one line per change.
     ///
-    /// Each side is a `.troupe` file, a snapshot JSON written by `troupe
+    /// What changed in its lifelines, inputs, results, actions, prompts and
+    /// statements. Each side is a `.troupe` file, a snapshot JSON written by `troupe
     /// snapshot`, or a recorded run (`run:3`, `run-3`: the source it ran).
     /// Comments, layout and whitespace are never differences; prompt
     /// wording is, unless `--ignore prompts`. One line per change

@@ -169,7 +169,21 @@ impl fmt::Display for Change {
                 old,
                 new,
             } => {
-                let show = |t: &Option<String>| t.as_deref().map_or("(none)".to_owned(), excerpt);
+                // Both excerpts start a little before the first character
+                // that differs, so a change late in a long prompt shows.
+                let from = match (old, new) {
+                    (Some(a), Some(b)) => a
+                        .chars()
+                        .zip(b.chars())
+                        .take_while(|(x, y)| x == y)
+                        .count()
+                        .saturating_sub(12),
+                    _ => 0,
+                };
+                let show = |t: &Option<String>| {
+                    t.as_deref()
+                        .map_or("(none)".to_owned(), |t| excerpt(t, from))
+                };
                 write!(
                     f,
                     "~ {field} of {action}: {} is now {}",
@@ -198,14 +212,18 @@ impl fmt::Display for Change {
     }
 }
 
-/// A prompt as a quoted one-line excerpt of at most 60 characters.
-fn excerpt(text: &str) -> String {
+/// A prompt as a quoted one-line excerpt of at most 60 characters from
+/// character `from` on; `…` marks what is left out.
+fn excerpt(text: &str, from: usize) -> String {
     const MAX: usize = 60;
-    let mut short: String = text.chars().take(MAX).collect();
-    if text.chars().count() > MAX {
-        short.push('…');
-    }
-    format!("{short:?}")
+    let short: String = text.chars().skip(from).take(MAX).collect();
+    let before = if from > 0 { "…" } else { "" };
+    let after = if text.chars().count() > from + MAX {
+        "…"
+    } else {
+        ""
+    };
+    format!("{before}{short:?}{after}")
 }
 
 /// The changes that turn `old` into `new`: the workflow's name, its
