@@ -100,6 +100,10 @@ fn snapshots_are_stable_across_runs_directories_and_layout() {
             stdout(&other),
             "{name}: the moved, reformatted copy differs"
         );
+        // Read back, the snapshot is the workflow it was made of.
+        p.write("saved.json", &stdout(&first));
+        let back = p.run(&["diff", "saved.json", path]);
+        assert_eq!(back.status.code(), Some(0), "{name}: {}", said(&back));
         let same = p.run(&["diff", path, &relative]);
         assert_eq!(same.status.code(), Some(0), "{name}: {}", said(&same));
         assert_eq!(stdout(&same), "no differences\n");
