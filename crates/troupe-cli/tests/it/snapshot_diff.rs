@@ -268,6 +268,19 @@ fn edits_give_their_change_lines() {
             ),
         ),
         (
+            "reorder the results",
+            "consensus.troupe",
+            edited(
+                &p,
+                "consensus.troupe",
+                "results.troupe",
+                &[(
+                    "return (a @ Alice, agreed @ Alice, round @ Alice)",
+                    "return (agreed @ Alice, a @ Alice, round @ Alice)",
+                )],
+            ),
+        ),
+        (
             "change a prompt",
             "consensus.troupe",
             edited(

@@ -75,6 +75,12 @@ pub enum Change {
         old: Slot,
         new: Slot,
     },
+    /// The same inputs in another order (a `call` passes them by
+    /// position).
+    InputsReordered {
+        old: Vec<String>,
+        new: Vec<String>,
+    },
     ResultAdded {
         result: Slot,
     },
@@ -84,6 +90,12 @@ pub enum Change {
     ResultRetyped {
         old: Slot,
         new: Slot,
+    },
+    /// The same results in another order (a `call` binds them by
+    /// position).
+    ResultsReordered {
+        old: Vec<String>,
+        new: Vec<String>,
     },
     ActionAdded {
         action: ActionSig,
@@ -158,6 +170,18 @@ impl fmt::Display for Change {
             Change::ResultRetyped { old, new } => {
                 write!(f, "~ result {} is now {}", old.text(), new.text())
             }
+            Change::InputsReordered { old, new } => write!(
+                f,
+                "~ inputs ({}) are now in the order ({})",
+                old.join(", "),
+                new.join(", ")
+            ),
+            Change::ResultsReordered { old, new } => write!(
+                f,
+                "~ results ({}) are now in the order ({})",
+                old.join(", "),
+                new.join(", ")
+            ),
             Change::ActionAdded { action } => write!(f, "+ action {}", action.text()),
             Change::ActionRemoved { action } => write!(f, "- action {}", action.text()),
             Change::ActionChanged { old, new } => {
@@ -292,6 +316,22 @@ fn slots(old: &[Slot], new: &[Slot], inputs: bool, changes: &mut Vec<Change>) {
             Change::InputAdded { input: n.clone() }
         } else {
             Change::ResultAdded { result: n.clone() }
+        });
+    }
+    // The order of the names both have.
+    let names = |these: &[Slot], others: &[Slot]| -> Vec<String> {
+        these
+            .iter()
+            .filter(|s| others.iter().any(|o| o.name == s.name))
+            .map(|s| s.name.clone())
+            .collect()
+    };
+    let (o, n) = (names(old, new), names(new, old));
+    if o != n {
+        changes.push(if inputs {
+            Change::InputsReordered { old: o, new: n }
+        } else {
+            Change::ResultsReordered { old: o, new: n }
         });
     }
 }
