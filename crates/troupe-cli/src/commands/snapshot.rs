@@ -170,7 +170,8 @@ fn side(
             crate::note!("error: {file} does not check");
             Ok(Err(Reported(ExitStatus::Usage)))
         }
-        Err(e) => Err(e.into()),
+        // The message names its cause already (`{:#}` would repeat it).
+        Err(e) => Err(anyhow::Error::msg(e.to_string())),
     }
 }
 
