@@ -81,6 +81,41 @@ enum Command {
     /// decisions with their control broadcasts, and the other lifelines'
     /// branches on the decisions they receive.
     Project(commands::project::ProjectArgs),
+    /// Print the semantic interface of a workflow as JSON (for `troupe diff`).
+    ///
+    /// Its lifelines, inputs and results with their types, every statement
+    /// with the constructs around it, and the signatures and prompts of the
+    /// actions it uses.
+    ///
+    /// The snapshot holds no spans, comments, layout or paths: the same
+    /// workflow gives the same bytes wherever its file lives and however
+    /// it is formatted. Keep one beside a deployed workflow and compare
+    /// later versions against it with `troupe diff`.
+    ///
+    /// Examples:
+    ///   troupe snapshot examples/consensus.troupe
+    ///   troupe snapshot examples/consensus.troupe -o consensus.snap.json
+    ///   troupe snapshot run:3 --store .troupe/troupe.db
+    #[command(verbatim_doc_comment)]
+    Snapshot(commands::snapshot::SnapshotArgs),
+    /// Compare two versions of a workflow, one line per change.
+    ///
+    /// What changed in its lifelines, inputs, results, actions, prompts and
+    /// statements. Each side is a `.troupe` file, a snapshot JSON written by `troupe
+    /// snapshot`, or a recorded run (`run:3`, `run-3`: the source it ran).
+    /// Comments, layout and whitespace are never differences; prompt
+    /// wording is, unless `--ignore prompts`. One line per change
+    /// (`+` added, `-` removed, `~` changed, `>` moved), then a summary.
+    ///
+    /// Exit status: 0 when equal, 1 when they differ, 2 on errors (a file
+    /// that does not check: its diagnostics are printed).
+    ///
+    /// Examples:
+    ///   troupe diff old/review.troupe review.troupe
+    ///   troupe diff consensus.snap.json examples/consensus.troupe --ignore prompts
+    ///   troupe diff run:3 examples/consensus.troupe --store .troupe/troupe.db --json
+    #[command(verbatim_doc_comment)]
+    Diff(commands::snapshot::DiffArgs),
     /// Draw a workflow, or a recorded run, as a sequence chart (SVG or Mermaid).
     ///
     /// Examples:
@@ -332,6 +367,8 @@ fn main() -> ExitCode {
         Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),
+        Command::Snapshot(args) => commands::snapshot::snapshot(&args, cli.color),
+        Command::Diff(args) => commands::snapshot::diff(&args, cli.color),
         Command::Status(args) => commands::inspect::status(&args),
         Command::Trace(args) => commands::inspect::trace(&args),
         Command::Tasks(args) => commands::inspect::tasks(&args),

@@ -51,6 +51,9 @@ pub enum HostError {
     },
     #[error("input: {0}")]
     Input(String),
+    /// A snapshot file that cannot be read as one (`troupe diff`).
+    #[error("{0}")]
+    Snapshot(String),
     #[error(
         "no implementation for the extern action(s) {}: give each a command in troupe.toml ([externs.NAME] command = [...]) or run with mocked externs",
         names.join(", ")

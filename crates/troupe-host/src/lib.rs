@@ -36,6 +36,7 @@ mod policy;
 mod project;
 pub mod schedule;
 mod settings;
+pub mod snapshot;
 mod store_address;
 mod upgrade;
 mod worker;

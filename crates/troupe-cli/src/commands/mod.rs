@@ -18,4 +18,5 @@ pub mod pause;
 pub mod project;
 pub mod run;
 pub mod schedules;
+pub mod snapshot;
 pub mod upgrade;

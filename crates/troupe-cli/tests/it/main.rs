@@ -40,6 +40,7 @@ mod redaction;
 mod reminders;
 mod schedules;
 mod signals;
+mod snapshot_diff;
 mod store_address;
 mod store_files;
 mod support;

@@ -88,6 +88,8 @@ const COMMANDS: &[&str] = &[
     "run",
     "project",
     "msc",
+    "snapshot",
+    "diff",
     "runs",
     "status",
     "trace",
