@@ -194,8 +194,7 @@ enum Command {
     /// The new run records where it came from (`troupe status` shows it)
     /// and is verified like any other. Inputs may be changed with `-i`.
     Fork(commands::fork::ForkArgs),
-    /// Move unfinished runs to a new version of their workflow, only with
-    /// proof.
+    /// Move unfinished runs to a new version of their workflow, with proof.
     ///
     /// A run moves when what it recorded, cut where it stands, is the
     /// start of a run of the new version (the same statements on every

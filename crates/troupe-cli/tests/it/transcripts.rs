@@ -94,6 +94,7 @@ const COMMANDS: &[&str] = &[
     "status",
     "trace",
     "verify",
+    "upgrade",
     "tasks",
     "answer",
     "resume",
