@@ -47,5 +47,6 @@ mod support;
 mod timers;
 mod tool_calling;
 mod transcripts;
+mod upgrade;
 mod verify;
 mod zombie;
