@@ -359,7 +359,7 @@ fn rand_half() -> bool {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u8(0);
-    h.finish() % 2 == 0
+    h.finish().is_multiple_of(2)
 }
 
 fn stop(child: &mut std::process::Child) {
