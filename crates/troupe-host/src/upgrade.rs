@@ -15,7 +15,7 @@
 use crate::{Compiled, Host, HostError};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use troupe_msc::upgrade::{Version, upgrade};
+use troupe_msc::upgrade::{Upgrading, Version};
 use troupe_runtime::StepKey;
 use troupe_store::{NewVersion, RunStatus, Store};
 
@@ -93,9 +93,6 @@ impl Host {
         };
         let old_v = Version::new(&old.program, old.workflow()).map_err(unprojected)?;
         let new_v = Version::new(&to.program, to.workflow()).map_err(unprojected)?;
-        let mut events = Vec::new();
-        self.store()
-            .for_each_event(run, |l, e| events.push((l, e.clone())))?;
         // Recorded results, steps under way, and people's pending tasks
         // (a task is a step under way before its answer is a result).
         let mut steps: BTreeSet<String> = self
@@ -111,26 +108,40 @@ impl Host {
             )
             .collect();
         steps.retain(|k| StepKey::parse_top_level(k).is_some());
-        let moved = match upgrade(&old_v, &new_v, &events, &steps) {
-            Ok(m) => m,
+        // The history streams through the check; only its moved form and
+        // where each lifeline stands are kept.
+        let mut check = match Upgrading::new(&old_v, &new_v, &steps) {
+            Ok(c) if dry_run => c.check_only(),
+            Ok(c) => c,
             Err(refusal) => return refuse(refusal.to_string()),
         };
-        if dry_run {
-            return done(Upgraded::WouldMove {
-                events: moved.events.len(),
-                steps: moved.steps,
-            });
-        }
         let mut cut: Vec<(String, u64)> = old
             .workflow()
             .lifelines
             .iter()
             .map(|l| (l.name.clone(), 0))
             .collect();
-        for (l, _) in &events {
-            if let Some(c) = cut.get_mut(l.0 as usize) {
-                c.1 += 1;
+        let mut refused = None;
+        let checked = self.store().for_each_event(run, |l, e| {
+            if refused.is_none() {
+                if let Some(c) = cut.get_mut(l.0 as usize) {
+                    c.1 += 1;
+                }
+                refused = check.event(l, e).err();
             }
+        })?;
+        if let Some(refusal) = refused {
+            return refuse(refusal.to_string());
+        }
+        let moved = match check.finish() {
+            Ok(m) => m,
+            Err(refusal) => return refuse(refusal.to_string()),
+        };
+        if dry_run {
+            return done(Upgraded::WouldMove {
+                events: checked as usize,
+                steps: moved.steps,
+            });
         }
         let version = self.store().move_run(
             run,
@@ -142,7 +153,7 @@ impl Host {
                 canonical: &to.canonical,
                 lifelines: to.workflow().lifelines.len(),
                 events: &moved.events,
-                checked: events.len() as u64,
+                checked,
                 cut: &cut,
             },
         )?;

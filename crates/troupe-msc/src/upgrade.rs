@@ -306,6 +306,7 @@ impl fmt::Display for Refusal {
 }
 
 /// Counts of action calls per lifeline, as step keys number them.
+#[derive(Debug)]
 struct Keys(HashMap<(LifelineId, u32, u32), u64>);
 
 impl Keys {
@@ -335,117 +336,197 @@ impl Keys {
 
 /// Moves the run recorded as `recorded` (events of `old`, in recorded
 /// order) with the results of steps `steps` (top-level keys) to `new`, or
-/// says why it cannot move.
+/// says why it cannot move. [`Upgrading`] does the same one event at a
+/// time, for a history read from a store.
 pub fn upgrade(
     old: &Version<'_>,
     new: &Version<'_>,
     recorded: &[(LifelineId, Event)],
     steps: &BTreeSet<String>,
 ) -> Result<Moved, Refusal> {
-    same_inputs(old, new)?;
-    same_types(old, new)?;
-    let lifelines: Vec<Option<LifelineId>> = old
-        .workflow
-        .lifelines
-        .iter()
-        .map(|l| new.lifeline(&l.name))
-        .collect();
-    let mut old_monitor = old.monitor.fresh();
-    let mut monitor = new.monitor.fresh();
-    let (mut old_keys, mut new_keys) = (Keys(HashMap::new()), Keys(HashMap::new()));
-    let mut seen = vec![0usize; old.workflow.lifelines.len()];
-    let mut per_lifeline = vec![0u64; new.workflow.lifelines.len()];
-    let mut taken = BTreeSet::new();
-    let mut events = Vec::with_capacity(recorded.len());
+    let mut u = Upgrading::new(old, new, steps)?;
     for (l, e) in recorded {
-        old_monitor.event(*l, e).map_err(Refusal::NotARun)?;
-        let index = seen[l.0 as usize];
-        seen[l.0 as usize] += 1;
-        let nl = lifelines[l.0 as usize].ok_or_else(|| Refusal::Lifeline {
-            name: old.name(*l).to_owned(),
+        u.event(*l, e)?;
+    }
+    u.finish()
+}
+
+/// An upgrade check under way: the run's events are fed in recorded
+/// order ([`Upgrading::event`]); only their moved form is kept.
+#[derive(Debug)]
+pub struct Upgrading<'a, 'v> {
+    old: &'a Version<'v>,
+    new: &'a Version<'v>,
+    steps: &'a BTreeSet<String>,
+    /// Each old lifeline's lifeline in the new version.
+    lifelines: Vec<Option<LifelineId>>,
+    /// Each old statement's candidates in the new version, looked up once
+    /// rather than per event.
+    same: Vec<Vec<StmtId>>,
+    old_monitor: Monitor,
+    monitor: Monitor,
+    old_keys: Keys,
+    new_keys: Keys,
+    /// Events per old lifeline so far.
+    seen: Vec<usize>,
+    moved: Moved,
+    taken: BTreeSet<String>,
+    /// Keep the moved events (not for a check that moves nothing).
+    keep: bool,
+}
+
+impl<'a, 'v> Upgrading<'a, 'v> {
+    /// Starts the check; refuses at once a new version with other inputs
+    /// or declared types.
+    pub fn new(
+        old: &'a Version<'v>,
+        new: &'a Version<'v>,
+        steps: &'a BTreeSet<String>,
+    ) -> Result<Self, Refusal> {
+        same_inputs(old, new)?;
+        same_types(old, new)?;
+        Ok(Upgrading {
+            lifelines: old
+                .workflow
+                .lifelines
+                .iter()
+                .map(|l| new.lifeline(&l.name))
+                .collect(),
+            same: (0..old.stmts.len())
+                .map(|i| {
+                    new.by_label
+                        .get(old.label(StmtId(i as u32)))
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .collect(),
+            old_monitor: old.monitor.fresh(),
+            monitor: new.monitor.fresh(),
+            old_keys: Keys(HashMap::new()),
+            new_keys: Keys(HashMap::new()),
+            seen: vec![0; old.workflow.lifelines.len()],
+            moved: Moved {
+                events: Vec::new(),
+                per_lifeline: vec![0; new.workflow.lifelines.len()],
+                steps: steps.len(),
+            },
+            taken: BTreeSet::new(),
+            keep: true,
+            old,
+            new,
+            steps,
+        })
+    }
+
+    /// Checks only: the moved events are not kept ([`Moved::events`] stays
+    /// empty), so the check's memory does not grow with the history.
+    pub fn check_only(mut self) -> Self {
+        self.keep = false;
+        self
+    }
+
+    /// The next recorded event, of the old version's lifeline `l`.
+    pub fn event(&mut self, l: LifelineId, e: &Event) -> Result<(), Refusal> {
+        let (old, new) = (self.old, self.new);
+        self.old_monitor.event(l, e).map_err(Refusal::NotARun)?;
+        let li = l.0 as usize;
+        let index = self.seen[li];
+        self.seen[li] += 1;
+        let nl = self.lifelines[li].ok_or_else(|| Refusal::Lifeline {
+            name: old.name(l).to_owned(),
         })?;
-        let Some((stmt, moved)) = place(new, &mut monitor, nl, e, old.label(e.stmt()), &lifelines)
+        let candidates = self
+            .same
+            .get(e.stmt().0 as usize)
+            .map_or(&[][..], Vec::as_slice);
+        let Some((stmt, moved)) = place(new, &mut self.monitor, nl, e, candidates, &self.lifelines)
         else {
             return Err(Refusal::Event {
-                lifeline: old.name(*l).to_owned(),
+                lifeline: old.name(l).to_owned(),
                 index,
-                event: old.describe(*l, e),
-                expected: monitor.next_stmt(nl).map(|s| new.head(s)),
+                event: old.describe(l, e),
+                expected: self.monitor.next_stmt(nl).map(|s| new.head(s)),
             });
         };
         if let Event::Act { .. } = e
-            && let Some(key) = old_keys.key(old, *l, e.stmt(), true)
+            && let Some(key) = self.old_keys.key(old, l, e.stmt(), true)
         {
-            let now = new_keys.key(new, nl, stmt, true).unwrap_or_default();
-            if steps.contains(&key) {
+            let now = self.new_keys.key(new, nl, stmt, true).unwrap_or_default();
+            if self.steps.contains(&key) {
                 if now != key {
                     return Err(Refusal::StepKey { key, new: now });
                 }
-                taken.insert(key);
+                self.taken.insert(key);
             }
         }
-        per_lifeline[nl.0 as usize] += 1;
-        events.push((nl, moved));
-    }
-    // Steps recorded before their events: each the next call of its
-    // lifeline, in both versions, under the same key.
-    for key in steps.difference(&taken) {
-        let open = || Refusal::Open {
-            key: key.clone(),
-            expected: None,
-        };
-        let (name, rest) = key.split_once('/').ok_or_else(open)?;
-        let action = rest.rsplit_once('#').map_or(rest, |(a, _)| a);
-        let l = old.lifeline(name).ok_or_else(open)?;
-        let nl = lifelines[l.0 as usize].ok_or_else(|| Refusal::Lifeline {
-            name: name.to_owned(),
-        })?;
-        let expected = || Refusal::Open {
-            key: key.clone(),
-            expected: monitor.next_stmt(nl).map(|s| new.head(s)),
-        };
-        let stmt =
-            next_call(old, &old_monitor, &mut old_keys, l, action, key).ok_or_else(expected)?;
-        let found = new
-            .by_label
-            .get(old.label(stmt))
-            .into_iter()
-            .flatten()
-            .any(|&c| {
-                let mut m = monitor.clone();
-                m.event(
-                    nl,
-                    &Event::Act {
-                        stmt: c,
-                        outputs: None,
-                    },
-                )
-                .is_ok()
-                    && new_keys.key(new, nl, c, false).as_deref() == Some(key)
-            });
-        if !found {
-            return Err(expected());
+        self.moved.per_lifeline[nl.0 as usize] += 1;
+        if self.keep {
+            self.moved.events.push((nl, moved));
         }
+        Ok(())
     }
-    Ok(Moved {
-        events,
-        per_lifeline,
-        steps: steps.len(),
-    })
+
+    /// After the last recorded event: the steps recorded before their
+    /// events must each be the next call of its lifeline, in both
+    /// versions, under the same key.
+    pub fn finish(mut self) -> Result<Moved, Refusal> {
+        let (old, new) = (self.old, self.new);
+        for key in self.steps.difference(&self.taken) {
+            let open = || Refusal::Open {
+                key: key.clone(),
+                expected: None,
+            };
+            let (name, rest) = key.split_once('/').ok_or_else(open)?;
+            let action = rest.rsplit_once('#').map_or(rest, |(a, _)| a);
+            let l = old.lifeline(name).ok_or_else(open)?;
+            let nl = self.lifelines[l.0 as usize].ok_or_else(|| Refusal::Lifeline {
+                name: name.to_owned(),
+            })?;
+            let monitor = &self.monitor;
+            let expected = || Refusal::Open {
+                key: key.clone(),
+                expected: monitor.next_stmt(nl).map(|s| new.head(s)),
+            };
+            let stmt = next_call(old, &self.old_monitor, &mut self.old_keys, l, action, key)
+                .ok_or_else(expected)?;
+            let new_keys = &mut self.new_keys;
+            let found = new
+                .by_label
+                .get(old.label(stmt))
+                .into_iter()
+                .flatten()
+                .any(|&c| {
+                    let mut m = monitor.clone();
+                    m.event(
+                        nl,
+                        &Event::Act {
+                            stmt: c,
+                            outputs: None,
+                        },
+                    )
+                    .is_ok()
+                        && new_keys.key(new, nl, c, false).as_deref() == Some(key)
+                });
+            if !found {
+                return Err(expected());
+            }
+        }
+        Ok(self.moved)
+    }
 }
 
-/// The statement of `v` for `e` (an event of lifeline `nl`, labelled
-/// `label` in its own version) that `monitor` accepts, and the event as
-/// `v`'s; the monitor has taken it. `None` when no statement fits.
+/// The statement of `v` among `candidates` (those saying what `e`'s
+/// statement says) that `monitor` accepts for `e`, an event of lifeline
+/// `nl`, and the event as `v`'s; the monitor has taken it. `None` when no
+/// statement fits.
 fn place(
     v: &Version<'_>,
     monitor: &mut Monitor,
     nl: LifelineId,
     e: &Event,
-    label: &str,
+    candidates: &[StmtId],
     lifelines: &[Option<LifelineId>],
 ) -> Option<(StmtId, Event)> {
-    let candidates = v.by_label.get(label)?;
     for &c in candidates {
         let Some(moved) = retarget(v, e, c, lifelines) else {
             continue;

@@ -12,6 +12,7 @@ mod engine;
 mod fleet;
 mod ratios;
 mod sweep;
+mod upgrade;
 
 use concurrent::*;
 use durable::*;
@@ -19,6 +20,7 @@ use engine::*;
 use fleet::*;
 use ratios::*;
 use sweep::*;
+use upgrade::*;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -135,6 +137,20 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// Move a run with a long history to a new version: `troupe run
+    /// --store` counts ROUNDS rounds and waits for a person (killed there),
+    /// then `troupe upgrade --dry-run`, `troupe upgrade` and the resume
+    /// under the new version, against `troupe verify` of the same run.
+    /// Each is a child process of the real binary; time and peak resident
+    /// memory of each.
+    Upgrade {
+        /// Rounds before the run waits (8 events each).
+        #[arg(long, default_value_t = 100_000)]
+        rounds: i64,
+        /// Where the store goes (default: a temporary directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// A fleet on a PostgreSQL store: RUNS queued runs driven by 1, 2 and 4
     /// `troupe worker` processes (child processes of this binary), for an
     /// effect-heavy workflow (4 effects a run) and a pure one (a 20-round
@@ -218,6 +234,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             history_keep,
             dir,
         } => bench_resume(*rounds, *history_keep, dir.as_deref()),
+        BenchCommand::Upgrade { rounds, dir } => bench_upgrade(*rounds, dir.as_deref()),
         BenchCommand::Fleet {
             store,
             runs,
