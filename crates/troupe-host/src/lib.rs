@@ -50,7 +50,7 @@ pub use project::{
 };
 pub use settings::{DurabilitySetting, Overrides, RunSettings};
 pub use store_address::{DEFAULT_STORE, STORE_ENV, store_address};
-pub use upgrade::{Upgrade, Upgraded};
+pub use upgrade::{Upgrade, Upgraded, chart_moves};
 pub use worker::{WorkerConfig, WorkerEvent, WorkerReport};
 
 use std::collections::HashMap;

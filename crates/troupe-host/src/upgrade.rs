@@ -199,3 +199,38 @@ impl Host {
         Ok(out)
     }
 }
+
+/// Where `run` moved to other versions, for its chart
+/// ([`troupe_msc::execution_chart_moves`]): per move, the events each
+/// lifeline of `workflow` (the run's current version) had then, and what
+/// to write there. Empty for a run that never moved.
+pub fn chart_moves(
+    store: &Store,
+    run: i64,
+    workflow: &troupe_check::ir::Workflow,
+) -> Result<Vec<(Vec<u64>, String)>, troupe_store::StoreError> {
+    let versions = store.versions(run)?;
+    Ok(versions
+        .iter()
+        .zip(versions.iter().skip(1))
+        .map(|(past, next)| {
+            let cut = workflow
+                .lifelines
+                .iter()
+                .map(|l| {
+                    past.cut
+                        .iter()
+                        .find(|(name, _)| *name == l.name)
+                        .map_or(0, |(_, n)| *n)
+                })
+                .collect();
+            let text = format!(
+                "moved from version {} to version {} ({})",
+                past.version,
+                next.version,
+                next.file.as_deref().unwrap_or("recorded source")
+            );
+            (cut, text)
+        })
+        .collect())
+}

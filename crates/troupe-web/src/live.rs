@@ -23,7 +23,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 use troupe_check::ir::{LifelineId, Program};
-use troupe_msc::{ChartOptions, Event, Execution, execution_chart};
+use troupe_msc::{ChartOptions, Event, Execution, execution_chart_moves};
 use troupe_runtime::{Trace, TraceEntry};
 use troupe_store::{RunDetail, Store, StoreError};
 
@@ -63,6 +63,9 @@ pub(crate) struct RunView {
     next_chunk: i64,
     /// The accepted plans of its `planner` calls, drawn as nested boxes.
     plans: Vec<troupe_msc::chart::plan::RecordedPlan>,
+    /// Where the run moved to other versions (`troupe upgrade`), marked
+    /// in a chart of its whole history.
+    moves: Vec<(Vec<u64>, String)>,
 }
 
 impl RunView {
@@ -96,7 +99,6 @@ impl RunView {
         let live = end >= retained;
         Ok(RunView {
             run: detail.summary.id,
-            program,
             lifelines,
             first: pruned + start,
             total: pruned + start + events.len() as u64,
@@ -104,6 +106,13 @@ impl RunView {
             // A page of the past is not followed.
             next_chunk: if live { next_chunk } else { i64::MAX },
             plans: crate::console::recorded_plans(&detail.steps),
+            moves: match &program {
+                Some((p, i)) => {
+                    troupe_host::chart_moves(store, detail.summary.id, &p.workflows[*i])?
+                }
+                None => Vec::new(),
+            },
+            program,
         })
     }
 
@@ -203,11 +212,18 @@ impl RunView {
                 word.push(e.clone());
             }
         }
-        let mut chart = execution_chart(
+        // The moves' marks count events from the run's start.
+        let moves = if self.first == 0 {
+            &self.moves[..]
+        } else {
+            &[]
+        };
+        let mut chart = execution_chart_moves(
             program,
             &program.workflows[*i],
             &exec,
             &ChartOptions::default(),
+            moves,
         );
         // Occurrences count from the run's start, so only a window that
         // starts there can tell which call of an action is which.

@@ -189,30 +189,7 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
             }
         }
         // A run that moved to other versions: where it moved, marked.
-        let versions = store.versions(run)?;
-        let moves: Vec<(Vec<u64>, String)> = versions
-            .iter()
-            .zip(versions.iter().skip(1))
-            .map(|(past, next)| {
-                (
-                    wf.lifelines
-                        .iter()
-                        .map(|l| {
-                            past.cut
-                                .iter()
-                                .find(|(name, _)| *name == l.name)
-                                .map_or(0, |(_, n)| *n)
-                        })
-                        .collect(),
-                    format!(
-                        "moved from version {} to version {} ({})",
-                        past.version,
-                        next.version,
-                        next.file.as_deref().unwrap_or("recorded source")
-                    ),
-                )
-            })
-            .collect();
+        let moves = troupe_host::chart_moves(&store, run, wf)?;
         let mut chart = troupe_msc::execution_chart_moves(&program, wf, &exec, &opts, &moves);
         // The plans of `planner` calls, as nested boxes.
         let plans: Vec<RecordedPlan> = detail
