@@ -529,6 +529,48 @@ impl Host {
     }
 
     /// Records a new run, claimed by `owner` or queued.
+    /// Starts a new run of `compiled` on a client's behalf under its
+    /// idempotency key `key`, claimed by this host, unless the key started
+    /// a run already: then that run, neither created nor claimed
+    /// ([`troupe_store::Keyed`]). A key names one call: a key that started a
+    /// run of another workflow is refused.
+    pub fn start_keyed(
+        &self,
+        compiled: &Compiled,
+        inputs: Vec<Value>,
+        settings: &RunSettings,
+        key: &str,
+    ) -> Result<troupe_store::Keyed, HostError> {
+        let existing = |run: i64| -> Result<troupe_store::Keyed, HostError> {
+            let detail = self.store.run(run)?;
+            if detail.summary.workflow != compiled.workflow().name {
+                return Err(HostError::Input(format!(
+                    "the idempotency key {key:?} started {} of workflow `{}`; a key names one call, so give this call a key of its own",
+                    detail.summary.name, detail.summary.workflow
+                )));
+            }
+            Ok(troupe_store::Keyed::Existing(run))
+        };
+        if let Some(run) = self.store.run_for_key(key)? {
+            return existing(run);
+        }
+        let unbound = self.backends.unbound_externs(compiled)?;
+        if !unbound.is_empty() && !settings.mock_externs {
+            return Err(HostError::UnboundExterns { names: unbound });
+        }
+        self.backends.check_models(settings)?;
+        let new = new_run(
+            compiled,
+            inputs,
+            settings,
+            Some((self.config.owner.clone(), self.config.lease)),
+        )?;
+        match self.store.create_run_keyed(&new, key)? {
+            troupe_store::Keyed::Existing(run) => existing(run),
+            created => Ok(created),
+        }
+    }
+
     fn create(
         &self,
         compiled: &Compiled,

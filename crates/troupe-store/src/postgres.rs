@@ -304,6 +304,13 @@ CREATE TABLE run_versions(
 );
 ALTER TABLE runs ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
 ",
+    // 16: idempotency keys (as SQLite's migration 16).
+    "
+CREATE TABLE run_keys(
+  key TEXT PRIMARY KEY,
+  run BIGINT NOT NULL REFERENCES runs(id)
+);
+",
 ];
 
 /// The newest schema this build writes to PostgreSQL.

@@ -1112,6 +1112,7 @@ impl Store {
                 "parts",
                 "messages",
                 "run_versions",
+                "run_keys",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), args![run])?;
             }

@@ -286,6 +286,14 @@ CREATE TABLE run_versions(
 );
 ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
 ",
+    // 16: idempotency keys of the runs clients started (an MCP call that
+    // carries one starts at most one run).
+    "
+CREATE TABLE run_keys(
+  key TEXT PRIMARY KEY,
+  run INTEGER NOT NULL REFERENCES runs(id)
+);
+",
 ];
 
 /// Creates the file with mode 0600 if it does not exist yet. An existing

@@ -38,7 +38,7 @@ fn the_python_sdk_drives_the_binary_over_stdio() {
     assert_eq!(seen["protocol"], "2025-11-25");
     assert_eq!(
         seen["tools"],
-        json!(["answer_task", "counter", "list_tasks", "local_approval"])
+        json!(["answer_task", "counter", "get_run", "list_tasks", "local_approval"])
     );
     assert_eq!(seen["counter"], json!({"k": 5}));
     assert_eq!(seen["waiting"]["status"], "waiting");
@@ -118,7 +118,7 @@ fn the_mcp_inspector_cli_drives_the_binary_over_stdio() {
         .collect();
     assert_eq!(
         names,
-        ["counter", "local_approval", "answer_task", "list_tasks"]
+        ["counter", "local_approval", "answer_task", "list_tasks", "get_run"]
     );
     assert_eq!(
         listed["tools"][0]["inputSchema"]["properties"]["limit"],
@@ -233,6 +233,66 @@ fn a_client_that_disconnects_mid_call_ends_the_server_cleanly() {
         run_status(&d.join("db"), 1),
         troupe_store::RunStatus::Stalled
     );
+}
+
+/// A call that outlasts its deadline, retried by the Python SDK with its
+/// idempotency key (as an argument and in `_meta`), starts one run whose
+/// every effect happens once (counted by the effect's own ledger, which
+/// deduplicates nothing), and `get_run` fetches its result.
+#[test]
+fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
+    let python = python();
+    let dir = project();
+    // The steps' effect, counted in a ledger of its own.
+    std::fs::write(
+        dir.path().join("troupe.toml"),
+        "[externs.step]\ncommand = [\"python3\", \"-c\", \"import json, sys, time; a = json.load(sys.stdin); time.sleep(0.2); open('ledger', 'a').write(str(a['i']) + '\\\\n'); print(a['i'] + 1)\"]\n",
+    )
+    .expect("write");
+    let output = Command::new(&python)
+        .arg(script("retry_client.py"))
+        .arg(troupe())
+        .arg("call-7")
+        .current_dir(dir.path())
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["get_run_read_only"], true, "{seen}");
+    assert_eq!(seen["key_in_schema"], true, "{seen}");
+    assert_eq!(seen["first"]["run"], "run-1", "{seen}");
+    assert_eq!(seen["first"]["status"], "running", "{seen}");
+    assert_eq!(
+        seen["again"]["run"], "run-1",
+        "the same key, the same run: {seen}"
+    );
+    assert_eq!(seen["by_meta"]["run"], "run-1", "the key in _meta: {seen}");
+    assert_eq!(seen["get_run"]["status"], "done", "{seen}");
+    assert_eq!(seen["get_run"]["results"], json!({"i": 12}), "{seen}");
+    assert_eq!(
+        seen["last"],
+        json!({"error": false, "result": {"i": 12}}),
+        "{seen}"
+    );
+    assert_eq!(seen["unknown_is_error"], true, "{seen}");
+    let store = troupe_store::Store::open(dir.path().join("db"), troupe_store::Durability::Normal)
+        .expect("the store");
+    assert_eq!(
+        store.runs(None).expect("runs").len(),
+        1,
+        "one run for one key"
+    );
+    let ledger = std::fs::read_to_string(dir.path().join("ledger")).expect("the ledger");
+    let steps: Vec<&str> = ledger.lines().collect();
+    let expected: Vec<String> = (0..12).map(|i| i.to_string()).collect();
+    assert_eq!(steps, expected, "each effect once");
 }
 
 #[test]

@@ -13,6 +13,14 @@
 //! default), the call answers `{"run": "run-3", "status": "waiting" |
 //! "running", "tasks": [...]}` and the run goes on in the server process.
 //!
+//! A run that did not end in time is fetched with [`GET_RUN_TOOL`]
+//! (`{"run": "run-3"}`: status, pending tasks with the JSON Schema of each
+//! answer, results once done; a run orphaned by a stopped server is taken
+//! up again). A workflow call may carry an idempotency key
+//! ([`IDEMPOTENCY_ARG`] or `_meta.idempotencyKey`): the key is recorded with
+//! the run it starts (`troupe_store::Keyed`), and a call with the same key
+//! answers with that run instead of starting another.
+//!
 //! Human tasks are answered with one fixed tool, [`ANSWER_TOOL`]
 //! (`{"task": "task-4", "answer": true}`; validated as `troupe answer`
 //! validates: a confirm takes a boolean, a select one of its options), and
@@ -70,6 +78,13 @@ use workflows::WorkflowEntry;
 pub const ANSWER_TOOL: &str = "answer_task";
 /// The tool that lists the pending human tasks.
 pub const LIST_TASKS_TOOL: &str = "list_tasks";
+/// The tool that reports where a run stands, and its results once done.
+pub const GET_RUN_TOOL: &str = "get_run";
+/// The optional argument of a workflow tool that carries the call's
+/// idempotency key (also read from `_meta.idempotencyKey`).
+pub const IDEMPOTENCY_ARG: &str = "idempotency_key";
+/// The `_meta` field of a call that carries its idempotency key.
+pub const IDEMPOTENCY_META: &str = "idempotencyKey";
 /// The store used when none is named.
 pub use troupe_host::DEFAULT_STORE;
 /// How long a tool call waits for a run before it answers with the run id.
@@ -215,7 +230,28 @@ fn own_tools() -> Vec<Tool> {
             .idempotent(true)
             .open_world(false),
     );
-    vec![answer, list]
+    let get = Tool::new(
+        GET_RUN_TOOL,
+        "Where a run stands: its status, its results once done (or its error), and the human \
+         tasks it waits on with the JSON Schema of each answer. Waits a moment for a run that is \
+         still going. A run whose server stopped is taken up again. Use it with the `run` a \
+         workflow call answered with when it did not finish in time.",
+        schema(json!({
+            "type": "object",
+            "properties": {
+                "run": {"type": "string", "description": "The run, e.g. run-3."}
+            },
+            "required": ["run"]
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    );
+    vec![answer, list, get]
 }
 
 impl Server {
@@ -332,10 +368,39 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let runs = &self.inner.runs;
-        let run = match runs.start(entry, args) {
-            Ok(run) => run,
-            Err(e) => return tool_error(&e.to_string()),
+        // The call's idempotency key: an argument (unless the workflow has
+        // an input of that name), else `_meta.idempotencyKey`.
+        let mut args = args.clone();
+        let takes_key = !entry
+            .compiled
+            .workflow()
+            .inputs
+            .iter()
+            .any(|v| entry.compiled.workflow().var(*v).name == IDEMPOTENCY_ARG);
+        let key = match takes_key.then(|| args.remove(IDEMPOTENCY_ARG)).flatten() {
+            Some(J::String(k)) if !k.is_empty() => Some(k),
+            Some(_) => return tool_error("`idempotency_key` must be a non-empty string"),
+            None => context
+                .meta
+                .get(IDEMPOTENCY_META)
+                .and_then(J::as_str)
+                .map(str::to_owned),
         };
+        let (run, new) = match &key {
+            Some(k) => match runs.start_keyed(entry, &args, k) {
+                Ok(started) => started,
+                Err(e) => return tool_error(&e.to_string()),
+            },
+            None => match runs.start(entry, &args) {
+                Ok(run) => (run, true),
+                Err(e) => return tool_error(&e.to_string()),
+            },
+        };
+        if !new {
+            // The key's run: where it stands, as `get_run` tells it, its
+            // results when it is done.
+            return self.existing_run(run).await;
+        }
         if let Ok(mut calls) = self.calls.lock() {
             calls.insert(context.id.clone(), run);
         }
@@ -395,6 +460,68 @@ impl Server {
                 let _ = context.peer.notify_progress(note).await;
             }
         }
+    }
+
+    /// A run started before (by an idempotency key): its results when it
+    /// is done, as a first call would have answered; otherwise where it
+    /// stands, after waiting up to the deadline for a run this process
+    /// drives that waits on nobody.
+    async fn existing_run(&self, run: i64) -> CallToolResult {
+        let progress = self.where_it_stands(run).await;
+        let name = Store::run_name(run);
+        match self.inner.runs.store().run(run) {
+            Ok(d) if d.summary.status == troupe_store::RunStatus::Done => {
+                let mut result =
+                    CallToolResult::structured(d.summary.result.unwrap_or_else(|| json!({})));
+                let mut meta = Map::new();
+                meta.insert("troupe/run".into(), json!(name));
+                result.meta = Some(MetaObject(meta));
+                result
+            }
+            Ok(d) if d.summary.status == troupe_store::RunStatus::Failed => {
+                CallToolResult::structured_error(json!({
+                    "run": name, "workflow": d.summary.workflow, "status": "failed",
+                    "error": d.summary.error
+                }))
+            }
+            Ok(_) => self.status_result(run, &progress),
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+
+    /// Where a run started before stands: waiting on people when it has
+    /// pending tasks; else, driven by this process, whatever happens first
+    /// within the deadline.
+    async fn where_it_stands(&self, run: i64) -> Progress {
+        let runs = &self.inner.runs;
+        if runs.pending_tasks(Some(run)).is_ok_and(|t| !t.is_empty()) {
+            Progress::Waiting
+        } else if runs.is_live(run) {
+            runs.wait(run, self.inner.deadline, runs.waits(run)).await
+        } else {
+            Progress::Running
+        }
+    }
+
+    /// `get_run`: where a run stands (see [`GET_RUN_TOOL`]).
+    async fn call_get_run(&self, args: &Map<String, J>) -> CallToolResult {
+        let run = match args.get("run") {
+            Some(J::String(s)) => match Store::parse_run_id(s) {
+                Some(id) => id,
+                None => return tool_error(&format!("`{s}` is not a run id (e.g. run-3)")),
+            },
+            _ => return tool_error("`run` (a run id such as run-3) is required"),
+        };
+        let runs = &self.inner.runs;
+        if let Err(e) = runs.store().run(run) {
+            return tool_error(&e.to_string());
+        }
+        // Orphaned by a server that stopped: it goes on here.
+        if let Err(e) = runs.resume_stalled(run) {
+            return tool_error(&e.to_string());
+        }
+        let progress = self.where_it_stands(run).await;
+        self.status_result(run, &progress)
     }
 
     /// `{"run", "status", "tasks", ...}` of a run that did not end in time.
@@ -550,6 +677,7 @@ impl ServerHandler for Server {
         let result = match request.name.as_ref() {
             ANSWER_TOOL => self.call_answer(&args).await,
             LIST_TASKS_TOOL => self.call_list_tasks(&args),
+            GET_RUN_TOOL => self.call_get_run(&args).await,
             name => match self.entry(name) {
                 Some(entry) => {
                     let entry = entry.clone();

@@ -176,6 +176,35 @@ impl Runs {
         Ok(started.run)
     }
 
+    /// [`Runs::start`] under the client's idempotency key `key`: the run
+    /// that key started when it started one (resumed here if nobody drives
+    /// it), else a new one. Returns the run and whether it is new.
+    pub fn start_keyed(
+        &self,
+        entry: &WorkflowEntry,
+        arguments: &Map<String, J>,
+        key: &str,
+    ) -> Result<(i64, bool), ServeError> {
+        let inputs = entry
+            .compiled
+            .parse_inputs(&[], Some(&J::Object(arguments.clone())))
+            .map_err(|e| ServeError::Input(e.to_string()))?;
+        match self
+            .host
+            .start_keyed(&entry.compiled, inputs, &self.settings, key)
+            .map_err(|e| ServeError::Input(e.to_string()))?
+        {
+            troupe_store::Keyed::Created(run) => {
+                self.launch(run)?;
+                Ok((run, true))
+            }
+            troupe_store::Keyed::Existing(run) => {
+                self.resume_stalled(run)?;
+                Ok((run, false))
+            }
+        }
+    }
+
     /// Resumes `run` in this process if it is unfinished and nobody holds
     /// its lease (`stalled`), with its recorded source, inputs and settings;
     /// recorded steps are not redone. Returns whether it was resumed.
@@ -197,7 +226,7 @@ impl Runs {
         Ok(true)
     }
 
-    fn is_live(&self, run: i64) -> bool {
+    pub fn is_live(&self, run: i64) -> bool {
         self.live
             .lock()
             .map(|m| m.contains_key(&run))
@@ -368,6 +397,10 @@ pub fn task_json(t: &TaskRow) -> J {
         "status": t.status,
         "expects": t.ty,
     });
+    // What an answer must look like, for a client that builds a form.
+    if let (Some(schema), Some(obj)) = (&t.schema, doc.as_object_mut()) {
+        obj.insert("schema".into(), schema.clone());
+    }
     if let Some(obj) = doc.as_object_mut() {
         if !t.options.is_empty() {
             obj.insert("options".into(), json!(t.options));

@@ -77,6 +77,17 @@ pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<S
         properties.insert(var.name.clone(), schema);
         required.push(J::String(var.name.clone()));
     }
+    // A call may carry an idempotency key (unless an input has its name):
+    // calling again with it returns the run it started.
+    if !properties.contains_key(super::IDEMPOTENCY_ARG) {
+        properties.insert(
+            super::IDEMPOTENCY_ARG.into(),
+            json!({
+                "type": "string",
+                "description": "Optional. A key of your own for this call: calling again with the same key returns the run it started (with its status or results) instead of starting another, so a retried call performs nothing twice. Also taken from `_meta.idempotencyKey`."
+            }),
+        );
+    }
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
     schema.insert("properties".into(), J::Object(properties));
