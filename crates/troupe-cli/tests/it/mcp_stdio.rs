@@ -38,7 +38,13 @@ fn the_python_sdk_drives_the_binary_over_stdio() {
     assert_eq!(seen["protocol"], "2025-11-25");
     assert_eq!(
         seen["tools"],
-        json!(["answer_task", "counter", "get_run", "list_tasks", "local_approval"])
+        json!([
+            "answer_task",
+            "counter",
+            "get_run",
+            "list_tasks",
+            "local_approval"
+        ])
     );
     assert_eq!(seen["counter"], json!({"k": 5}));
     assert_eq!(seen["waiting"]["status"], "waiting");
@@ -118,7 +124,13 @@ fn the_mcp_inspector_cli_drives_the_binary_over_stdio() {
         .collect();
     assert_eq!(
         names,
-        ["counter", "local_approval", "answer_task", "list_tasks", "get_run"]
+        [
+            "counter",
+            "local_approval",
+            "answer_task",
+            "list_tasks",
+            "get_run"
+        ]
     );
     assert_eq!(
         listed["tools"][0]["inputSchema"]["properties"]["limit"],

@@ -98,7 +98,13 @@ async fn rmcp_client_lists_calls_answers_and_reads() {
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     assert_eq!(
         names,
-        ["counter", "local_approval", "answer_task", "list_tasks", "get_run"]
+        [
+            "counter",
+            "local_approval",
+            "answer_task",
+            "list_tasks",
+            "get_run"
+        ]
     );
     let counter = &tools[0];
     assert_eq!(counter.input_schema["required"], json!(["limit"]));
