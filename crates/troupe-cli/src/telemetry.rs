@@ -15,7 +15,7 @@ use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use std::io::IsTerminal;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::filter::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -102,9 +102,13 @@ pub fn init(log: Option<&str>, otlp: Option<&str>) -> Result<Telemetry> {
                 .build(),
         )
         .build();
+    // troupe's own spans only: a library's (rmcp's per request, say) would
+    // sit in every run's trace as a foreign root.
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("troupe"))
-        .with_filter(LevelFilter::INFO);
+        .with_filter(EnvFilter::new(
+            "off,troupe=info,troupe_cli=info,troupe_host=info,troupe_runtime=info,troupe_llm=info,troupe_mcp=info,troupe_store=info,troupe_web=info",
+        ));
     let _ = tracing_subscriber::registry()
         .with(fmt)
         .with(otel)

@@ -374,12 +374,24 @@ pub trait LlmBackend: Send + Sync + std::fmt::Debug {
     /// A short description, e.g. `mock` or `openai:gpt-4o-mini @ http://…`.
     fn describe(&self) -> String;
 
+    /// The model spec that will answer `request` (`openai:gpt-4o-mini`,
+    /// `mock`), when the backend can tell before the call: it names the
+    /// call's span.
+    fn model(&self, request: &LlmRequest) -> Option<String> {
+        let _ = request;
+        None
+    }
+
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>>;
 }
 
 impl<B: LlmBackend + ?Sized> LlmBackend for Arc<B> {
     fn describe(&self) -> String {
         (**self).describe()
+    }
+
+    fn model(&self, request: &LlmRequest) -> Option<String> {
+        (**self).model(request)
     }
 
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {

@@ -110,6 +110,10 @@ impl MockBackend {
 }
 
 impl LlmBackend for MockBackend {
+    fn model(&self, _: &LlmRequest) -> Option<String> {
+        Some("mock".to_owned())
+    }
+
     fn describe(&self) -> String {
         match self.latency {
             Some(d) => format!("mock (latency {} ms)", d.as_millis()),

@@ -69,6 +69,16 @@ struct Target {
     backend: Arc<dyn LlmBackend>,
 }
 
+/// Where a request goes ([`Router::choice`]).
+enum Choice<'r> {
+    Target(&'r Target),
+    /// The action's `model:`, and the spec it reads as.
+    Model {
+        model: &'r str,
+        spec: Result<BackendSpec, ConfigError>,
+    },
+}
+
 /// What building a backend needs after construction, for an action's `model:`.
 struct Factory {
     config: LlmConfig,
@@ -318,10 +328,11 @@ impl Router {
             .or_else(|| self.routes.get(&key.lifeline))
     }
 
-    /// The backend for a request, after routes and the action's `model:`.
-    pub fn backend_for(&self, request: &LlmRequest) -> Result<Arc<dyn LlmBackend>, LlmError> {
+    /// Where a request goes, after routes and the action's `model:`: a
+    /// configured backend, or the spec of the action's model.
+    fn choice<'r>(&'r self, request: &'r LlmRequest) -> Choice<'r> {
         if let Some(t) = self.explicit(&request.key) {
-            return Ok(t.backend.clone());
+            return Choice::Target(t);
         }
         let Some(model) = request
             .model
@@ -329,14 +340,14 @@ impl Router {
             .map(str::trim)
             .filter(|m| self.action_models && !m.is_empty())
         else {
-            return Ok(self.default.backend.clone());
+            return Choice::Target(&self.default);
         };
         let config = &self.factory.config;
         let Ok(BackendSpec::Model { provider, .. }) =
             BackendSpec::parse(&self.default.spec, config)
         else {
             // A mock or scripted default (or a hand-built router) ignores `model:`.
-            return Ok(self.default.backend.clone());
+            return Choice::Target(&self.default);
         };
         let spec = match model.split_once(':') {
             Some((p, _)) if config.knows_provider(p) || p == "mock" || p == "scripted" => {
@@ -348,11 +359,21 @@ impl Router {
                 model: model.to_owned(),
             }),
         };
-        spec.and_then(|s| self.factory.get(&s))
-            .map_err(|e| LlmError::Permanent {
-                backend: format!("model {model:?} of {}", request.key.action),
-                message: e.to_string(),
-            })
+        Choice::Model { model, spec }
+    }
+
+    /// The backend for a request, after routes and the action's `model:`.
+    pub fn backend_for(&self, request: &LlmRequest) -> Result<Arc<dyn LlmBackend>, LlmError> {
+        match self.choice(request) {
+            Choice::Target(t) => Ok(t.backend.clone()),
+            Choice::Model { model, spec } => {
+                spec.and_then(|s| self.factory.get(&s))
+                    .map_err(|e| LlmError::Permanent {
+                        backend: format!("model {model:?} of {}", request.key.action),
+                        message: e.to_string(),
+                    })
+            }
+        }
     }
 
     /// Every distinct configured backend with the keys routed to it
@@ -383,6 +404,14 @@ impl LlmBackend for Router {
             s.push_str(&format!("; {k} → {}", t.spec));
         }
         s
+    }
+
+    fn model(&self, request: &LlmRequest) -> Option<String> {
+        Some(match self.choice(request) {
+            Choice::Target(t) => t.spec.clone(),
+            Choice::Model { spec: Ok(s), .. } => s.to_string(),
+            Choice::Model { model, .. } => model.to_owned(),
+        })
     }
 
     fn call<'a>(&'a self, request: &'a LlmRequest) -> BoxFuture<'a, Result<LlmAnswer, LlmError>> {

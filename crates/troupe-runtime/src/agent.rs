@@ -564,14 +564,17 @@ impl Agent {
     ) -> Result<Vec<Value>, String> {
         let values = match &tool.runner {
             Runner::Host(host) => {
-                host.call(ToolCall {
-                    server: tool.tool.server.clone(),
-                    tool: tool.tool.remote.clone(),
-                    arguments,
-                    outputs: tool.outputs.clone(),
-                    types: self.types.clone(),
-                    idempotency_key: format!("{}/{key}", self.uid),
-                })
+                crate::genai::traced_tool_call(
+                    host.clone(),
+                    ToolCall {
+                        server: tool.tool.server.clone(),
+                        tool: tool.tool.remote.clone(),
+                        arguments,
+                        outputs: tool.outputs.clone(),
+                        types: self.types.clone(),
+                        idempotency_key: format!("{}/{key}", self.uid),
+                    },
+                )
                 .await?
             }
             Runner::Mock(mock) => {
@@ -610,24 +613,13 @@ pub(crate) async fn model_call(
     journal: Option<&dyn RunJournal>,
     key: &StepKey,
 ) -> Result<LlmAnswer, LlmError> {
-    let span = tracing::info_span!(
-        "model call",
-        gen_ai.operation.name = "chat",
-        gen_ai.request.model = tracing::field::Empty,
-        gen_ai.usage.input_tokens = tracing::field::Empty,
-        gen_ai.usage.output_tokens = tracing::field::Empty,
-        step = %key,
-    );
+    let span = crate::genai::chat_span(key, backend.model(request).as_deref());
     let started = std::time::Instant::now();
     let result = backend.call(request).instrument(span.clone()).await;
+    crate::genai::record_answer(&span, &result);
     let types = &request.types;
     let record = match &result {
         Ok(a) => {
-            span.record("gen_ai.request.model", a.model.as_str());
-            if let Some(u) = &a.usage {
-                span.record("gen_ai.usage.input_tokens", u.input_tokens);
-                span.record("gen_ai.usage.output_tokens", u.output_tokens);
-            }
             let outputs = if a.tool_calls.is_empty() {
                 J::Array(a.values.iter().map(|v| v.to_json(types)).collect())
             } else {

@@ -71,6 +71,27 @@ pub enum RunError {
     NotMember { run: String, message: String },
 }
 
+impl RunError {
+    /// The error's kind, one word (`error.type` of a failed run's span);
+    /// `None` for a run that stopped to go on later (parked, interrupted),
+    /// which did not fail.
+    pub fn kind(&self) -> Option<&'static str> {
+        Some(match self {
+            RunError::Setup(_) => "setup",
+            RunError::Input { .. } => "input",
+            RunError::Action { .. } => "action",
+            RunError::Eval { .. } => "eval",
+            RunError::Protocol { .. } => "protocol",
+            RunError::NeedsResolution { .. } => "needs_resolution",
+            RunError::Journal { .. } => "journal",
+            RunError::PlanRejected { .. } => "plan_rejected",
+            RunError::Stopped { .. } => "stopped",
+            RunError::NotMember { .. } => "not_member",
+            RunError::Parked { .. } | RunError::Interrupted { .. } => return None,
+        })
+    }
+}
+
 /// Where in the workflow something happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {

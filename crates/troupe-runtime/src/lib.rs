@@ -32,6 +32,7 @@ mod agent;
 pub mod checkpoint;
 pub mod engine;
 pub mod error;
+pub mod genai;
 mod interrupt;
 pub mod journal;
 pub mod remote;

@@ -268,7 +268,12 @@ struct Span {
     id: String,
     parent: String,
     name: String,
+    /// OTLP's span kind (3: CLIENT) and status code (2: ERROR).
+    kind: i64,
+    status: i64,
     attributes: Vec<(String, String)>,
+    /// Each attribute's OTLP value type (`intValue`, `stringValue`, …).
+    types: Vec<(String, String)>,
 }
 
 fn spans(bodies: &[Value]) -> Vec<Span> {
@@ -291,7 +296,22 @@ fn spans(bodies: &[Value]) -> Vec<Span> {
                             (a["key"].as_str().unwrap_or("").to_owned(), v)
                         })
                         .collect();
+                    let types = s["attributes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|a| {
+                            let ty = a["value"]
+                                .as_object()
+                                .and_then(|o| o.keys().next().cloned())
+                                .unwrap_or_default();
+                            (a["key"].as_str().unwrap_or("").to_owned(), ty)
+                        })
+                        .collect();
                     out.push(Span {
+                        kind: s["kind"].as_i64().unwrap_or(0),
+                        status: s["status"]["code"].as_i64().unwrap_or(0),
+                        types,
                         trace: s["traceId"].as_str().unwrap_or("").to_owned(),
                         id: s["spanId"].as_str().unwrap_or("").to_owned(),
                         parent: s["parentSpanId"].as_str().unwrap_or("").to_owned(),
@@ -303,6 +323,76 @@ fn spans(bodies: &[Value]) -> Vec<Span> {
         }
     }
     out
+}
+
+fn attr(s: &Span, k: &str) -> Option<String> {
+    s.attributes
+        .iter()
+        .find(|(key, _)| key == k)
+        .map(|(_, v)| v.clone())
+}
+
+fn attr_type(s: &Span, k: &str) -> Option<String> {
+    s.types
+        .iter()
+        .find(|(key, _)| key == k)
+        .map(|(_, v)| v.clone())
+}
+
+/// A run whose model refuses every request (401): the model call's span
+/// and the run's are ERROR, each with its `error.type`.
+#[test]
+fn a_failed_run_and_its_model_call_are_error_spans_over_otlp() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let openai = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = crate::support::read_request(&stream);
+            let text = json!({"error": {"message": "bad key", "type": "invalid_request_error"}})
+                .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    let (port, bodies) = collector();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.troupe"), WORKFLOW).unwrap();
+    let env = [
+        ("OPENAI_BASE_URL", format!("http://127.0.0.1:{openai}/v1")),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+    ];
+    let otlp = format!("http://127.0.0.1:{port}");
+    let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args([
+            "run",
+            "notes.troupe",
+            "-i",
+            "topic=cake",
+            "--llm-for",
+            "Writer=openai:gpt-4o-mini",
+            "--otlp",
+            &otlp,
+        ])
+        .current_dir(dir.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the run fails");
+    let spans = spans(&bodies.lock().unwrap());
+    let call = spans
+        .iter()
+        .find(|s| s.name == "chat gpt-4o-mini")
+        .unwrap_or_else(|| panic!("no model call span: {spans:#?}"));
+    assert_eq!(call.status, 2, "an ERROR span: {call:#?}");
+    assert_eq!(attr(call, "error.type").as_deref(), Some("permanent"));
+    let run = spans.iter().find(|s| s.name == "run").expect("a run span");
+    assert_eq!(run.status, 2, "an ERROR span: {run:#?}");
+    assert_eq!(attr(run, "error.type").as_deref(), Some("action"));
 }
 
 #[test]
@@ -341,20 +431,22 @@ fn a_run_is_one_trace_of_nested_spans_with_genai_attributes_over_otlp() {
     let run = run[0];
     assert!(spans.iter().all(|s| s.trace == run.trace), "one trace");
     let by_id = |id: &str| spans.iter().find(|s| s.id == id);
+    // The GenAI conventions: a CLIENT span `chat MODEL`, the provider and
+    // the bare model apart, token counts as integers.
     let call = spans
         .iter()
-        .find(|s| {
-            s.name == "model call"
-                && s.attributes
-                    .contains(&("gen_ai.request.model".into(), "openai:gpt-4o-mini".into()))
-        })
-        .unwrap_or_else(|| panic!("no model call span of the OpenAI model: {spans:#?}"));
-    let attr = |s: &Span, k: &str| {
-        s.attributes
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
+        .find(|s| s.name == "chat gpt-4o-mini")
+        .unwrap_or_else(|| panic!("no `chat gpt-4o-mini` span: {spans:#?}"));
+    assert_eq!(call.kind, 3, "a CLIENT span");
+    assert_eq!(call.status, 0, "not an error");
+    assert_eq!(
+        attr(call, "gen_ai.provider.name").as_deref(),
+        Some("openai")
+    );
+    assert_eq!(
+        attr(call, "gen_ai.request.model").as_deref(),
+        Some("gpt-4o-mini")
+    );
     assert_eq!(
         attr(call, "gen_ai.usage.input_tokens").as_deref(),
         Some("21")
@@ -363,7 +455,25 @@ fn a_run_is_one_trace_of_nested_spans_with_genai_attributes_over_otlp() {
         attr(call, "gen_ai.usage.output_tokens").as_deref(),
         Some("4")
     );
+    for k in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+        assert_eq!(attr_type(call, k).as_deref(), Some("intValue"), "{k}");
+    }
     assert_eq!(attr(call, "gen_ai.operation.name").as_deref(), Some("chat"));
+    // The mock model's call of the other lifeline is its own provider.
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "chat mock"
+                && attr(s, "gen_ai.provider.name").as_deref() == Some("mock")),
+        "{spans:#?}"
+    );
+    // troupe's spans only: no library's.
+    let ours = ["run", "lifeline", "step", "chat gpt-4o-mini", "chat mock"];
+    assert!(
+        spans.iter().all(|s| ours.contains(&s.name.as_str())),
+        "a foreign span: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     // Nested: model call → step → lifeline → run.
     let step = by_id(&call.parent).expect("the call's parent");
     assert_eq!(step.name, "step");

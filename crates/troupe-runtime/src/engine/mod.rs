@@ -246,10 +246,17 @@ impl Engine {
             "run",
             run = %run_id,
             workflow = %self.workflow().name,
+            otel.status_code = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
         );
-        self.run_in(inputs, options, journal, run_id)
-            .instrument(span)
-            .await
+        let outcome = self
+            .run_in(inputs, options, journal, run_id)
+            .instrument(span.clone())
+            .await;
+        if let Some(kind) = outcome.as_ref().err().and_then(RunError::kind) {
+            crate::genai::failed(&span, kind);
+        }
+        outcome
     }
 
     async fn run_in(

@@ -313,7 +313,7 @@ impl RunState {
                     types: engine.types.clone(),
                     idempotency_key: idempotency_key(),
                 };
-                Box::new(move || host.call(call))
+                Box::new(move || crate::genai::traced_tool_call(host.clone(), call.clone()))
             }
             (Performer::Effect(f), _) => {
                 let call = EffectCall {
