@@ -223,7 +223,7 @@ fn model_calls_are_recorded_with_tokens_latency_retries_and_cost() {
 }
 
 /// A collector: the JSON bodies POSTed to /v1/traces.
-fn collector() -> (u16, Arc<Mutex<Vec<Value>>>) {
+pub(crate) fn collector() -> (u16, Arc<Mutex<Vec<Value>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let got = Arc::new(Mutex::new(Vec::new()));
@@ -263,20 +263,20 @@ fn collector() -> (u16, Arc<Mutex<Vec<Value>>>) {
 
 /// A span as the collector got it.
 #[derive(Debug, Clone)]
-struct Span {
-    trace: String,
-    id: String,
-    parent: String,
-    name: String,
+pub(crate) struct Span {
+    pub(crate) trace: String,
+    pub(crate) id: String,
+    pub(crate) parent: String,
+    pub(crate) name: String,
     /// OTLP's span kind (3: CLIENT) and status code (2: ERROR).
-    kind: i64,
-    status: i64,
-    attributes: Vec<(String, String)>,
+    pub(crate) kind: i64,
+    pub(crate) status: i64,
+    pub(crate) attributes: Vec<(String, String)>,
     /// Each attribute's OTLP value type (`intValue`, `stringValue`, …).
     types: Vec<(String, String)>,
 }
 
-fn spans(bodies: &[Value]) -> Vec<Span> {
+pub(crate) fn spans(bodies: &[Value]) -> Vec<Span> {
     let mut out = Vec::new();
     for body in bodies {
         for rs in body["resourceSpans"].as_array().into_iter().flatten() {
@@ -325,7 +325,7 @@ fn spans(bodies: &[Value]) -> Vec<Span> {
     out
 }
 
-fn attr(s: &Span, k: &str) -> Option<String> {
+pub(crate) fn attr(s: &Span, k: &str) -> Option<String> {
     s.attributes
         .iter()
         .find(|(key, _)| key == k)

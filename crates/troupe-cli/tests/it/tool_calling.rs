@@ -494,7 +494,14 @@ fn a_booking_a_person_declines_debits_nothing_and_the_model_is_told() {
 fn a_booking_a_person_confirms_debits_once() {
     let model = Model::start();
     let (_tmp, dir) = setup();
-    let run = start_run(&dir, &model.env(), "openai:gpt-4o-mini");
+    // Its trace, exported: each tool call an `execute_tool` span.
+    let (port, bodies) = crate::llm_calls::collector();
+    let mut env = model.env();
+    env.push((
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{port}"),
+    ));
+    let run = start_run(&dir, &env, "openai:gpt-4o-mini");
     let task = wait_for_confirmation(&dir);
     answer(&dir, &task, true);
     finish(run);
@@ -522,6 +529,21 @@ fn a_booking_a_person_confirms_debits_once() {
     assert_eq!(book["status"], "done", "{book}");
     assert_eq!(book["detail"]["price"], PRICE, "{book}");
     assert_eq!(book["confirmed_by"], "tester", "{book}");
+    let spans = crate::llm_calls::spans(&bodies.lock().unwrap());
+    for tool in ["get_user", "check_balance", "book_ticket"] {
+        let span = spans
+            .iter()
+            .find(|s| s.name == format!("execute_tool {tool}"))
+            .unwrap_or_else(|| panic!("no execute_tool span of {tool}: {spans:#?}"));
+        let attr = |k: &str| crate::llm_calls::attr(span, k);
+        assert_eq!(span.kind, 3, "a CLIENT span");
+        assert_eq!(attr("gen_ai.tool.name").as_deref(), Some(tool));
+        assert_eq!(
+            attr("gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
+        assert_eq!(attr("mcp.method.name").as_deref(), Some("tools/call"));
+    }
     // The web run page lists the call and draws it under its action.
     let page = web_page(&dir, "/runs/run-1");
     assert!(page.contains("Tool calls chosen by models"), "{page}");
