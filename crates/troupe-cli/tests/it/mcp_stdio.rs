@@ -307,6 +307,67 @@ fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
     assert_eq!(steps, expected, "each effect once");
 }
 
+/// A 2026-07-28 client that answers people's questions itself: the
+/// approval is asked as an input-required result, answered through the
+/// client's elicitation (recorded as such, through the host), and the call
+/// returns the run's results; declined or not asked, the run waits.
+#[test]
+fn a_person_answers_in_their_own_client_on_the_2026_revision() {
+    let python = python();
+    let dir = project();
+    let output = Command::new(&python)
+        .arg(script("elicit_client.py"))
+        .arg(troupe())
+        .arg(examples())
+        .current_dir(dir.path())
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    assert_eq!(seen["counter"], json!({"k": 3}), "{seen}");
+    assert_eq!(
+        seen["approved"],
+        json!({"error": false, "result": {"approved": true}}),
+        "{seen}"
+    );
+    let asked = seen["asked"].as_array().expect("questions");
+    assert_eq!(asked.len(), 1, "asked once: {seen}");
+    assert_eq!(
+        asked[0]["requestedSchema"]["properties"]["answer"]["type"], "boolean",
+        "{seen}"
+    );
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a lamp")),
+        "{seen}"
+    );
+    for which in ["declined", "plain"] {
+        assert_eq!(seen[which]["status"], "waiting", "{which}: {seen}");
+        assert_eq!(
+            seen[which]["tasks"][0]["status"], "pending",
+            "{which}: {seen}"
+        );
+    }
+    let store = troupe_store::Store::open(dir.path().join("db"), troupe_store::Durability::Normal)
+        .expect("the store");
+    let tasks = store.tasks(true).expect("tasks");
+    let lamp = tasks
+        .iter()
+        .find(|t| t.prompt.contains("a lamp"))
+        .expect("the lamp's task");
+    assert_eq!(lamp.answered_by.as_deref(), Some("mcp elicitation"));
+    assert_eq!(lamp.answer.as_deref(), Some("true"));
+}
+
 #[test]
 fn a_call_with_a_progress_token_gets_progress_notifications() {
     let python = python();

@@ -1,6 +1,15 @@
 //! `troupe mcp serve FILE...`: workflows as an MCP server (rmcp, protocol
-//! revision 2025-11-25), over stdio or Streamable HTTP on a loopback address
-//! (see [`http`] for its Origin, token and session rules).
+//! revisions 2026-07-28 — stateless, `server/discover` — and 2025-11-25
+//! with sessions for older clients), over stdio or Streamable HTTP on a
+//! loopback address (see [`http`] for its Origin, token and session rules).
+//!
+//! **People answer in their own client.** A 2026-07-28 client that
+//! declares elicitation gets a run's pending human tasks as an
+//! input-required result: one elicitation form per task (see
+//! [`elicitation`]), the run as the request state. Its retry carries the
+//! answers, which go through the host like every channel's (typed, first
+//! answer wins, recorded as answered by `mcp elicitation`), and the call
+//! goes on: the results, the next questions, or where the run stands.
 //!
 //! **Tools.** Each workflow of the given files is a tool: its name is the
 //! workflow's name, its description the file's leading `//` comment, its
@@ -48,6 +57,7 @@
 //! owner's next lease renewal, a command effect's process killed, and the
 //! run recorded as cancelled.
 
+mod elicitation;
 pub mod http;
 pub mod resources;
 pub mod runs;
@@ -366,7 +376,7 @@ impl Server {
         entry: &WorkflowEntry,
         args: &Map<String, J>,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let runs = &self.inner.runs;
         // The call's idempotency key: an argument (unless the workflow has
         // an input of that name), else `_meta.idempotencyKey`.
@@ -379,7 +389,7 @@ impl Server {
             .any(|v| entry.compiled.workflow().var(*v).name == IDEMPOTENCY_ARG);
         let key = match takes_key.then(|| args.remove(IDEMPOTENCY_ARG)).flatten() {
             Some(J::String(k)) if !k.is_empty() => Some(k),
-            Some(_) => return tool_error("`idempotency_key` must be a non-empty string"),
+            Some(_) => return tool_error("`idempotency_key` must be a non-empty string").into(),
             None => context
                 .meta
                 .get(IDEMPOTENCY_META)
@@ -389,37 +399,59 @@ impl Server {
         let (run, new) = match &key {
             Some(k) => match runs.start_keyed(entry, &args, k) {
                 Ok(started) => started,
-                Err(e) => return tool_error(&e.to_string()),
+                Err(e) => return tool_error(&e.to_string()).into(),
             },
             None => match runs.start(entry, &args) {
                 Ok(run) => (run, true),
-                Err(e) => return tool_error(&e.to_string()),
+                Err(e) => return tool_error(&e.to_string()).into(),
             },
         };
         if !new {
             // The key's run: where it stands, as `get_run` tells it, its
             // results when it is done.
-            return self.existing_run(run).await;
+            return self.existing_run(run).await.into();
         }
         if let Ok(mut calls) = self.calls.lock() {
             calls.insert(context.id.clone(), run);
         }
         // The run is a new resource; a client that is gone does not matter.
         let _ = context.peer.notify_resource_list_changed().await;
+        self.follow(entry, run, 0, context).await
+    }
+
+    /// Waits (up to the deadline) for `run` to end or to wait on a person
+    /// beyond its first `waits_before` waits, and answers the call: the
+    /// results; the people's questions as an input-required result for a
+    /// client that answers them itself (2026-07-28, with elicitation);
+    /// otherwise where the run stands.
+    async fn follow(
+        &self,
+        entry: &WorkflowEntry,
+        run: i64,
+        waits_before: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let runs = &self.inner.runs;
         let name = Store::run_name(run);
         let reports = self.report_progress(run, &name, context);
         let progress = tokio::select! {
-            p = runs.wait(run, self.inner.deadline, 0) => p,
+            p = runs.wait(run, self.inner.deadline, waits_before) => p,
             () = reports => unreachable!("progress reports until the call ends"),
             // Cancelled (`notifications/cancelled`, handled by `on_cancelled`)
             // or the client went away: nobody reads the answer, and the run
             // goes on unless it was cancelled.
             () = context.ct.cancelled() => {
-                return tool_error(&format!("the call was cancelled; {name} goes on unless it was cancelled too"));
+                return tool_error(&format!("the call was cancelled; {name} goes on unless it was cancelled too")).into();
             }
         };
         if let Ok(mut calls) = self.calls.lock() {
             calls.remove(&context.id);
+        }
+        if let Progress::Waiting = progress
+            && elicits(context)
+            && let Some(asked) = self.questions(run)
+        {
+            return asked.into();
         }
         match progress {
             Progress::Ended(Ok(results)) => {
@@ -427,13 +459,90 @@ impl Server {
                 let mut meta = Map::new();
                 meta.insert("troupe/run".into(), json!(name));
                 result.meta = Some(MetaObject(meta));
-                result
+                result.into()
             }
             Progress::Ended(Err(error)) => CallToolResult::structured_error(json!({
                 "run": name, "workflow": entry.name, "status": "failed", "error": error
-            })),
-            p => self.status_result(run, &p),
+            }))
+            .into(),
+            p => self.status_result(run, &p).into(),
         }
+    }
+
+    /// The pending tasks of `run` as an input-required result: one
+    /// elicitation form per task (its answer's JSON Schema as the form),
+    /// keyed by task id, with the run as the request state.
+    fn questions(&self, run: i64) -> Option<rmcp::model::InputRequiredResult> {
+        let tasks = self.inner.runs.pending_tasks(Some(run)).ok()?;
+        if tasks.is_empty() {
+            return None;
+        }
+        let mut requests = Map::new();
+        for t in &tasks {
+            requests.insert(
+                t.id.clone(),
+                json!({
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": format!("{} ({} at {}, {})", t.prompt, t.action, t.lifeline, t.run),
+                        "requestedSchema": elicitation::form(t),
+                    }
+                }),
+            );
+        }
+        serde_json::from_value(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": Store::run_name(run),
+        }))
+        .ok()
+    }
+
+    /// A retried call carrying people's answers (`inputResponses`) for the
+    /// run named by its `requestState`: each accepted answer goes through
+    /// the host like every channel's (typed; the first answer wins), then
+    /// the call follows the run as a first call does.
+    async fn answered(
+        &self,
+        entry: &WorkflowEntry,
+        state: &str,
+        responses: &rmcp::model::InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let runs = &self.inner.runs;
+        // The state comes back from the client: trusted only as far as it
+        // names a run of this tool's workflow.
+        let Some(run) = Store::parse_run_id(state) else {
+            return tool_error("the request state names no run").into();
+        };
+        match runs.store().run(run) {
+            Ok(d) if d.summary.workflow == entry.name => {}
+            Ok(_) => return tool_error("the request state names a run of another workflow").into(),
+            Err(e) => return tool_error(&e.to_string()).into(),
+        }
+        let pending = runs.pending_tasks(Some(run)).unwrap_or_default();
+        let waits_before = runs.waits(run);
+        let mut answers = 0;
+        for (task, response) in responses {
+            let Some(t) = pending.iter().find(|t| &t.id == task) else {
+                continue;
+            };
+            if let Some(value) = elicitation::accepted(t, response) {
+                if let Err(e) = runs.answer(task, &value, "mcp elicitation") {
+                    return tool_error(&format!("{task}: {e}")).into();
+                }
+                answers += 1;
+            }
+        }
+        if answers == 0 {
+            // Declined or cancelled: the tasks stay pending for any channel,
+            // and the call says where the run stands rather than ask again.
+            return self.status_result(run, &Progress::Waiting).into();
+        }
+        // Orphaned by a stopped server: the answer lets it go on here.
+        let _ = runs.resume_stalled(run);
+        self.follow(entry, run, waits_before, context).await
     }
 
     /// Sends `notifications/progress` while `run` goes on, when the call
@@ -602,6 +711,17 @@ impl Server {
     }
 }
 
+/// Whether the caller answers people's questions itself: a 2026-07-28
+/// client (input-required results) that declares elicitation.
+fn elicits(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
 fn tool_error(message: &str) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.to_owned())])
 }
@@ -653,7 +773,7 @@ impl ServerHandler for Server {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
@@ -673,7 +793,7 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
+        let args = request.arguments.clone().unwrap_or_default();
         let result = match request.name.as_ref() {
             ANSWER_TOOL => self.call_answer(&args).await,
             LIST_TASKS_TOOL => self.call_list_tasks(&args),
@@ -681,7 +801,13 @@ impl ServerHandler for Server {
             name => match self.entry(name) {
                 Some(entry) => {
                     let entry = entry.clone();
-                    self.call_workflow(&entry, &args, &context).await
+                    // A retry of an input-required answer: the people's
+                    // answers, and the run they are for.
+                    if let Some(state) = &request.request_state {
+                        let responses = request.input_responses.clone().unwrap_or_default();
+                        return Ok(self.answered(&entry, state, &responses, &context).await);
+                    }
+                    return Ok(self.call_workflow(&entry, &args, &context).await);
                 }
                 None => {
                     return Err(ErrorData::invalid_params(
