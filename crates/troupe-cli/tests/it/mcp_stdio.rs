@@ -368,6 +368,134 @@ fn a_person_answers_in_their_own_client_on_the_2026_revision() {
     assert_eq!(lamp.answer.as_deref(), Some("true"));
 }
 
+/// The 2026-07-28 request metadata of a client with the tasks extension.
+fn meta_2026() -> J {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "0"}
+    })
+}
+
+/// A stateless 2026-07-28 request and its answer.
+fn request_2026(client: &mut RawClient, id: i64, method: &str, mut params: J) -> J {
+    params["_meta"] = meta_2026();
+    client.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    client.answer(id, &mut Vec::new())
+}
+
+/// Polls `tasks/get` of `task` until its status is not `working`.
+fn task_settled(client: &mut RawClient, first_id: i64, task: &str) -> J {
+    for id in first_id..first_id + 600 {
+        let got = request_2026(client, id, "tasks/get", json!({"taskId": task}));
+        if got["result"]["status"] != "working" {
+            return got["result"].clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{task} stays working");
+}
+
+/// Runs as MCP tasks (2026-07-28 with the tasks extension), on the wire: a
+/// call that outlasts its deadline is a task named after its run;
+/// `tasks/get` asks the run's person through an elicitation form,
+/// `tasks/update` answers it (recorded through the host), the task
+/// completes with the tool's result; `tasks/cancel` cancels a long run.
+#[test]
+fn a_long_call_is_a_task_that_asks_its_person_and_can_be_cancelled() {
+    let dir = project();
+    let approval = examples().join("local_approval.troupe");
+    let mut client = serve_stdio(
+        dir.path(),
+        "15s",
+        &[
+            approval.to_str().expect("a path"),
+            "steps.troupe",
+            "--store",
+            "db",
+            "--mock-externs",
+            "--deadline-ms",
+            "300",
+        ],
+    );
+    let discovered = request_2026(&mut client, 1, "server/discover", json!({}));
+    assert!(
+        discovered["result"]["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28")) && v.contains(&json!("2025-11-25"))),
+        "{discovered}"
+    );
+    assert_eq!(
+        discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{discovered}"
+    );
+    let call = request_2026(
+        &mut client,
+        2,
+        "tools/call",
+        json!({"name": "local_approval", "arguments": {"request": "a lamp"}}),
+    );
+    assert_eq!(call["result"]["resultType"], "task", "{call}");
+    assert_eq!(call["result"]["taskId"], "run-1", "{call}");
+    let asked = task_settled(&mut client, 3, "run-1");
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    let form = &asked["inputRequests"]["task-1"];
+    assert_eq!(form["method"], "elicitation/create", "{asked}");
+    assert_eq!(
+        form["params"]["requestedSchema"]["properties"]["answer"]["type"],
+        "boolean"
+    );
+    let update = request_2026(
+        &mut client,
+        1000,
+        "tasks/update",
+        json!({"taskId": "run-1", "inputResponses": {"task-1": {"action": "accept", "content": {"answer": true}}}}),
+    );
+    assert!(update.get("error").is_none(), "{update}");
+    let done = task_settled(&mut client, 1001, "run-1");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"approved": true}),
+        "{done}"
+    );
+    // A long run, cancelled through its task.
+    let long = request_2026(
+        &mut client,
+        2000,
+        "tools/call",
+        json!({"name": "steps", "arguments": {"n": 200}}),
+    );
+    assert_eq!(long["result"]["taskId"], "run-2", "{long}");
+    let cancel = request_2026(
+        &mut client,
+        2001,
+        "tasks/cancel",
+        json!({"taskId": "run-2"}),
+    );
+    assert!(cancel.get("error").is_none(), "{cancel}");
+    let cancelled = task_settled(&mut client, 2002, "run-2");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let unknown = request_2026(&mut client, 3000, "tasks/get", json!({"taskId": "run-77"}));
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    let status = client.disconnect_and_wait();
+    assert!(
+        status.success(),
+        "a 2026 client's disconnect is a clean end: {status:?}"
+    );
+    let store = troupe_store::Store::open(dir.path().join("db"), troupe_store::Durability::Normal)
+        .expect("the store");
+    let task = store.task("task-1").expect("the task");
+    assert_eq!(task.answered_by.as_deref(), Some("mcp elicitation"));
+    assert_eq!(
+        run_status(&dir.path().join("db"), 2),
+        troupe_store::RunStatus::Cancelled
+    );
+}
+
 #[test]
 fn a_call_with_a_progress_token_gets_progress_notifications() {
     let python = python();

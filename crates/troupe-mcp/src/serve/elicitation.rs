@@ -14,6 +14,27 @@ use troupe_store::TaskRow;
 /// The field that carries a non-record answer.
 const ANSWER: &str = "answer";
 
+/// Pending tasks as input requests: one `elicitation/create` form per
+/// task, keyed by task id.
+pub fn requests(tasks: &[TaskRow]) -> serde_json::Map<String, J> {
+    tasks
+        .iter()
+        .map(|t| {
+            (
+                t.id.clone(),
+                json!({
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": format!("{} ({} at {}, {})", t.prompt, t.action, t.lifeline, t.run),
+                        "requestedSchema": form(t),
+                    }
+                }),
+            )
+        })
+        .collect()
+}
+
 /// The form (an elicitation `requestedSchema`) for task `t`.
 pub fn form(t: &TaskRow) -> J {
     let schema = t

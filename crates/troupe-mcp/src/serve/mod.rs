@@ -61,6 +61,7 @@ mod elicitation;
 pub mod http;
 pub mod resources;
 pub mod runs;
+mod tasks;
 pub mod workflows;
 
 pub use http::{HttpOptions, HttpServing};
@@ -447,6 +448,16 @@ impl Server {
         if let Ok(mut calls) = self.calls.lock() {
             calls.remove(&context.id);
         }
+        // Still going: a client with the tasks extension gets the run as a
+        // task to poll (its questions come with it).
+        if matches!(progress, Progress::Running | Progress::Waiting)
+            && context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks())
+            && let Some(task) = self.task_created(run)
+        {
+            return task.into();
+        }
         if let Progress::Waiting = progress
             && elicits(context)
             && let Some(asked) = self.questions(run)
@@ -477,26 +488,35 @@ impl Server {
         if tasks.is_empty() {
             return None;
         }
-        let mut requests = Map::new();
-        for t in &tasks {
-            requests.insert(
-                t.id.clone(),
-                json!({
-                    "method": "elicitation/create",
-                    "params": {
-                        "mode": "form",
-                        "message": format!("{} ({} at {}, {})", t.prompt, t.action, t.lifeline, t.run),
-                        "requestedSchema": elicitation::form(t),
-                    }
-                }),
-            );
-        }
         serde_json::from_value(json!({
             "resultType": "input_required",
-            "inputRequests": requests,
+            "inputRequests": elicitation::requests(&tasks),
             "requestState": Store::run_name(run),
         }))
         .ok()
+    }
+
+    /// Records the accepted answers of `responses` (keyed by task id) to
+    /// pending tasks of `run`, through the host; how many there were.
+    fn apply_answers(
+        &self,
+        run: i64,
+        responses: &rmcp::model::InputResponses,
+    ) -> Result<usize, String> {
+        let runs = &self.inner.runs;
+        let pending = runs.pending_tasks(Some(run)).unwrap_or_default();
+        let mut answers = 0;
+        for (task, response) in responses {
+            let Some(t) = pending.iter().find(|t| &t.id == task) else {
+                continue;
+            };
+            if let Some(value) = elicitation::accepted(t, response) {
+                runs.answer(task, &value, "mcp elicitation")
+                    .map_err(|e| format!("{task}: {e}"))?;
+                answers += 1;
+            }
+        }
+        Ok(answers)
     }
 
     /// A retried call carrying people's answers (`inputResponses`) for the
@@ -521,20 +541,11 @@ impl Server {
             Ok(_) => return tool_error("the request state names a run of another workflow").into(),
             Err(e) => return tool_error(&e.to_string()).into(),
         }
-        let pending = runs.pending_tasks(Some(run)).unwrap_or_default();
         let waits_before = runs.waits(run);
-        let mut answers = 0;
-        for (task, response) in responses {
-            let Some(t) = pending.iter().find(|t| &t.id == task) else {
-                continue;
-            };
-            if let Some(value) = elicitation::accepted(t, response) {
-                if let Err(e) = runs.answer(task, &value, "mcp elicitation") {
-                    return tool_error(&format!("{task}: {e}")).into();
-                }
-                answers += 1;
-            }
-        }
+        let answers = match self.apply_answers(run, responses) {
+            Ok(n) => n,
+            Err(e) => return tool_error(&e).into(),
+        };
         if answers == 0 {
             // Declined or cancelled: the tasks stay pending for any channel,
             // and the call says where the run stands rather than ask again.
@@ -734,6 +745,7 @@ impl ServerHandler for Server {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -770,6 +782,30 @@ impl ServerHandler for Server {
             // has no answer to carry an error.
             let _ = self.inner.runs.cancel(run, &reason);
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_state(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_answers(&request.task_id, &request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_cancel(&request.task_id)
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
