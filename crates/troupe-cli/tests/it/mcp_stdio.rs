@@ -307,10 +307,11 @@ fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
     assert_eq!(steps, expected, "each effect once");
 }
 
-/// A 2026-07-28 client that answers people's questions itself: the
-/// approval is asked as an input-required result, answered through the
-/// client's elicitation (recorded as such, through the host), and the call
-/// returns the run's results; declined or not asked, the run waits.
+/// A client that answers people's questions itself: on 2026-07-28 the
+/// approval is asked as an input-required result, on 2025-11-25 with
+/// `elicitation/create` in its session; answered through the client's
+/// elicitation (recorded as such, through the host), the call returns the
+/// run's results; declined or not asked, the run waits.
 #[test]
 fn a_person_answers_in_their_own_client_on_the_2026_revision() {
     let python = python();
@@ -338,8 +339,14 @@ fn a_person_answers_in_their_own_client_on_the_2026_revision() {
         json!({"error": false, "result": {"approved": true}}),
         "{seen}"
     );
+    assert_eq!(seen["legacy_protocol"], "2025-11-25", "{seen}");
+    assert_eq!(
+        seen["legacy"],
+        json!({"error": false, "result": {"approved": true}}),
+        "an older client is asked in its session: {seen}"
+    );
     let asked = seen["asked"].as_array().expect("questions");
-    assert_eq!(asked.len(), 1, "asked once: {seen}");
+    assert_eq!(asked.len(), 2, "asked once per client that answers: {seen}");
     assert_eq!(
         asked[0]["requestedSchema"]["properties"]["answer"]["type"], "boolean",
         "{seen}"

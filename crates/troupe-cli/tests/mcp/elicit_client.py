@@ -10,7 +10,9 @@ over stdio, three times:
   retries, and the call returns the run's results;
 - a client that declines: the call returns the run waiting, its task
   pending;
-- a client without elicitation: the call returns the run waiting.
+- a client without elicitation: the call returns the run waiting;
+- an older client (2025-11-25, a session) that answers yes: it is asked
+  with `elicitation/create` during the call, which returns the results.
 Prints one JSON object with what it saw. Run by
 crates/troupe-cli/tests/mcp_stdio.rs.
 """
@@ -57,6 +59,11 @@ async def main(troupe, examples):
     async with Client(params, mode="2026-07-28") as c:
         plain = await c.call_tool("local_approval", {"request": "a car"})
         seen["plain"] = plain.structured_content
+
+    async with Client(params, mode="legacy", elicitation_callback=yes) as c:
+        seen["legacy_protocol"] = c.protocol_version
+        legacy = await c.call_tool("local_approval", {"request": "a kite"})
+        seen["legacy"] = {"error": legacy.is_error, "result": legacy.structured_content}
     print(json.dumps(seen))
 
 

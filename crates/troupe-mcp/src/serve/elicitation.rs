@@ -26,13 +26,18 @@ pub fn requests(tasks: &[TaskRow]) -> serde_json::Map<String, J> {
                     "method": "elicitation/create",
                     "params": {
                         "mode": "form",
-                        "message": format!("{} ({} at {}, {})", t.prompt, t.action, t.lifeline, t.run),
+                        "message": message(t),
                         "requestedSchema": form(t),
                     }
                 }),
             )
         })
         .collect()
+}
+
+/// What the person is told: the task's question, and whose it is.
+pub fn message(t: &TaskRow) -> String {
+    format!("{} ({} at {}, {})", t.prompt, t.action, t.lifeline, t.run)
 }
 
 /// The form (an elicitation `requestedSchema`) for task `t`.

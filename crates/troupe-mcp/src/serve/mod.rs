@@ -434,16 +434,30 @@ impl Server {
     ) -> CallToolResponse {
         let runs = &self.inner.runs;
         let name = Store::run_name(run);
-        let reports = self.report_progress(run, &name, context);
-        let progress = tokio::select! {
-            p = runs.wait(run, self.inner.deadline, waits_before) => p,
-            () = reports => unreachable!("progress reports until the call ends"),
-            // Cancelled (`notifications/cancelled`, handled by `on_cancelled`)
-            // or the client went away: nobody reads the answer, and the run
-            // goes on unless it was cancelled.
-            () = context.ct.cancelled() => {
-                return tool_error(&format!("the call was cancelled; {name} goes on unless it was cancelled too")).into();
+        let mut waits_before = waits_before;
+        let progress = loop {
+            let reports = self.report_progress(run, &name, context);
+            let progress = tokio::select! {
+                p = runs.wait(run, self.inner.deadline, waits_before) => p,
+                () = reports => unreachable!("progress reports until the call ends"),
+                // Cancelled (`notifications/cancelled`, handled by
+                // `on_cancelled`) or the client went away: nobody reads the
+                // answer, and the run goes on unless it was cancelled.
+                () = context.ct.cancelled() => {
+                    return tool_error(&format!("the call was cancelled; {name} goes on unless it was cancelled too")).into();
+                }
+            };
+            // An older client (2025-11-25) that declares elicitation is
+            // asked each question in its session, and the call goes on.
+            if let Progress::Waiting = progress
+                && elicits_in_session(context)
+            {
+                waits_before = runs.waits(run);
+                if self.ask_in_session(run, context).await > 0 {
+                    continue;
+                }
             }
+            break progress;
         };
         if let Ok(mut calls) = self.calls.lock() {
             calls.remove(&context.id);
@@ -451,9 +465,7 @@ impl Server {
         // Still going: a client with the tasks extension gets the run as a
         // task to poll (its questions come with it).
         if matches!(progress, Progress::Running | Progress::Waiting)
-            && context
-                .client_capabilities()
-                .is_some_and(|c| c.supports_tasks())
+            && tasks_for(context)
             && let Some(task) = self.task_created(run)
         {
             return task.into();
@@ -478,6 +490,35 @@ impl Server {
             .into(),
             p => self.status_result(run, &p).into(),
         }
+    }
+
+    /// Asks the caller's user each pending task of `run` with
+    /// `elicitation/create` in its session, and records the accepted
+    /// answers through the host; how many there were. Waits as long as the
+    /// person takes (the call's cancellation ends it).
+    async fn ask_in_session(&self, run: i64, context: &RequestContext<RoleServer>) -> usize {
+        let tasks = self.inner.runs.pending_tasks(Some(run)).unwrap_or_default();
+        let mut responses = rmcp::model::InputResponses::new();
+        for t in &tasks {
+            let Ok(schema) = serde_json::from_value(elicitation::form(t)) else {
+                continue;
+            };
+            let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: elicitation::message(t),
+                requested_schema: schema,
+            };
+            let asked = tokio::select! {
+                r = context.peer.create_elicitation(params) => r,
+                () = context.ct.cancelled() => return 0,
+            };
+            if let Ok(answer) = asked
+                && let Ok(answer) = serde_json::to_value(answer)
+            {
+                responses.insert(t.id.clone(), answer);
+            }
+        }
+        self.apply_answers(run, &responses).unwrap_or(0)
     }
 
     /// The pending tasks of `run` as an input-required result: one
@@ -728,6 +769,28 @@ fn elicits(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|v| !v.has_initialize())
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// Whether the caller takes runs as tasks: a 2026-07-28 client that
+/// declares the tasks extension (which that revision defines).
+fn tasks_for(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+}
+
+/// Whether the caller is an older client (with a session) whose user can
+/// be asked with `elicitation/create`.
+fn elicits_in_session(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.has_initialize())
         && context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some())
