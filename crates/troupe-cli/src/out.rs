@@ -20,6 +20,20 @@ pub fn println(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
+/// Writes `text` to the file `output` (saying so on stderr), or to stdout
+/// without one: what `-o FILE` means for every command that takes it.
+pub fn write_or_print(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    match output {
+        Some(out) => {
+            std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+            crate::note!("wrote {}", out.display());
+        }
+        None => print(text)?,
+    }
+    Ok(())
+}
+
 /// Whether an error is (or was caused by) a closed output pipe.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {

@@ -183,7 +183,8 @@ pub fn print_warnings(compiled: &troupe_host::Compiled, color: crate::ColorChoic
 }
 
 /// Renders a file's diagnostics on standard error, as `check` renders them.
-fn note_diagnostics(
+/// `diagnostics` of `path` as `troupe check` shows them, on stderr.
+pub(crate) fn note_diagnostics(
     path: &str,
     text: &str,
     diagnostics: &[troupe_syntax::Diagnostic],

@@ -216,12 +216,6 @@ pub fn msc(args: &MscArgs, color: ColorChoice) -> Result<ExitStatus> {
         ChartFormat::Svg => troupe_msc::chart::svg::render(&chart),
         ChartFormat::Mermaid => troupe_msc::chart::mermaid::render(&chart),
     };
-    match &args.output {
-        Some(out) => {
-            std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
-            crate::note!("wrote {}", out.display());
-        }
-        None => crate::out::print(&text)?,
-    }
+    crate::out::write_or_print(args.output.as_deref(), &text)?;
     Ok(ExitStatus::Success)
 }

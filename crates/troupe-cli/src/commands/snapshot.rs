@@ -4,7 +4,6 @@
 //! this module finds the two sides (a file, a snapshot, a recorded run)
 //! and renders the result.
 
-use crate::render::{self, FileReport};
 use crate::{ColorChoice, ExitStatus};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -65,14 +64,7 @@ pub fn snapshot(args: &SnapshotArgs, color: ColorChoice) -> Result<ExitStatus> {
         Ok(s) => s,
         Err(Reported(status)) => return Ok(status),
     };
-    let text = snap.to_json();
-    match &args.output {
-        Some(out) => {
-            std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
-            crate::note!("wrote {}", out.display());
-        }
-        None => crate::out::print(&text)?,
-    }
+    crate::out::write_or_print(args.output.as_deref(), &snap.to_json())?;
     Ok(ExitStatus::Success)
 }
 
@@ -156,17 +148,12 @@ fn side(
             },
         ) => {
             // As `troupe check` shows them, on stderr: stdout is the diff.
-            let mut buf = Vec::new();
-            render::render_text(
-                &FileReport {
-                    path: &file,
-                    text: &source_text,
-                    diagnostics: &diagnostics,
-                },
+            crate::commands::durable::note_diagnostics(
+                &file,
+                &source_text,
+                &diagnostics,
                 color.enabled_for_stderr(),
-                &mut buf,
             );
-            crate::out::note_raw(&String::from_utf8_lossy(&buf));
             crate::note!("error: {file} does not check");
             Ok(Err(Reported(ExitStatus::Usage)))
         }

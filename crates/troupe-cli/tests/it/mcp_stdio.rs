@@ -14,26 +14,13 @@ use support::*;
 
 #[test]
 fn the_python_sdk_drives_the_binary_over_stdio() {
-    let python = python();
     let dir = project();
     let store = dir.path().join("db");
-    let output = Command::new(&python)
-        .arg(script("stdio_client.py"))
-        .arg(troupe())
-        .arg(examples())
-        .arg(&store)
-        .current_dir(dir.path())
-        .env("TROUPE_LEASE", "1s")
-        .output()
-        .expect("the Python client starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
+    let seen = python_client(
+        "stdio_client.py",
+        &[troupe().as_ref(), examples().as_os_str(), store.as_os_str()],
+        dir.path(),
     );
-    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
     assert_eq!(seen["server"], "troupe");
     assert_eq!(seen["protocol"], "2025-11-25");
     assert_eq!(
@@ -253,7 +240,6 @@ fn a_client_that_disconnects_mid_call_ends_the_server_cleanly() {
 /// deduplicates nothing), and `get_run` fetches its result.
 #[test]
 fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
-    let python = python();
     let dir = project();
     // The steps' effect, counted in a ledger of its own.
     std::fs::write(
@@ -261,22 +247,11 @@ fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
         "[externs.step]\ncommand = [\"python3\", \"-c\", \"import json, sys, time; a = json.load(sys.stdin); time.sleep(0.2); open('ledger', 'a').write(str(a['i']) + '\\\\n'); print(a['i'] + 1)\"]\n",
     )
     .expect("write");
-    let output = Command::new(&python)
-        .arg(script("retry_client.py"))
-        .arg(troupe())
-        .arg("call-7")
-        .current_dir(dir.path())
-        .env("TROUPE_LEASE", "1s")
-        .output()
-        .expect("the Python client starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
+    let seen = python_client(
+        "retry_client.py",
+        &[troupe().as_ref(), std::ffi::OsStr::new("call-7")],
+        dir.path(),
     );
-    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
     assert_eq!(seen["get_run_read_only"], true, "{seen}");
     assert_eq!(seen["key_in_schema"], true, "{seen}");
     assert_eq!(seen["first"]["run"], "run-1", "{seen}");
@@ -314,24 +289,12 @@ fn a_retried_call_with_its_key_starts_one_run_and_get_run_fetches_its_result() {
 /// run's results; declined or not asked, the run waits.
 #[test]
 fn a_person_answers_in_their_own_client_on_the_2026_revision() {
-    let python = python();
     let dir = project();
-    let output = Command::new(&python)
-        .arg(script("elicit_client.py"))
-        .arg(troupe())
-        .arg(examples())
-        .current_dir(dir.path())
-        .env("TROUPE_LEASE", "1s")
-        .output()
-        .expect("the Python client starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
+    let seen = python_client(
+        "elicit_client.py",
+        &[troupe().as_ref(), examples().as_os_str()],
+        dir.path(),
     );
-    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
     assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
     assert_eq!(seen["counter"], json!({"k": 3}), "{seen}");
     assert_eq!(
@@ -505,23 +468,8 @@ fn a_long_call_is_a_task_that_asks_its_person_and_can_be_cancelled() {
 
 #[test]
 fn a_call_with_a_progress_token_gets_progress_notifications() {
-    let python = python();
     let dir = project();
-    let output = Command::new(&python)
-        .arg(script("progress_client.py"))
-        .arg(troupe())
-        .current_dir(dir.path())
-        .env("TROUPE_LEASE", "1s")
-        .output()
-        .expect("the Python client starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
-    );
-    let seen: J = serde_json::from_str(stdout.trim()).expect("the client prints JSON");
+    let seen = python_client("progress_client.py", &[troupe().as_ref()], dir.path());
     assert_eq!(seen["error"], false, "{seen}");
     assert_eq!(seen["result"], json!({"i": 5}), "{seen}");
     let progress: Vec<f64> = seen["progress"]

@@ -72,6 +72,27 @@ pub fn examples() -> PathBuf {
         .expect("the examples directory")
 }
 
+/// Runs the Python client `name` (of `tests/mcp`) with `args` in `dir`,
+/// with short leases, and returns the JSON object it prints; fails with
+/// its output when it fails.
+pub fn python_client(name: &str, args: &[&std::ffi::OsStr], dir: &Path) -> J {
+    let output = Command::new(python())
+        .arg(script(name))
+        .args(args)
+        .current_dir(dir)
+        .env("TROUPE_LEASE", "1s")
+        .output()
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client {name} failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    serde_json::from_str(stdout.trim()).expect("the client prints JSON")
+}
+
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp")

@@ -234,13 +234,7 @@ fn own_tools() -> Vec<Tool> {
             }
         })),
     )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-    );
+    .with_annotations(reading());
     let get = Tool::new(
         GET_RUN_TOOL,
         "Where a run stands: its status, its results once done (or its error), and the human \
@@ -255,14 +249,17 @@ fn own_tools() -> Vec<Tool> {
             "required": ["run"]
         })),
     )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-    );
+    .with_annotations(reading());
     vec![answer, list, get]
+}
+
+/// The annotations of a tool that only reads the store.
+fn reading() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
 }
 
 impl Server {

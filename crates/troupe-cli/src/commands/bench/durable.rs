@@ -62,24 +62,7 @@ pub(super) fn bench_resume(
     if let Some(k) = &keep {
         run_args.extend([OsStr::new("--history-keep"), OsStr::new(k)]);
     }
-    let store = std::cell::OnceCell::new();
-    let mut polls = 0u32;
-    let waiting = || {
-        polls += 1;
-        if !polls.is_multiple_of(25) {
-            return false;
-        }
-        if store.get().is_none()
-            && let Ok(s) = Store::open(&db, Durability::Normal)
-        {
-            let _ = store.set(s);
-        }
-        store
-            .get()
-            .and_then(|s: &Store| s.tasks(false).ok())
-            .is_some_and(|t| !t.is_empty())
-    };
-    let first = measure_child(&run_args, &dir, waiting)?;
+    let first = measure_child(&run_args, &dir, waits_for_a_person(&db))?;
     anyhow::ensure!(
         first.status.is_none(),
         "the run ended before it waited: {}",

@@ -253,6 +253,29 @@ struct Child {
     stderr: String,
 }
 
+/// A `measure_child` stop: true once the run in the store at `db` waits
+/// for a person (looked at every 25th poll, about every 50 ms).
+fn waits_for_a_person(db: &std::path::Path) -> impl FnMut() -> bool + '_ {
+    use troupe_store::{Durability, Store};
+    let store = std::cell::OnceCell::new();
+    let mut polls = 0u32;
+    move || {
+        polls += 1;
+        if !polls.is_multiple_of(25) {
+            return false;
+        }
+        if store.get().is_none()
+            && let Ok(s) = Store::open(db, Durability::Normal)
+        {
+            let _ = store.set(s);
+        }
+        store
+            .get()
+            .and_then(|s: &Store| s.tasks(false).ok())
+            .is_some_and(|t| !t.is_empty())
+    }
+}
+
 fn measure_child(
     args: &[&std::ffi::OsStr],
     dir: &std::path::Path,

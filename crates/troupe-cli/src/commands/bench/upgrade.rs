@@ -4,7 +4,7 @@
 //! history through the same monitor) measured in the same run.
 
 use super::durable::WAITING_COUNTER;
-use super::{ExitStatus, measure_child};
+use super::{ExitStatus, measure_child, waits_for_a_person};
 use anyhow::Result;
 use std::ffi::OsStr;
 
@@ -34,23 +34,6 @@ pub(super) fn bench_upgrade(rounds: i64, dir: Option<&std::path::Path>) -> Resul
         dir.display()
     );
     let limit = format!("limit={rounds}");
-    let store = std::cell::OnceCell::new();
-    let mut polls = 0u32;
-    let waiting = || {
-        polls += 1;
-        if !polls.is_multiple_of(25) {
-            return false;
-        }
-        if store.get().is_none()
-            && let Ok(s) = Store::open(&db, Durability::Normal)
-        {
-            let _ = store.set(s);
-        }
-        store
-            .get()
-            .and_then(|s: &Store| s.tasks(false).ok())
-            .is_some_and(|t| !t.is_empty())
-    };
     let arg = OsStr::new;
     let first = measure_child(
         &[
@@ -62,7 +45,7 @@ pub(super) fn bench_upgrade(rounds: i64, dir: Option<&std::path::Path>) -> Resul
             arg(&limit),
         ],
         &dir,
-        waiting,
+        waits_for_a_person(&db),
     )?;
     anyhow::ensure!(
         first.status.is_none(),
