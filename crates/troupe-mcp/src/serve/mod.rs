@@ -304,6 +304,7 @@ impl Server {
                     w.description.clone(),
                     Arc::new(w.input_schema.clone()),
                 )
+                .with_annotations(w.annotations.clone())
             })
             .collect();
         tools.extend(own_tools());

@@ -12,7 +12,11 @@ use troupe_host::{Compiled, HostError};
 use super::ServeError;
 
 /// Tool names the server uses for itself; a workflow may not take them.
-pub const RESERVED_TOOLS: &[&str] = &[super::ANSWER_TOOL, super::LIST_TASKS_TOOL];
+pub const RESERVED_TOOLS: &[&str] = &[
+    super::ANSWER_TOOL,
+    super::LIST_TASKS_TOOL,
+    super::GET_RUN_TOOL,
+];
 
 /// One workflow of one file, ready to start runs of.
 #[derive(Clone)]
@@ -28,6 +32,9 @@ pub struct WorkflowEntry {
     pub description: String,
     /// The tool's input schema (an object with one required property per input).
     pub input_schema: Map<String, J>,
+    /// What a call may do to the world, as the workflow says (see
+    /// [`annotations`]).
+    pub annotations: rmcp::model::ToolAnnotations,
     /// The workflow, checked and verified against its tools' contracts.
     pub compiled: Arc<Compiled>,
 }
@@ -97,6 +104,65 @@ pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<S
         schema.insert("$defs".into(), J::Object(defs));
     }
     schema
+}
+
+/// A workflow tool's annotations, from the actions the workflow can reach
+/// (a model's `tools:` included): read-only when it reaches no effect and
+/// no MCP tool (models and people change nothing outside the run);
+/// otherwise destructive, as an effect or a tool may be (an `extern`
+/// effect's command, a tool whose contract is not known here); open-world
+/// when it reaches a model or a tool; never idempotent, since each call
+/// starts a run (an idempotency key makes a repeated call return the
+/// first run, see [`super::IDEMPOTENCY_ARG`]).
+pub fn annotations(
+    program: &Program,
+    wf: &troupe_check::ir::Workflow,
+) -> rmcp::model::ToolAnnotations {
+    use troupe_check::ir::{ActionKind, Block, Call, StmtKind};
+    fn called(b: &Block, out: &mut Vec<troupe_check::ir::ActionId>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Act {
+                    call: Call::Action { action, .. },
+                    ..
+                } => out.push(*action),
+                StmtKind::If {
+                    then: x,
+                    otherwise: y,
+                    ..
+                }
+                | StmtKind::While {
+                    body: x, exit: y, ..
+                } => {
+                    called(x, out);
+                    called(y, out);
+                }
+                StmtKind::Par { branches } => branches.iter().for_each(|b| called(b, out)),
+                StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+            }
+        }
+    }
+    let mut actions = Vec::new();
+    called(&wf.body, &mut actions);
+    let mut reached: Vec<&ActionKind> = Vec::new();
+    for a in &actions {
+        let kind = &program.action(*a).kind;
+        if let ActionKind::Llm(llm) = kind {
+            reached.extend(llm.tools.iter().map(|t| &program.action(*t).kind));
+        }
+        reached.push(kind);
+    }
+    let writes = reached
+        .iter()
+        .any(|k| matches!(k, ActionKind::Effect { .. } | ActionKind::Tool(_)));
+    let open = reached
+        .iter()
+        .any(|k| matches!(k, ActionKind::Llm(_) | ActionKind::Tool(_)));
+    rmcp::model::ToolAnnotations::new()
+        .read_only(!writes)
+        .destructive(writes)
+        .idempotent(false)
+        .open_world(open)
 }
 
 /// Reads and checks the files; every workflow becomes an entry. Fails on a
@@ -173,6 +239,7 @@ fn load_file(file: &Path) -> Result<Vec<WorkflowEntry>, ServeError> {
             file: file.to_owned(),
             source: source.clone(),
             input_schema: input_schema(&program, wf),
+            annotations: annotations(&program, wf),
             program: program.clone(),
             description,
             compiled: Arc::new(compiled),

@@ -108,6 +108,26 @@ async fn rmcp_client_lists_calls_answers_and_reads() {
     );
     let counter = &tools[0];
     assert_eq!(counter.input_schema["required"], json!(["limit"]));
+    // Annotations from what the workflow reaches: the counter touches
+    // nothing outside its run; the approval records a decision with an
+    // `extern` effect.
+    let hints = |t: &rmcp::model::Tool| {
+        let a = t.annotations.clone().expect("annotations");
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    assert_eq!(
+        hints(counter),
+        (Some(true), Some(false), Some(false), Some(false))
+    );
+    assert_eq!(
+        hints(&tools[1]),
+        (Some(false), Some(true), Some(false), Some(false))
+    );
     assert_eq!(
         counter.input_schema["properties"]["limit"],
         json!({"type": "integer"})
