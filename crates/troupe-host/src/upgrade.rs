@@ -111,7 +111,6 @@ impl Host {
         // The history streams through the check; only its moved form and
         // where each lifeline stands are kept.
         let mut check = match Upgrading::new(&old_v, &new_v, &steps) {
-            Ok(c) if dry_run => c.check_only(),
             Ok(c) => c,
             Err(refusal) => return refuse(refusal.to_string()),
         };
@@ -143,6 +142,14 @@ impl Host {
                 steps: moved.steps,
             });
         }
+        // The move translates the history again as the store reads it,
+        // a chunk at a time: the same events give the same answers.
+        let mut again =
+            Upgrading::new(&old_v, &new_v, &steps).map_err(|r| HostError::Recorded {
+                run: name.clone(),
+                message: r.to_string(),
+            })?;
+        let mut translate = |l, e: &troupe_msc::Event| again.event(l, e).map_err(|r| r.to_string());
         let version = self.store().move_run(
             run,
             &NewVersion {
@@ -152,16 +159,16 @@ impl Host {
                 fingerprint: &to.fingerprint,
                 canonical: &to.canonical,
                 lifelines: to.workflow().lifelines.len(),
-                events: &moved.events,
                 checked,
                 cut: &cut,
             },
+            &mut translate,
         )?;
         self.forget_recorded(run);
-        tracing::info!(run = %name, version, events = moved.events.len(), "moved to another version");
+        tracing::info!(run = %name, version, events = checked, "moved to another version");
         done(Upgraded::Moved {
             version,
-            events: moved.events.len(),
+            events: checked as usize,
             steps: moved.steps,
         })
     }

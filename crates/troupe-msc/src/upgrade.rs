@@ -221,7 +221,8 @@ fn collect<'a>(block: &'a Block, out: &mut Vec<Option<&'a Stmt>>) {
 }
 
 /// A recorded run, moved: its events as the new version's, in recorded
-/// order.
+/// order ([`upgrade`] collects them; [`Upgrading::finish`] leaves them to
+/// the caller, who had each from [`Upgrading::event`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Moved {
     pub events: Vec<(LifelineId, Event)>,
@@ -345,14 +346,20 @@ pub fn upgrade(
     steps: &BTreeSet<String>,
 ) -> Result<Moved, Refusal> {
     let mut u = Upgrading::new(old, new, steps)?;
+    let mut events = Vec::with_capacity(recorded.len());
     for (l, e) in recorded {
-        u.event(*l, e)?;
+        events.push(u.event(*l, e)?);
     }
-    u.finish()
+    Ok(Moved {
+        events,
+        ..u.finish()?
+    })
 }
 
 /// An upgrade check under way: the run's events are fed in recorded
-/// order ([`Upgrading::event`]); only their moved form is kept.
+/// order ([`Upgrading::event`]), each answered with its moved form, which
+/// the caller keeps or writes as it likes: the check itself keeps only the
+/// monitors' state, so its memory does not grow with the history.
 #[derive(Debug)]
 pub struct Upgrading<'a, 'v> {
     old: &'a Version<'v>,
@@ -371,8 +378,6 @@ pub struct Upgrading<'a, 'v> {
     seen: Vec<usize>,
     moved: Moved,
     taken: BTreeSet<String>,
-    /// Keep the moved events (not for a check that moves nothing).
-    keep: bool,
 }
 
 impl<'a, 'v> Upgrading<'a, 'v> {
@@ -411,22 +416,15 @@ impl<'a, 'v> Upgrading<'a, 'v> {
                 steps: steps.len(),
             },
             taken: BTreeSet::new(),
-            keep: true,
             old,
             new,
             steps,
         })
     }
 
-    /// Checks only: the moved events are not kept ([`Moved::events`] stays
-    /// empty), so the check's memory does not grow with the history.
-    pub fn check_only(mut self) -> Self {
-        self.keep = false;
-        self
-    }
-
-    /// The next recorded event, of the old version's lifeline `l`.
-    pub fn event(&mut self, l: LifelineId, e: &Event) -> Result<(), Refusal> {
+    /// The next recorded event, of the old version's lifeline `l`, and
+    /// what it is in the new version.
+    pub fn event(&mut self, l: LifelineId, e: &Event) -> Result<(LifelineId, Event), Refusal> {
         let (old, new) = (self.old, self.new);
         self.old_monitor.event(l, e).map_err(Refusal::NotARun)?;
         let li = l.0 as usize;
@@ -460,10 +458,7 @@ impl<'a, 'v> Upgrading<'a, 'v> {
             }
         }
         self.moved.per_lifeline[nl.0 as usize] += 1;
-        if self.keep {
-            self.moved.events.push((nl, moved));
-        }
-        Ok(())
+        Ok((nl, moved))
     }
 
     /// After the last recorded event: the steps recorded before their

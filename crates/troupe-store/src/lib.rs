@@ -71,7 +71,7 @@ pub use db::Dialect;
 pub use postgres::{exists, is_postgres, redact};
 pub use schedule::TickRow;
 pub use timer::TimerRow;
-pub use version::{NewVersion, VersionRow};
+pub use version::{NewVersion, Translate, VersionRow};
 
 use db::{Db, DbError, DbErrorKind, SqliteDb, args};
 use rusqlite::{Connection, OpenFlags, params};

@@ -30,8 +30,6 @@ pub struct NewVersion<'a> {
     pub fingerprint: &'a str,
     pub canonical: &'a str,
     pub lifelines: usize,
-    /// The run's events as the new version's, in recorded order.
-    pub events: &'a [(LifelineId, Event)],
     /// How many events the run had recorded when it was checked.
     pub checked: u64,
     /// Where each lifeline of the version it leaves stood: its name and
@@ -56,6 +54,10 @@ pub struct VersionRow {
     pub source: String,
 }
 
+/// Translates one recorded event into the new version's (or says why the
+/// run cannot move after all).
+pub type Translate<'a> = dyn FnMut(LifelineId, &Event) -> Result<(LifelineId, Event), String> + 'a;
+
 /// Chunks of encoded events about as large as the journal writes them.
 const CHUNK: usize = 64 * 1024;
 
@@ -67,7 +69,12 @@ enum Outcome {
 impl Store {
     /// Moves `run` to `to` (see the module doc); returns its new version
     /// number.
-    pub fn move_run(&self, run: i64, to: &NewVersion<'_>) -> Result<i64, StoreError> {
+    pub fn move_run(
+        &self,
+        run: i64,
+        to: &NewVersion<'_>,
+        translate: &mut Translate<'_>,
+    ) -> Result<i64, StoreError> {
         let name = Store::run_name(run);
         let detail = self.run(run)?;
         if let Some(owner) = &detail.summary.owner {
@@ -88,13 +95,9 @@ impl Store {
             .flatten()
             .filter(|o| crate::owner::liveness(o) == crate::owner::Liveness::Gone)
             .unwrap_or_default();
-        // The new events, encoded once; `ends[i]` is where event i ends.
-        let mut data = Vec::new();
-        let mut ends = Vec::with_capacity(to.events.len());
-        for (l, e) in to.events {
-            codec::encode_event(&mut data, *l, e);
-            ends.push(data.len());
-        }
+        // A refusal after the first write rolls the transaction back: its
+        // reason waits here.
+        let mut late: Option<String> = None;
         let outcome = self.transaction("move the run to another version", |tx| {
             let row = tx.query_opt(
                 &format!(
@@ -131,24 +134,57 @@ impl Store {
                 ));
             }
             let version: i64 = row.get(3)?;
-            // The events as recorded under the version it leaves.
-            let mut old = Vec::new();
-            let mut count = 0u64;
-            for r in tx.query(
-                "SELECT CAST(data AS BLOB) FROM events WHERE run = ?1 ORDER BY chunk",
-                args![run],
-            )? {
-                let chunk: Vec<u8> = r.get(0)?;
-                let events = codec::decode_events(&chunk)
+            // The events as recorded under the version it leaves, encoded
+            // (a few bytes an event); the new ones are written a chunk at
+            // a time as they are translated.
+            let old: Vec<Vec<u8>> = tx
+                .query(
+                    "SELECT CAST(data AS BLOB) FROM events WHERE run = ?1 ORDER BY chunk",
+                    args![run],
+                )?
+                .iter()
+                .map(|r| r.get::<Vec<u8>>(0))
+                .collect::<Result<_, _>>()?;
+            tx.execute("DELETE FROM events WHERE run = ?1", args![run])?;
+            tx.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])?;
+            let (mut count, mut chunk, mut n) = (0u64, 0i64, 0i64);
+            let mut data = Vec::new();
+            for blob in &old {
+                let events = codec::decode_events(blob)
                     .map_err(|e| DbError::other(format!("run {run}'s events: {e}")))?;
-                count += events.len() as u64;
-                old.extend_from_slice(&chunk);
+                for (l, e) in &events {
+                    let (nl, moved) = match translate(*l, e) {
+                        Ok(m) => m,
+                        Err(why) => {
+                            late = Some(why);
+                            return Err(DbError::other("the move was refused"));
+                        }
+                    };
+                    codec::encode_event(&mut data, nl, &moved);
+                    count += 1;
+                    n += 1;
+                    if data.len() >= CHUNK {
+                        tx.execute(
+                            "INSERT INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
+                            args![run, chunk, n, std::mem::take(&mut data)],
+                        )?;
+                        chunk += 1;
+                        n = 0;
+                    }
+                }
+            }
+            if n > 0 {
+                tx.execute(
+                    "INSERT INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
+                    args![run, chunk, n, data],
+                )?;
             }
             if count != to.checked {
-                return refuse(format!(
+                late = Some(format!(
                     "{name} recorded {} more event(s) while it was checked; try again",
                     count.saturating_sub(to.checked)
                 ));
+                return Err(DbError::other("the move was refused"));
             }
             tx.execute(
                 "INSERT INTO run_versions(run, version, workflow, file, source, fingerprint, canonical, cut, events, moved_at)
@@ -162,25 +198,9 @@ impl Store {
                     &row.get::<String>(7)?,
                     &row.get::<String>(8)?,
                     serde_json::to_string(to.cut).unwrap_or_default(),
-                    old
+                    old.concat()
                 ],
             )?;
-            tx.execute("DELETE FROM events WHERE run = ?1", args![run])?;
-            tx.execute("DELETE FROM checkpoints WHERE run = ?1", args![run])?;
-            // Chunks of whole events, as the journal writes them.
-            let (mut chunk, mut start, mut n) = (0i64, 0usize, 0i64);
-            for (i, &end) in ends.iter().enumerate() {
-                n += 1;
-                if end - start >= CHUNK || i + 1 == ends.len() {
-                    tx.execute(
-                        "INSERT INTO events(run, chunk, count, data) VALUES (?1, ?2, ?3, ?4)",
-                        args![run, chunk, n, data[start..end].to_vec()],
-                    )?;
-                    chunk += 1;
-                    start = end;
-                    n = 0;
-                }
-            }
             tx.execute(
                 "UPDATE runs SET workflow = ?2, file = ?3, source = ?4, fingerprint = ?5, canonical = ?6,
                    lifelines = ?7, version = ?8, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
@@ -197,8 +217,11 @@ impl Store {
                 ],
             )?;
             Ok(Outcome::Moved(version + 1))
-        })?;
-        match outcome {
+        });
+        if let Some(why) = late {
+            return Err(StoreError::Conflict(why));
+        }
+        match outcome? {
             Outcome::Moved(v) => Ok(v),
             Outcome::Refused(e) => Err(e),
         }
@@ -305,9 +328,21 @@ mod tests {
                 fingerprint: "v2",
                 canonical: "",
                 lifelines: 2,
-                events: &moved,
                 checked: 2,
                 cut: &[("A".to_owned(), 2)],
+            };
+            // The move of the test: each event to lifeline 1, statement + 1.
+            let mut translate = |_: LifelineId, e: &Event| -> Result<(LifelineId, Event), String> {
+                match e {
+                    Event::Act { stmt, outputs } => Ok((
+                        LifelineId(1),
+                        Event::Act {
+                            stmt: StmtId(stmt.0 + 1 + u32::from(stmt.0 == 2)),
+                            outputs: outputs.clone(),
+                        },
+                    )),
+                    _ => Err("not an action".into()),
+                }
             };
             // A live owner runs it: nothing moves.
             let me = crate::new_owner_id();
@@ -316,7 +351,7 @@ mod tests {
                 crate::Claim::Claimed
             );
             assert!(matches!(
-                store.move_run(run, &to),
+                store.move_run(run, &to, &mut translate),
                 Err(StoreError::Running { .. })
             ));
             store.release(run, &me).unwrap();
@@ -326,11 +361,18 @@ mod tests {
                 ..to.clone()
             };
             assert!(matches!(
-                store.move_run(run, &stale),
+                store.move_run(run, &stale, &mut translate),
                 Err(StoreError::Conflict(m)) if m.contains("more event")
             ));
             assert_eq!(store.run(run).unwrap().fingerprint, "v1");
-            assert_eq!(store.move_run(run, &to).unwrap(), 2);
+            // Refused after the old events were read and deleted: rolled
+            // back, nothing lost.
+            let mut events = Vec::new();
+            store
+                .for_each_event(run, |l, e| events.push((l, e.clone())))
+                .unwrap();
+            assert_eq!(events, recorded, "a refused move changes nothing");
+            assert_eq!(store.move_run(run, &to, &mut translate).unwrap(), 2);
             let detail = store.run(run).unwrap();
             assert_eq!(
                 (
@@ -369,7 +411,7 @@ mod tests {
                 ..to.clone()
             };
             assert!(matches!(
-                store.move_run(run, &again),
+                store.move_run(run, &again, &mut translate),
                 Err(StoreError::Conflict(m)) if m.contains("only an unfinished run")
             ));
             store.delete_run(run).unwrap();
