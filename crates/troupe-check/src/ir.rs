@@ -391,6 +391,36 @@ impl Workflow {
             || near(-2).is_some_and(|f| f.steps[1] == stmt)
     }
 
+    /// Every statement, indexed by its id (`StmtId`s are `0..stmt_count`);
+    /// `None` for an id no statement has.
+    pub fn stmts_by_id(&self) -> Vec<Option<&Stmt>> {
+        fn walk<'a>(b: &'a Block, out: &mut Vec<Option<&'a Stmt>>) {
+            for s in &b.stmts {
+                if let Some(slot) = out.get_mut(s.id.0 as usize) {
+                    *slot = Some(s);
+                }
+                match &s.kind {
+                    StmtKind::If {
+                        then: x,
+                        otherwise: y,
+                        ..
+                    }
+                    | StmtKind::While {
+                        body: x, exit: y, ..
+                    } => {
+                        walk(x, out);
+                        walk(y, out);
+                    }
+                    StmtKind::Par { branches } => branches.iter().for_each(|b| walk(b, out)),
+                    StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
+                }
+            }
+        }
+        let mut out = vec![None; self.stmt_count as usize];
+        walk(&self.body, &mut out);
+        out
+    }
+
     /// The call written in this workflow (not inside an inlined callee)
     /// whose inlined statements include `stmt`.
     pub fn outer_call(&self, stmt: StmtId) -> Option<&CallSite> {

@@ -33,7 +33,7 @@ use crate::semantics::NotMember;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use troupe_check::ir::{
-    Action, ActionKind, Block, Call, LifelineId, Program, Stmt, StmtId, StmtKind, Workflow,
+    Action, ActionKind, Call, LifelineId, Program, Stmt, StmtId, StmtKind, Workflow,
 };
 pub use troupe_project::ProjectError;
 use troupe_project::lanes::occurrence_key;
@@ -60,8 +60,7 @@ impl<'a> Version<'a> {
     pub fn new(program: &'a Program, workflow: &'a Workflow) -> Result<Version<'a>, ProjectError> {
         let projection = troupe_project::project(program, workflow)?;
         let monitor = Monitor::with_projection(workflow, &projection);
-        let mut stmts = vec![None; workflow.stmt_count as usize];
-        collect(&workflow.body, &mut stmts);
+        let stmts = workflow.stmts_by_id();
         let names = Names::new(program, workflow);
         let labels: Vec<String> = stmts
             .iter()
@@ -196,28 +195,6 @@ pub fn signature(a: &Action, program: &Program) -> String {
         k => k.label().to_owned(),
     };
     format!("{kind} ({}) -> ({})", types(&a.params), types(&a.outputs))
-}
-
-fn collect<'a>(block: &'a Block, out: &mut Vec<Option<&'a Stmt>>) {
-    for s in &block.stmts {
-        if let Some(slot) = out.get_mut(s.id.0 as usize) {
-            *slot = Some(s);
-        }
-        match &s.kind {
-            StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
-            StmtKind::If {
-                then, otherwise, ..
-            } => {
-                collect(then, out);
-                collect(otherwise, out);
-            }
-            StmtKind::While { body, exit, .. } => {
-                collect(body, out);
-                collect(exit, out);
-            }
-            StmtKind::Par { branches } => branches.iter().for_each(|b| collect(b, out)),
-        }
-    }
 }
 
 /// A recorded run, moved: its events as the new version's, in recorded

@@ -118,35 +118,21 @@ pub fn annotations(
     program: &Program,
     wf: &troupe_check::ir::Workflow,
 ) -> rmcp::model::ToolAnnotations {
-    use troupe_check::ir::{ActionKind, Block, Call, StmtKind};
-    fn called(b: &Block, out: &mut Vec<troupe_check::ir::ActionId>) {
-        for s in &b.stmts {
-            match &s.kind {
-                StmtKind::Act {
-                    call: Call::Action { action, .. },
-                    ..
-                } => out.push(*action),
-                StmtKind::If {
-                    then: x,
-                    otherwise: y,
-                    ..
-                }
-                | StmtKind::While {
-                    body: x, exit: y, ..
-                } => {
-                    called(x, out);
-                    called(y, out);
-                }
-                StmtKind::Par { branches } => branches.iter().for_each(|b| called(b, out)),
-                StmtKind::Msg { .. } | StmtKind::Act { .. } => {}
-            }
-        }
-    }
-    let mut actions = Vec::new();
-    called(&wf.body, &mut actions);
+    use troupe_check::ir::{ActionKind, Call, StmtKind};
+    let actions = wf
+        .stmts_by_id()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Act {
+                call: Call::Action { action, .. },
+                ..
+            } => Some(*action),
+            _ => None,
+        });
     let mut reached: Vec<&ActionKind> = Vec::new();
-    for a in &actions {
-        let kind = &program.action(*a).kind;
+    for a in actions {
+        let kind = &program.action(a).kind;
         if let ActionKind::Llm(llm) = kind {
             reached.extend(llm.tools.iter().map(|t| &program.action(*t).kind));
         }

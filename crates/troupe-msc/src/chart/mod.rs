@@ -319,33 +319,6 @@ impl Lower<'_, '_> {
     }
 }
 
-/// Index of the statements of a workflow by id.
-fn stmt_index(workflow: &Workflow) -> HashMap<StmtId, &Stmt> {
-    fn walk<'a>(b: &'a Block, out: &mut HashMap<StmtId, &'a Stmt>) {
-        for s in &b.stmts {
-            out.insert(s.id, s);
-            match &s.kind {
-                StmtKind::If {
-                    then: a,
-                    otherwise: b,
-                    ..
-                }
-                | StmtKind::While {
-                    body: a, exit: b, ..
-                } => {
-                    walk(a, out);
-                    walk(b, out);
-                }
-                StmtKind::Par { branches } => branches.iter().for_each(|b| walk(b, out)),
-                _ => {}
-            }
-        }
-    }
-    let mut out = HashMap::new();
-    walk(&workflow.body, &mut out);
-    out
-}
-
 const VALUE_CHARS: usize = 32;
 
 fn short(names: &Names<'_>, v: &Value) -> String {
@@ -383,7 +356,8 @@ pub fn execution_chart_moves(
     moves: &[(Vec<u64>, String)],
 ) -> Chart {
     let names = Names::new(program, workflow);
-    let stmts = stmt_index(workflow);
+    let stmts = workflow.stmts_by_id();
+    let stmt_of = |id: &StmtId| stmts.get(id.0 as usize).copied().flatten();
     let n = exec.words.len();
     let mut lifelines: Vec<String> = workflow.lifelines.iter().map(|l| l.name.clone()).collect();
     while lifelines.len() < n {
@@ -433,7 +407,7 @@ pub fn execution_chart_moves(
         };
         match msg {
             Message::Data { stmt, values } => {
-                let items: &[MsgItem] = match stmts.get(stmt).map(|s| &s.kind) {
+                let items: &[MsgItem] = match stmt_of(stmt).map(|s| &s.kind) {
                     Some(StmtKind::Msg { items, .. }) => items,
                     _ => &[],
                 };
@@ -488,7 +462,7 @@ pub fn execution_chart_moves(
                 match e {
                     Event::Act { stmt, .. } if workflow.is_for_step(*stmt) => {}
                     Event::Act { stmt, outputs } => {
-                        let mut text = match stmts.get(stmt).map(|s| &s.kind) {
+                        let mut text = match stmt_of(stmt).map(|s| &s.kind) {
                             Some(StmtKind::Act {
                                 outputs: o, call, ..
                             }) => names.act(o, call),
@@ -505,7 +479,7 @@ pub fn execution_chart_moves(
                         chart.items.push(Item::Note { over: l, text });
                     }
                     Event::Decide { stmt, decision, .. } => {
-                        let guard = match stmts.get(stmt).map(|s| &s.kind) {
+                        let guard = match stmt_of(stmt).map(|s| &s.kind) {
                             Some(StmtKind::While { .. }) if workflow.for_each(*stmt).is_some() => {
                                 workflow.for_each(*stmt).map_or_else(String::new, |f| {
                                     format!("for {} in {}", names.var(f.var), names.var(f.list))

@@ -17,25 +17,13 @@ use troupe_oracle::seeds::{Rng, Seeds, repeat_hint};
 use troupe_project::ControlTag;
 
 fn calls(program: &Program, stmt: StmtId) -> Option<u32> {
-    fn find(b: &troupe_check::ir::Block, id: StmtId) -> Option<&troupe_check::ir::Stmt> {
-        for s in &b.stmts {
-            if s.id == id {
-                return Some(s);
-            }
-            let inner = match &s.kind {
-                StmtKind::If {
-                    then, otherwise, ..
-                } => find(then, id).or_else(|| find(otherwise, id)),
-                StmtKind::While { body, exit, .. } => find(body, id).or_else(|| find(exit, id)),
-                _ => None,
-            };
-            if inner.is_some() {
-                return inner;
-            }
-        }
-        None
-    }
-    match &find(&program.workflows[0].body, stmt)?.kind {
+    match &program.workflows[0]
+        .stmts_by_id()
+        .get(stmt.0 as usize)
+        .copied()
+        .flatten()?
+        .kind
+    {
         StmtKind::Act {
             call: Call::Action { action, .. },
             ..

@@ -76,31 +76,19 @@ impl RunJournal for Replay {
 
 /// The action `stmt` of the first workflow of `p` calls, if any.
 fn action_at(p: &Program, stmt: StmtId) -> Option<u32> {
-    fn find(b: &troupe_check::ir::Block, id: StmtId) -> Option<u32> {
-        for s in &b.stmts {
-            let found = match &s.kind {
-                StmtKind::Act {
-                    call: Call::Action { action, .. },
-                    ..
-                } if s.id == id => Some(action.0),
-                StmtKind::If {
-                    then: a,
-                    otherwise: b,
-                    ..
-                }
-                | StmtKind::While {
-                    body: a, exit: b, ..
-                } => find(a, id).or_else(|| find(b, id)),
-                StmtKind::Par { branches } => branches.iter().find_map(|b| find(b, id)),
-                _ => None,
-            };
-            if found.is_some() {
-                return found;
-            }
-        }
-        None
+    match &p.workflows[0]
+        .stmts_by_id()
+        .get(stmt.0 as usize)
+        .copied()
+        .flatten()?
+        .kind
+    {
+        StmtKind::Act {
+            call: Call::Action { action, .. },
+            ..
+        } => Some(action.0),
+        _ => None,
     }
-    find(&p.workflows[0].body, stmt)
 }
 
 #[test]
