@@ -480,9 +480,12 @@ fn booking_trial(root: &Path, trial: usize) {
             owners += 1;
         } else {
             // A starter that came after the owner finished ran nothing
-            // either: it says so, or (a `run`) started a run of its own.
+            // either: it says so (a `resume` of the done run: "run-1 is
+            // done; nothing to resume"), or (a `run`) started a run of its
+            // own.
             assert!(
                 stderr.contains("is being run by")
+                    || stderr.contains("run-1 is done; nothing to resume")
                     || stderr.contains("run-1 is done already")
                     || stderr.contains("run-1 ran to its end already")
                     || stderr.contains("run-2")
