@@ -261,11 +261,30 @@ impl Remap<'_> {
             ),
             K::Len(x) => K::Len(b(x)),
             K::Index(l, i) => K::Index(b(l), b(i)),
+            K::Seen(l, v) => K::Seen(self.lifeline(*l), self.var(*v)),
+            K::Cpl(f) => K::Cpl(Box::new(self.formula(f))),
         };
         ir::Expr {
             kind,
             ty: e.ty.clone(),
             span: e.span,
+        }
+    }
+
+    /// A causal guard, with the callee's lifelines and variables renamed.
+    fn formula(&self, f: &ir::Formula) -> ir::Formula {
+        use ir::Formula as F;
+        let b = |x: &F| Box::new(self.formula(x));
+        match f {
+            F::Atom(e) => F::Atom(self.expr(e)),
+            F::On(l) => F::On(self.lifeline(*l)),
+            F::Not(x) => F::Not(b(x)),
+            F::And(x, y) => F::And(b(x), b(y)),
+            F::Or(x, y) => F::Or(b(x), b(y)),
+            F::Prev(x) => F::Prev(b(x)),
+            F::Since(x, y) => F::Since(b(x), b(y)),
+            F::Once(x) => F::Once(b(x)),
+            F::At(l, x) => F::At(self.lifeline(*l), b(x)),
         }
     }
 }

@@ -22,7 +22,7 @@
 //! verification — is [`Value`]'s `PartialEq`, under which NaN is NaN.)
 //! In text, NaN and the infinities show as `NaN`, `Infinity`, `-Infinity`.
 
-use crate::ir::{BinaryOp, Expr, ExprKind, FormatPart, UnaryOp, VarId};
+use crate::ir::{BinaryOp, Expr, ExprKind, FormatPart, LifelineId, UnaryOp, VarId};
 use crate::types::TypeTable;
 use crate::value::Value;
 use std::cmp::Ordering;
@@ -45,6 +45,13 @@ pub trait Env {
     /// than store them) override this and may return `None` from `get`.
     fn value(&self, var: VarId) -> Option<Value> {
         self.get(var).cloned()
+    }
+
+    /// `seen(B).x` (LANGUAGE.md §7): B's `x` at B's latest event causally
+    /// visible here. Only a causal guard's monitor knows it; elsewhere it is
+    /// unbound.
+    fn seen(&self, _lifeline: LifelineId, _var: VarId) -> Option<Value> {
+        None
     }
 }
 
@@ -179,6 +186,15 @@ fn eval_at<E: Env + ?Sized>(
                 display(&other, types)
             ))),
         },
+        ExprKind::Seen(lifeline, var) => env.seen(*lifeline, *var).ok_or_else(|| {
+            fail(format!(
+                "no event of lifeline #{} binds #{}",
+                lifeline.0, var.0
+            ))
+        }),
+        ExprKind::Cpl(_) => Err(fail(
+            "a causal guard is evaluated by its owner's monitor, not as an expression".into(),
+        )),
         ExprKind::Index(list, index) => match (sub(list)?, sub(index)?) {
             (Value::List(items), Value::Int(i)) => usize::try_from(i)
                 .ok()

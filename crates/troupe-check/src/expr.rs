@@ -17,6 +17,27 @@ pub(crate) enum Scope<'a> {
     Params(&'a [Param]),
     /// The variables bound at a lifeline at the current point of the workflow.
     At(LifelineId),
+    /// An atom of a causal guard (LANGUAGE.md §7), where `seen(B).x` may be
+    /// read. `at`: the lifeline whose variables it reads (`None` inside
+    /// `once(…)`, evaluated at every lifeline's events: no variable then);
+    /// `strict`: evaluated at the current event, where the binding analysis
+    /// applies — elsewhere (an earlier event, another lifeline's) a variable
+    /// not bound yet makes the atom false, which is no error.
+    Causal {
+        at: Option<LifelineId>,
+        strict: bool,
+    },
+}
+
+impl Scope<'_> {
+    /// The lifeline whose variables are in scope, if any.
+    fn lifeline(&self) -> Option<LifelineId> {
+        match self {
+            Scope::At(at) => Some(*at),
+            Scope::Causal { at, .. } => *at,
+            Scope::Params(_) => None,
+        }
+    }
 }
 
 impl Checker<'_> {
@@ -35,7 +56,11 @@ impl Checker<'_> {
             AK::Str(lit) => self.string(lit, scope),
             AK::Name(id) => self.name(id, scope, expected),
             AK::Paren(inner) => return self.expr(inner, scope, expected),
-            AK::Field(base, field) => self.field(base, field, scope),
+            AK::Field(base, field) => match &base.kind {
+                AK::Cpl(ast::Cpl::Seen(b)) => self.seen(b, field, e.span, scope),
+                _ => self.field(base, field, scope),
+            },
+            AK::Cpl(form) => self.misplaced_cpl(form, e.span, scope),
             AK::Unary(op, operand) => {
                 let operand = self.expr(operand, scope, None);
                 let (op, ok, ty) = match op {
@@ -150,7 +175,11 @@ impl Checker<'_> {
                     return (IK::Var(VarId(i as u32)), params[i].ty.clone());
                 }
             }
-            Scope::At(at) => {
+            Scope::At(at)
+            | Scope::Causal {
+                at: Some(at),
+                strict: true,
+            } => {
                 if let Some(var) = self.wf.lookup(*at, &id.name) {
                     let ty = self.wf.vars[var.0 as usize].ty.clone();
                     if !matches!(self.wf.state(var), BindState::Bound) {
@@ -159,6 +188,16 @@ impl Checker<'_> {
                     return (IK::Var(var), ty);
                 }
             }
+            Scope::Causal {
+                at: Some(at),
+                strict: false,
+            } => {
+                if let Some(var) = self.wf.lookup(*at, &id.name) {
+                    let ty = self.wf.vars[var.0 as usize].ty.clone();
+                    return (IK::Var(var), ty);
+                }
+            }
+            Scope::Causal { at: None, .. } => {}
         }
         if let Some((kind, ty)) = self.enum_value(&id.name, expected) {
             return (kind, ty);
@@ -177,7 +216,8 @@ impl Checker<'_> {
                 }
                 self.error(d);
             }
-            Scope::At(at) => {
+            Scope::Causal { at: None, .. } => self.no_variables_here(id),
+            Scope::At(at) | Scope::Causal { at: Some(at), .. } => {
                 if let Some(Type::Enum(eid)) = expected {
                     let def = self.types.enum_def(*eid);
                     let values = list_some(def.values.iter().map(String::as_str));
@@ -279,7 +319,9 @@ impl Checker<'_> {
         if let AK::Name(type_name) = &base.kind {
             let is_var = match scope {
                 Scope::Params(ps) => ps.iter().any(|p| p.name == type_name.name),
-                Scope::At(at) => self.wf.lookup(*at, &type_name.name).is_some(),
+                _ => scope
+                    .lifeline()
+                    .is_some_and(|at| self.wf.lookup(at, &type_name.name).is_some()),
             };
             if let (false, Some(Type::Enum(eid))) =
                 (is_var, self.type_names.get(&type_name.name).cloned())
@@ -424,7 +466,9 @@ impl Checker<'_> {
     fn is_var(&self, id: &ast::Ident, scope: &Scope<'_>) -> bool {
         match scope {
             Scope::Params(ps) => ps.iter().any(|p| p.name == id.name),
-            Scope::At(at) => self.wf.lookup(*at, &id.name).is_some(),
+            _ => scope
+                .lifeline()
+                .is_some_and(|at| self.wf.lookup(at, &id.name).is_some()),
         }
     }
 

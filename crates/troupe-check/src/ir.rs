@@ -540,6 +540,50 @@ pub enum ExprKind {
     /// The element of a list at an index (`list[i]`); only made by the
     /// desugaring of `for`, where the guard keeps the index in range.
     Index(Box<Expr>, Box<Expr>),
+    /// `seen(B).x`: B's variable `x` at the latest event of B causally
+    /// visible where the expression is evaluated (LANGUAGE.md §7). Only in
+    /// the atoms of a causal guard; unbound (so the atom is false) while no
+    /// such event binds `x`.
+    Seen(LifelineId, VarId),
+    /// A guard of the causal past logic, evaluated by the owner's monitor
+    /// (`troupe_msc::cpl`); the plain evaluator cannot evaluate it.
+    Cpl(Box<Formula>),
+}
+
+/// A formula of the causal past logic (LANGUAGE.md §7), evaluated at an
+/// event of a lifeline: the guard's owner for the whole guard, B inside
+/// `at(B, …)`, every lifeline inside `once(…)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Formula {
+    /// A Bool expression over the variables of the lifeline where it is
+    /// evaluated (and `seen` terms); false when it reads an unbound one.
+    Atom(Expr),
+    /// The current event is this lifeline's.
+    On(LifelineId),
+    Not(Box<Formula>),
+    And(Box<Formula>, Box<Formula>),
+    Or(Box<Formula>, Box<Formula>),
+    /// The lifeline's previous event satisfied it (false at its first).
+    Prev(Box<Formula>),
+    /// `since(φ, ψ)`: ψ holds now, or held at an earlier event of this
+    /// lifeline and φ has held at every one of its events after it.
+    Since(Box<Formula>, Box<Formula>),
+    /// Some event in the strict causal past, on any lifeline, satisfied it.
+    Once(Box<Formula>),
+    /// The latest event of the lifeline causally visible (the current one
+    /// when it is that lifeline's) satisfied it; false when there is none.
+    At(LifelineId, Box<Formula>),
+}
+
+impl Formula {
+    /// The direct subformulas, in source order.
+    pub fn children(&self) -> Vec<&Formula> {
+        match self {
+            Formula::Atom(_) | Formula::On(_) => vec![],
+            Formula::Not(a) | Formula::Prev(a) | Formula::Once(a) | Formula::At(_, a) => vec![a],
+            Formula::And(a, b) | Formula::Or(a, b) | Formula::Since(a, b) => vec![a, b],
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@
 //! its own diagnostic code (see [`troupe_syntax::Code`]).
 
 mod calls;
+mod cpl;
 mod decls;
 pub mod eval;
 mod expr;

@@ -30,7 +30,10 @@ impl Access {
             ExprKind::Var(v) => {
                 self.reads.entry(*v).or_insert(e.span);
             }
-            ExprKind::Lit(_) => {}
+            // A causal view reads another event's value, not this branch's
+            // variable: no conflict.
+            ExprKind::Lit(_) | ExprKind::Seen(..) => {}
+            ExprKind::Cpl(f) => self.read_formula(f),
             ExprKind::Field(x, _)
             | ExprKind::JsonField(x, _)
             | ExprKind::Unary(_, x)
@@ -48,6 +51,14 @@ impl Access {
                 }
             }
         }
+    }
+
+    /// A causal guard's atoms, conservatively: every variable they read.
+    fn read_formula(&mut self, f: &ir::Formula) {
+        if let ir::Formula::Atom(e) = f {
+            self.read(e);
+        }
+        f.children().into_iter().for_each(|c| self.read_formula(c));
     }
 
     fn write(&mut self, v: VarId, span: Span) {

@@ -63,7 +63,7 @@ impl Partial {
 #[derive(Debug, Default)]
 pub(crate) struct WfState {
     pub lifelines: Vec<ir::Lifeline>,
-    lifeline_index: HashMap<String, LifelineId>,
+    pub(crate) lifeline_index: HashMap<String, LifelineId>,
     /// Whether a `lifelines` line fixed the set of lifelines.
     declared: bool,
     pub vars: Vec<ir::Var>,
@@ -790,6 +790,9 @@ impl Checker<'_> {
     }
 
     fn guard(&mut self, guard: &ast::Expr, owner: LifelineId) -> ir::Expr {
+        if crate::cpl::is_causal(guard) {
+            return self.causal_guard(guard, owner);
+        }
         let g = self.expr(guard, &Scope::At(owner), Some(&Type::Bool));
         if !matches!(g.ty, Type::Bool | Type::Error) {
             let found = self.types.display(&g.ty).to_string();

@@ -637,7 +637,8 @@ impl WfWalker<'_> {
                 let inner = items.first().and_then(|i| self.expr_ty(lifeline, i))?;
                 Some(format!("[{inner}]"))
             }
-            ExprKind::Error => None,
+            ExprKind::Cpl(ast::Cpl::Seen(_)) | ExprKind::Error => None,
+            ExprKind::Cpl(_) => Some("Bool".into()),
         }
     }
 

@@ -10,12 +10,15 @@
 //!   bounded memory and linear time.
 //! - [`sim`]: a reference interpreter of projected programs under a seeded
 //!   random scheduler, recording executions.
+//! - [`cpl`]: causal guards — the online monitor an owner decides with,
+//!   and the logic's semantics on a recorded execution.
 //! - [`upgrade`]: moving a recorded run to another version of its
 //!   workflow, or the event that stands in the way.
 //! - [`chart`]: one chart model for workflows and executions, drawn as SVG or
 //!   Mermaid.
 
 pub mod chart;
+pub mod cpl;
 pub mod eval;
 pub mod event;
 pub mod monitor;

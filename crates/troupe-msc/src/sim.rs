@@ -5,11 +5,12 @@
 //! This is the executable specification the real (tokio) runtime is tested
 //! against; it favours simplicity over speed.
 
+use crate::cpl::{Guards, Meta, View};
 use crate::eval::{EvalError, eval_in, perform};
 use crate::event::{Event, Execution, Message};
 use std::collections::{HashMap, VecDeque};
 use troupe_check::Value;
-use troupe_check::ir::{LifelineId, Program, Recv, StmtId, VarId, Workflow};
+use troupe_check::ir::{ExprKind, LifelineId, Program, Recv, StmtId, VarId, Workflow};
 use troupe_project::{ConstructKind, Op, Projection};
 
 /// How owners decide.
@@ -162,7 +163,23 @@ pub fn simulate(
         })
         .collect();
     let lanes = &projection.lanes;
-    let mut channels: HashMap<(usize, usize, u32), VecDeque<Message>> = HashMap::new();
+    // Each message travels with the sender's causal view when the workflow
+    // has causal guards (`crate::cpl`).
+    let mut channels: HashMap<(usize, usize, u32), VecDeque<(Message, Option<Meta>)>> =
+        HashMap::new();
+    let guards = Guards::new(workflow);
+    let mut views: Vec<View> = guards
+        .as_ref()
+        .map(|g| (0..n).map(|l| g.start(LifelineId(l as u32))).collect())
+        .unwrap_or_default();
+    // One event of lifeline `l` (after its effect on `env`); the metadata
+    // a message sent at it carries.
+    let step = |views: &mut Vec<View>, l: usize, env: &Vec<Option<Value>>| -> Option<Meta> {
+        let g = guards.as_ref()?;
+        let v = views.get_mut(l)?;
+        v.step(g, env, &program.types);
+        Some(v.meta())
+    };
     let mut exec = Execution::new(n);
     let mut schedule = Vec::new();
     let mut sched = Rng(opts.seed);
@@ -271,17 +288,19 @@ pub fn simulate(
                     stmt: *stmt,
                     values: Some(values),
                 };
+                let meta = step(&mut views, l, &env);
                 channels
                     .entry((l, to.0 as usize, lanes.of(*stmt)))
                     .or_default()
-                    .push_back(msg.clone());
+                    .push_back((msg.clone(), meta));
                 exec.words[l].push(Event::Send { to: *to, msg });
                 tasks[t].pc += 1;
             }
             Op::Recv { stmt, from, binds } => {
-                let msg = channels
+                let (msg, meta) = channels
                     .get_mut(&(from.0 as usize, l, lanes.of(*stmt)))
-                    .and_then(VecDeque::pop_front);
+                    .and_then(VecDeque::pop_front)
+                    .unzip();
                 let Some(Message::Data {
                     stmt: s,
                     values: Some(values),
@@ -310,6 +329,10 @@ pub fn simulate(
                         }
                     }
                 }
+                if let (Some(g), Some(Some(meta))) = (&guards, &meta) {
+                    views[l].receive(g, meta);
+                }
+                step(&mut views, l, &env);
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }
@@ -329,6 +352,7 @@ pub fn simulate(
                         *slot = Some(v.clone());
                     }
                 }
+                step(&mut views, l, &env);
                 exec.words[l].push(Event::Act {
                     stmt: *stmt,
                     outputs: Some(values),
@@ -342,7 +366,19 @@ pub fn simulate(
                 notify,
                 on_false,
             } => {
+                // The decision is an event of the owner; a causal guard is
+                // its monitor's value there.
+                let causal = match (&guards, &guard.kind) {
+                    (Some(g), ExprKind::Cpl(_)) => {
+                        Some(views[l].decide(g, *stmt, &env, &program.types))
+                    }
+                    _ => {
+                        step(&mut views, l, &env);
+                        None
+                    }
+                };
                 let mut d = match opts.decisions {
+                    Decisions::Evaluate if causal.is_some() => causal.unwrap_or(false),
                     Decisions::Evaluate => {
                         match eval_in(guard, &read, &program.types)
                             .map_err(|e| err_eval(l, *stmt, e))?
@@ -374,10 +410,11 @@ pub fn simulate(
                     decision: d,
                 };
                 for r in notify {
+                    let meta = step(&mut views, l, &env);
                     channels
                         .entry((l, r.0 as usize, lanes.of(*stmt)))
                         .or_default()
-                        .push_back(msg.clone());
+                        .push_back((msg.clone(), meta));
                     exec.words[l].push(Event::Send {
                         to: *r,
                         msg: msg.clone(),
@@ -395,9 +432,10 @@ pub fn simulate(
                 tag,
                 on_false,
             } => {
-                let msg = channels
+                let (msg, meta) = channels
                     .get_mut(&(from.0 as usize, l, lanes.of(*stmt)))
-                    .and_then(VecDeque::pop_front);
+                    .and_then(VecDeque::pop_front)
+                    .unzip();
                 let Some(Message::Control {
                     tag: got, decision, ..
                 }) = &msg
@@ -408,6 +446,10 @@ pub fn simulate(
                     return Err(protocol(l, *stmt, "control message of another construct"));
                 }
                 let d = *decision;
+                if let (Some(g), Some(Some(meta))) = (&guards, &meta) {
+                    views[l].receive(g, meta);
+                }
+                step(&mut views, l, &env);
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }

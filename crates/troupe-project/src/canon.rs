@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use troupe_check::Value;
 use troupe_check::ir::{
-    ActionId, Block, Call, Expr, ExprKind, FormatPart, LifelineId, MsgItem, Program, Recv, Stmt,
-    StmtKind, UnaryOp, VarId, Workflow,
+    ActionId, BinaryOp, Block, Call, Expr, ExprKind, FormatPart, Formula, LifelineId, MsgItem,
+    Program, Recv, Stmt, StmtKind, UnaryOp, VarId, Workflow,
 };
 use troupe_check::types::Type;
 
@@ -155,6 +155,68 @@ impl<'a> Names<'a> {
                 out.push('[');
                 self.write_expr(out, index, 0);
                 out.push(']');
+            }
+            ExprKind::Seen(lifeline, var) => {
+                let _ = write!(out, "seen({}).{}", self.lifeline(*lifeline), self.var(*var));
+            }
+            ExprKind::Cpl(f) => self.write_formula(out, f, min_prec),
+        }
+    }
+
+    /// A causal guard in surface syntax (LANGUAGE.md §7): connectives as in
+    /// expressions, the causal forms as calls.
+    pub fn write_formula(&self, out: &mut String, f: &Formula, min_prec: u8) {
+        let call =
+            |out: &mut String, name: &str, args: &[&Formula], lifeline: Option<LifelineId>| {
+                out.push_str(name);
+                out.push('(');
+                if let Some(l) = lifeline {
+                    out.push_str(&self.lifeline(l));
+                    if !args.is_empty() {
+                        out.push_str(", ");
+                    }
+                }
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    self.write_formula(out, a, 0);
+                }
+                out.push(')');
+            };
+        match f {
+            Formula::Atom(e) => self.write_expr(out, e, min_prec),
+            Formula::On(l) => call(out, "on", &[], Some(*l)),
+            Formula::Prev(a) => call(out, "prev", &[a], None),
+            Formula::Once(a) => call(out, "once", &[a], None),
+            Formula::Since(a, b) => call(out, "since", &[a, b], None),
+            Formula::At(l, a) => call(out, "at", &[a], Some(*l)),
+            Formula::Not(a) => {
+                let wrap = min_prec > UNARY;
+                if wrap {
+                    out.push('(');
+                }
+                out.push_str("not ");
+                self.write_formula(out, a, ATOM);
+                if wrap {
+                    out.push(')');
+                }
+            }
+            Formula::And(a, b) | Formula::Or(a, b) => {
+                let (p, word) = match f {
+                    Formula::And(..) => (binary_prec(BinaryOp::And), " and "),
+                    _ => (binary_prec(BinaryOp::Or), " or "),
+                };
+                let wrap = p < min_prec;
+                if wrap {
+                    out.push('(');
+                }
+                self.write_formula(out, a, p);
+                out.push_str(word);
+                self.write_formula(out, b, p + 1);
+                if wrap {
+                    out.push(')');
+                }
             }
         }
     }

@@ -25,6 +25,7 @@ use crate::remote::RemoteChannel;
 use troupe_check::Value;
 use troupe_check::ir::{LifelineId, StmtId};
 use troupe_msc::MonitorState;
+use troupe_msc::cpl::{Meta, View};
 use troupe_project::ControlTag;
 
 /// A run's state. See the module docs.
@@ -73,6 +74,9 @@ pub struct LaneState {
     /// Action counts kept per lane, where the lifeline runs several parts
     /// at once (see `troupe_project::Lanes::key_lane`): (lane, action, count).
     pub keyed: Vec<(u32, u32, u64)>,
+    /// What it has causally seen, when the workflow has causal guards: a
+    /// resumed run decides as the first run would.
+    pub view: Option<View>,
 }
 
 /// A task of a lifeline that runs one part of a `par`.
@@ -96,9 +100,27 @@ pub struct Channel {
     pub messages: Vec<Queued>,
 }
 
-/// A message on a channel.
+/// A message on a channel. `meta`: what the sender had causally seen, when
+/// the workflow has causal guards ([`troupe_msc::cpl::Meta`]); beside the
+/// payload, never in it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Queued {
-    Data { stmt: StmtId, values: Vec<Value> },
-    Control { tag: ControlTag, decision: bool },
+    Data {
+        stmt: StmtId,
+        values: Vec<Value>,
+        meta: Option<Box<Meta>>,
+    },
+    Control {
+        tag: ControlTag,
+        decision: bool,
+        meta: Option<Box<Meta>>,
+    },
+}
+
+impl Queued {
+    pub fn meta(&self) -> Option<&Meta> {
+        match self {
+            Queued::Data { meta, .. } | Queued::Control { meta, .. } => meta.as_deref(),
+        }
+    }
 }

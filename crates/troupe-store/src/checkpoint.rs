@@ -8,6 +8,7 @@
 
 use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put_varint};
 use troupe_check::ir::{ActionId, LifelineId, StmtId};
+use troupe_msc::cpl::{Meta, View};
 use troupe_msc::{CursorState, InFlight, MonitorState};
 use troupe_project::ControlTag;
 use troupe_runtime::{
@@ -19,9 +20,10 @@ use troupe_runtime::{
 /// place of a placed run's part on the channels between parts; version 4
 /// the run's successful tool calls (for the contracts' `requires` and
 /// `precedes`); version 5 the fingerprints of the values of the messages
-/// the monitor has in flight (it keeps no values). Older checkpoints
-/// (which have none) still decode.
-const VERSION: u8 = 5;
+/// the monitor has in flight (it keeps no values); version 6 what each
+/// lifeline has causally seen, for causal guards (and messages' metadata,
+/// as tags of their own). Older checkpoints (which have none) still decode.
+const VERSION: u8 = 6;
 
 /// How deep the monitor's part cursors may nest in a decoded checkpoint
 /// (as deep as constructs nest).
@@ -29,34 +31,132 @@ const MAX_PART_DEPTH: usize = 256;
 
 /// One message on a channel: in a checkpoint, and between the parts of a
 /// placed run.
+/// A message with causal metadata has tags of its own (2, 3), so that the
+/// encoding of one without is what it always was.
 pub(crate) fn encode_queued(out: &mut Vec<u8>, m: &Queued) {
+    let with_meta = u8::from(m.meta().is_some()) * 2;
     match m {
-        Queued::Data { stmt, values } => {
-            out.push(0);
+        Queued::Data { stmt, values, .. } => {
+            out.push(with_meta);
             put_varint(out, u64::from(stmt.0));
             crate::codec::encode_values(out, values);
         }
-        Queued::Control { tag, decision } => {
-            out.push(1);
+        Queued::Control { tag, decision, .. } => {
+            out.push(1 + with_meta);
             out.extend_from_slice(&tag.0.to_le_bytes());
             out.push(u8::from(*decision));
         }
+    }
+    if let Some(meta) = m.meta() {
+        encode_meta(out, &meta.clock, &meta.at, &meta.once, &meta.seen);
     }
 }
 
 /// The message [`encode_queued`] wrote.
 pub(crate) fn decode_queued(r: &mut Reader<'_>) -> Result<Queued, DecodeError> {
-    Ok(match r.byte()? {
-        0 => Queued::Data {
+    let tag = r.byte()?;
+    let mut m = match tag {
+        0 | 2 => Queued::Data {
             stmt: StmtId(r.u32()?),
             values: r.values()?,
+            meta: None,
         },
-        1 => Queued::Control {
+        1 | 3 => Queued::Control {
             tag: ControlTag(r.u64_le()?),
             decision: r.byte()? != 0,
+            meta: None,
         },
         _ => return r.fail("unknown message tag"),
-    })
+    };
+    if tag >= 2 {
+        let (clock, at, once, seen) = decode_meta(r)?;
+        let meta = Some(Box::new(Meta {
+            clock,
+            at,
+            once,
+            seen,
+        }));
+        match &mut m {
+            Queued::Data { meta: slot, .. } | Queued::Control { meta: slot, .. } => *slot = meta,
+        }
+    }
+    Ok(m)
+}
+
+/// A causal view's or a message's metadata: the clock, the `at` and
+/// `once` flags (eight to a byte) and the `seen` values.
+fn encode_meta(
+    out: &mut Vec<u8>,
+    clock: &[u32],
+    at: &[bool],
+    once: &[bool],
+    seen: &[Option<troupe_check::Value>],
+) {
+    put_varint(out, clock.len() as u64);
+    for c in clock {
+        put_varint(out, u64::from(*c));
+    }
+    encode_flags(out, at);
+    encode_flags(out, once);
+    put_varint(out, seen.len() as u64);
+    for v in seen {
+        match v {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                encode_value(out, v);
+            }
+        }
+    }
+}
+
+type MetaParts = (
+    Vec<u32>,
+    Vec<bool>,
+    Vec<bool>,
+    Vec<Option<troupe_check::Value>>,
+);
+
+fn decode_meta(r: &mut Reader<'_>) -> Result<MetaParts, DecodeError> {
+    let mut clock = Vec::new();
+    for _ in 0..r.len()? {
+        clock.push(r.u32()?);
+    }
+    let at = decode_flags(r)?;
+    let once = decode_flags(r)?;
+    let mut seen = Vec::new();
+    for _ in 0..r.len()? {
+        seen.push(match r.byte()? {
+            0 => None,
+            1 => Some(r.value()?),
+            _ => return r.fail("bad option tag"),
+        });
+    }
+    Ok((clock, at, once, seen))
+}
+
+fn encode_flags(out: &mut Vec<u8>, flags: &[bool]) {
+    put_varint(out, flags.len() as u64);
+    for chunk in flags.chunks(8) {
+        out.push(
+            chunk
+                .iter()
+                .enumerate()
+                .fold(0u8, |b, (i, &f)| b | (u8::from(f) << i)),
+        );
+    }
+}
+
+fn decode_flags(r: &mut Reader<'_>) -> Result<Vec<bool>, DecodeError> {
+    let n = r.len()?;
+    let mut flags = Vec::with_capacity(n.min(1 << 16));
+    for i in 0..n.div_ceil(8) {
+        let byte = r.byte()?;
+        for bit in 0..8.min(n - i * 8) {
+            flags.push(byte & (1 << bit) != 0);
+        }
+    }
+    Ok(flags)
 }
 
 /// A checkpoint with the journal's cursor.
@@ -102,6 +202,15 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
             put_varint(&mut out, u64::from(*l));
             put_varint(&mut out, u64::from(*action));
             put_varint(&mut out, *n);
+        }
+        match &lane.view {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                put_varint(&mut out, u64::from(v.lifeline.0));
+                encode_meta(&mut out, &v.clock, &v.at, &v.once, &v.seen);
+                encode_flags(&mut out, &v.current);
+            }
         }
     }
     put_varint(&mut out, cp.channels.len() as u64);
@@ -269,6 +378,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
                 keyed.push((r.u32()?, r.u32()?, r.varint()?));
             }
         }
+        let mut view = None;
+        if version >= 6 && r.byte()? != 0 {
+            let lifeline = LifelineId(r.u32()?);
+            let (clock, at, once, seen) = decode_meta(&mut r)?;
+            let current = decode_flags(&mut r)?;
+            view = Some(View::from_parts(lifeline, clock, at, once, seen, current));
+        }
         lanes.push(LaneState {
             pc,
             done,
@@ -276,6 +392,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             occurrences,
             parts,
             keyed,
+            view,
         });
     }
     let mut channels = Vec::new();
@@ -392,6 +509,14 @@ mod tests {
                             PartState { pc: 11, parent: 1 },
                         ],
                         keyed: vec![(2, 3, 4)],
+                        view: Some(troupe_msc::cpl::View::from_parts(
+                            LifelineId(0),
+                            vec![3, 0, 1],
+                            vec![true, false, true, true, false, false, true, false, true],
+                            vec![false],
+                            vec![Some(Value::Int(4)), None],
+                            vec![true, false, false],
+                        )),
                     },
                     LaneState {
                         pc: 9,
@@ -400,6 +525,7 @@ mod tests {
                         occurrences: vec![],
                         parts: vec![],
                         keyed: vec![],
+                        view: None,
                     },
                 ],
                 channels: vec![Channel {
@@ -409,10 +535,17 @@ mod tests {
                         Queued::Data {
                             stmt: StmtId(2),
                             values: vec![Value::Float(f64::NAN), Value::Bool(true)],
+                            meta: Some(Box::new(troupe_msc::cpl::Meta {
+                                clock: vec![1, 300, 0],
+                                at: vec![true],
+                                once: vec![],
+                                seen: vec![None, Some(Value::text("x"))],
+                            })),
                         },
                         Queued::Control {
                             tag: ControlTag(u64::MAX),
                             decision: false,
+                            meta: None,
                         },
                     ],
                 }],

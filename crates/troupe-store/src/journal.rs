@@ -674,6 +674,7 @@ mod tests {
                 occurrences: Vec::new(),
                 parts: Vec::new(),
                 keyed: Vec::new(),
+                view: None,
             }],
             channels: Vec::new(),
             steps: events,

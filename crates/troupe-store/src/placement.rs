@@ -620,6 +620,7 @@ mod tests {
         Queued::Data {
             stmt: troupe_check::ir::StmtId(7),
             values: vec![Value::Int(n)],
+            meta: None,
         }
     }
 

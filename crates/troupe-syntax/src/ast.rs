@@ -263,7 +263,37 @@ pub enum ExprKind {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     List(Vec<Expr>),
     Paren(Box<Expr>),
+    /// A form of the causal past logic (LANGUAGE.md §7); the checker
+    /// accepts it only in the guard of an `if` or a `while`.
+    Cpl(Cpl),
     Error,
+}
+
+/// The causal-past forms: `prev(φ)`, `since(φ, ψ)`, `once(φ)`, `at(B, φ)`,
+/// `seen(B)` (only as the base of a field, `seen(B).x`) and `on(B)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cpl {
+    Prev(Box<Expr>),
+    Since(Box<Expr>, Box<Expr>),
+    Once(Box<Expr>),
+    At(Ident, Box<Expr>),
+    Seen(Ident),
+    On(Ident),
+}
+
+impl Cpl {
+    /// The names that make a call of these forms (`prev(…)` …). They are
+    /// reserved only as calls: a variable may still be named `since`.
+    pub const NAMES: [&'static str; 6] = ["prev", "since", "once", "at", "seen", "on"];
+
+    /// The sub-expressions, in source order.
+    pub fn operands(&self) -> Vec<&Expr> {
+        match self {
+            Cpl::Prev(x) | Cpl::Once(x) | Cpl::At(_, x) => vec![x],
+            Cpl::Since(a, b) => vec![a, b],
+            Cpl::Seen(_) | Cpl::On(_) => vec![],
+        }
+    }
 }
 
 impl Expr {

@@ -227,6 +227,12 @@ codes! {
     /// distinct senders with disjoint bindings: a statement other than
     /// `msg`, a second receiver, a sender twice, a variable bound twice.
     CoregionForm = "E0721", "coregion-form";
+    /// A causal-past form (`prev`, `since`, `once`, `at`, `seen`, `on`;
+    /// LANGUAGE.md §7) used wrongly: outside the guard of an `if` or a
+    /// `while`, with the wrong operands, `seen(B)` without a field, or a
+    /// variable read where no one lifeline's variables are in scope (inside
+    /// `once(…)`, name whose variable it is with `at(B, …)` or `seen(B).x`).
+    CausalForm = "E0730", "causal-form";
     /// A `planner`'s `actions:` or `lifelines:` list is wrong: empty, naming
     /// no declared action (or a `planner`, which a plan may not call), a
     /// lifeline that is not an identifier, or one entry twice.

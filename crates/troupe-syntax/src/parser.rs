@@ -21,6 +21,8 @@ use crate::ast::*;
 use crate::lexer::{Keyword as K, Token, TokenKind as T, lex};
 use crate::{Code, Diagnostic, Span, strings};
 
+mod cpl;
+
 /// Deeper nesting than this is reported instead of recursed into.
 pub const MAX_DEPTH: u32 = 200;
 
@@ -1077,6 +1079,11 @@ impl Parser<'_> {
                     &mut self.diagnostics,
                 );
                 ExprKind::Str(lit)
+            }
+            T::Ident
+                if self.peek_at(1) == T::LParen && Cpl::NAMES.contains(&self.text_of(tok.span)) =>
+            {
+                return self.cpl();
             }
             T::Ident => ExprKind::Name(Ident {
                 name: self.text_of(tok.span).to_owned(),

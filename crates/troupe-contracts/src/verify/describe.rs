@@ -4,7 +4,8 @@
 
 use troupe_check::Value;
 use troupe_check::ir::{
-    BinaryOp, Expr, ExprKind, FormatPart, Program, Stmt, StmtId, StmtKind, UnaryOp, VarId, Workflow,
+    BinaryOp, Expr, ExprKind, FormatPart, Formula, LifelineId, Program, Stmt, StmtId, StmtKind,
+    UnaryOp, VarId, Workflow,
 };
 use troupe_check::types::Type;
 use troupe_syntax::{LineIndex, Span};
@@ -173,6 +174,64 @@ impl Describe<'_> {
                 out.push('[');
                 self.write_expr(index, depth + 1, out);
                 out.push(']');
+            }
+            ExprKind::Seen(lifeline, var) => {
+                out.push_str("seen(");
+                out.push_str(self.lifeline(*lifeline));
+                out.push_str(").");
+                out.push_str(self.var(*var));
+            }
+            ExprKind::Cpl(f) => self.write_formula(f, depth + 1, out),
+        }
+    }
+
+    /// A causal guard, with every connective parenthesised (a finding
+    /// quotes it; exact precedence matters less than being unambiguous).
+    fn write_formula(&self, f: &Formula, depth: usize, out: &mut String) {
+        if depth > MAX_DEPTH || out.len() > 200 {
+            out.push('…');
+            return;
+        }
+        let mut call = |name: &str, lifeline: Option<LifelineId>, args: &[&Formula]| {
+            out.push_str(name);
+            out.push('(');
+            if let Some(l) = lifeline {
+                out.push_str(self.lifeline(l));
+                if !args.is_empty() {
+                    out.push_str(", ");
+                }
+            }
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                self.write_formula(a, depth + 1, out);
+            }
+            out.push(')');
+        };
+        match f {
+            Formula::Atom(e) => self.write_expr(e, depth + 1, out),
+            Formula::On(l) => call("on", Some(*l), &[]),
+            Formula::Prev(a) => call("prev", None, &[a]),
+            Formula::Once(a) => call("once", None, &[a]),
+            Formula::Since(a, b) => call("since", None, &[a, b]),
+            Formula::At(l, a) => call("at", Some(*l), &[a]),
+            Formula::Not(a) => {
+                out.push_str("not (");
+                self.write_formula(a, depth + 1, out);
+                out.push(')');
+            }
+            Formula::And(a, b) | Formula::Or(a, b) => {
+                let word = if matches!(f, Formula::And(..)) {
+                    " and "
+                } else {
+                    " or "
+                };
+                out.push('(');
+                self.write_formula(a, depth + 1, out);
+                out.push_str(word);
+                self.write_formula(b, depth + 1, out);
+                out.push(')');
             }
         }
     }

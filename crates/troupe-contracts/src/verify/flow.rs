@@ -901,8 +901,19 @@ impl<'w> Walker<'w> {
         let mut stack = vec![expr];
         while let Some(e) = stack.pop() {
             match &e.kind {
-                ExprKind::Lit(_) => {}
+                // A causal view reads another event's value: no variable
+                // of this flow.
+                ExprKind::Lit(_) | ExprKind::Seen(..) => {}
                 ExprKind::Var(var) => deps.push(self.get(*var)),
+                ExprKind::Cpl(f) => {
+                    let mut formulas = vec![&**f];
+                    while let Some(f) = formulas.pop() {
+                        if let troupe_check::ir::Formula::Atom(e) = f {
+                            stack.push(e);
+                        }
+                        formulas.extend(f.children());
+                    }
+                }
                 ExprKind::Field(base, _) | ExprKind::JsonField(base, _) => stack.push(base),
                 ExprKind::Unary(_, inner) | ExprKind::Len(inner) => stack.push(inner),
                 ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),

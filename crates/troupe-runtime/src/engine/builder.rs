@@ -213,6 +213,7 @@ impl EngineBuilder {
             tag_lane,
             key_lane,
             forks,
+            guards,
         } = projected(&self.program, wf)?;
         let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
         collect_spans(&wf.body, &mut stmt_spans);
@@ -255,6 +256,7 @@ impl EngineBuilder {
                 tag_lane,
                 key_lane,
                 forks,
+                guards,
                 policy: self.policy,
                 plan_verifier: self.plan_verifier,
             }),
@@ -281,6 +283,7 @@ pub(super) struct Projected {
     pub(super) tag_lane: HashMap<ControlTag, u32>,
     pub(super) key_lane: Vec<Vec<u32>>,
     pub(super) forks: Vec<bool>,
+    pub(super) guards: Option<Arc<troupe_msc::cpl::Guards>>,
 }
 
 /// Projects `wf` of `program` once for an engine (the outer workflow's, or
@@ -328,6 +331,7 @@ pub(super) fn projected(program: &Program, wf: &Workflow) -> Result<Projected, R
         tag_lane,
         key_lane,
         forks,
+        guards: troupe_msc::cpl::Guards::new(wf),
     })
 }
 

@@ -77,6 +77,7 @@ impl RunState {
                         .filter(|(_, n)| *n > 0)
                         .map(|((l, a), n)| (l, a, n))
                         .collect(),
+                    view: self.views.get(i).cloned(),
                 }
             })
             .collect();
@@ -190,6 +191,20 @@ impl RunState {
                 lane.keyed.insert((l, action), count);
             }
             lane.env.values = state.values;
+            // A run with causal guards continues from what each lifeline
+            // had seen; one without has no views to restore.
+            match (&engine.guards, state.view) {
+                (Some(guards), Some(view)) => {
+                    if view.lifeline.0 as usize != i || !view.fits(guards) {
+                        return Err(format!("{name}'s causal view does not fit the workflow"));
+                    }
+                    self.views[i] = view;
+                }
+                (Some(_), None) => {
+                    return Err(format!("{name} has no causal view, which its guards need"));
+                }
+                (None, _) => {}
+            }
             lane.tasks = vec![i as u32];
             // Parts run inside a `par`: neither the first task of a
             // lifeline that ended, nor a part past the program's end.

@@ -46,6 +46,7 @@ use troupe_project::{ControlTag, FlatProgram, Lanes, Op};
 use troupe_syntax::{LineIndex, Span};
 
 mod builder;
+mod causal;
 mod channels;
 mod checkpoint;
 mod perform;
@@ -108,6 +109,9 @@ struct Inner {
     key_lane: Vec<Vec<u32>>,
     /// Per lifeline, whether it runs parts of a `par` concurrently.
     forks: Vec<bool>,
+    /// The causal guards' monitor plan (`None`: the workflow has none, so
+    /// lifelines keep no view and messages carry no metadata).
+    guards: Option<Arc<troupe_msc::cpl::Guards>>,
     /// The tools' contracts, for the calls models choose.
     policy: Arc<dyn ToolPolicy>,
     /// The host's checks of a generated plan beyond the language's.
@@ -583,6 +587,8 @@ struct RunState {
     tool_log: Arc<std::sync::Mutex<Vec<ToolRecord>>>,
     /// The model-chosen calls that did not happen ([`RunOutcome::unmade_calls`]).
     unmade: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Per lifeline, what it has causally seen (empty: no causal guards).
+    views: Vec<troupe_msc::cpl::View>,
 }
 
 impl RunState {
@@ -673,6 +679,11 @@ impl RunState {
             journaling,
             next_checkpoint: u64::MAX,
             rng,
+            views: engine
+                .guards
+                .as_ref()
+                .map(|g| (0..n as u32).map(|l| g.start(LifelineId(l))).collect())
+                .unwrap_or_default(),
             engine,
             tool_log: Arc::default(),
             unmade: Arc::default(),

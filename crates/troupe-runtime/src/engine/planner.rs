@@ -376,6 +376,7 @@ fn nested_engine(
         tag_lane,
         key_lane,
         forks,
+        guards,
     } = projected(&program, wf)?;
     let mut stmt_spans = vec![Span::default(); wf.stmt_count as usize];
     collect_spans(&wf.body, &mut stmt_spans);
@@ -406,6 +407,7 @@ fn nested_engine(
             tag_lane,
             key_lane,
             forks,
+            guards,
             policy: outer.policy.clone(),
             plan_verifier: None,
         }),

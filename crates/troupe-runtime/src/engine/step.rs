@@ -75,6 +75,7 @@ impl RunState {
                         };
                         self.record(lane, Event::Send { to: *to, msg });
                     }
+                    let meta = self.causal_event(engine, lane);
                     self.push(
                         task,
                         to.0,
@@ -82,6 +83,7 @@ impl RunState {
                         Msg::Data {
                             stmt: *stmt,
                             values,
+                            meta,
                         },
                     );
                     self.tasks[task as usize].pc += 1;
@@ -93,15 +95,18 @@ impl RunState {
                                 Wait::Recv(from.0, engine.lanes.of(*stmt));
                             return Ok(());
                         }
-                        Some(Msg::Data { stmt: got, values })
-                            if got == *stmt && values.len() == binds.len() =>
-                        {
+                        Some(Msg::Data {
+                            stmt: got,
+                            values,
+                            meta,
+                        }) if got == *stmt && values.len() == binds.len() => {
                             let env = &mut self.lanes[lane as usize].env;
                             for (bind, value) in binds.iter().zip(&values) {
                                 if let Recv::Bind(var) = bind {
                                     env.set(*var, value.clone());
                                 }
                             }
+                            self.causal_receive(engine, lane, meta.as_deref());
                             // The values move into the event: no copy of
                             // the message per receive.
                             if self.recording() {
@@ -174,12 +179,18 @@ impl RunState {
                     notify,
                     on_false,
                 } => {
-                    let decision = match eval(guard, &self.lanes[lane as usize].env, types) {
-                        Ok(Value::Bool(b)) => b,
-                        Ok(other) => {
-                            return Err(self.protocol(lane, format!("guard gave {other:?}")));
-                        }
-                        Err(e) => return Err(self.eval_error(lane, *stmt, e)),
+                    let decision = if let troupe_check::ir::ExprKind::Cpl(_) = guard.kind {
+                        self.causal_decide(engine, lane, *stmt)
+                    } else {
+                        let decision = match eval(guard, &self.lanes[lane as usize].env, types) {
+                            Ok(Value::Bool(b)) => b,
+                            Ok(other) => {
+                                return Err(self.protocol(lane, format!("guard gave {other:?}")));
+                            }
+                            Err(e) => return Err(self.eval_error(lane, *stmt, e)),
+                        };
+                        self.causal_event(engine, lane);
+                        decision
                     };
                     if self.recording() {
                         self.record(
@@ -200,6 +211,7 @@ impl RunState {
                             };
                             self.record(lane, Event::Send { to: *r, msg });
                         }
+                        let meta = self.causal_event(engine, lane);
                         self.push(
                             task,
                             r.0,
@@ -207,6 +219,7 @@ impl RunState {
                             Msg::Control {
                                 tag: *tag,
                                 decision,
+                                meta,
                             },
                         );
                     }
@@ -222,7 +235,12 @@ impl RunState {
                         self.tasks[task as usize].wait = Wait::Recv(from.0, engine.lanes.of(*stmt));
                         return Ok(());
                     }
-                    Some(Msg::Control { tag: got, decision }) if got == *tag => {
+                    Some(Msg::Control {
+                        tag: got,
+                        decision,
+                        meta,
+                    }) if got == *tag => {
+                        self.causal_receive(engine, lane, meta.as_deref());
                         if self.recording() {
                             let msg = Message::Control {
                                 stmt: *stmt,
@@ -345,6 +363,10 @@ impl RunState {
             if let Some(var) = out {
                 l.env.set(*var, value);
             }
+        }
+        if !self.views.is_empty() {
+            let engine = self.engine.clone();
+            self.causal_event(&engine, lane);
         }
         self.tasks[task as usize].pc += 1;
     }

@@ -1,0 +1,438 @@
+//! Causal guards (LANGUAGE.md §7): the online monitor that lets the owner of
+//! an `if` or `while` decide on what it has causally seen, and
+//! ([`denote`]) the logic's semantics on a recorded execution, which
+//! `troupe verify` checks each recorded decision against.
+//!
+//! The monitor is the vector-clock monitor with latest-value views of
+//! Bollig's *Causal Past Logic for Runtime Verification of Distributed LLM
+//! Agent Workflows* (arXiv 2605.20923). Each lifeline keeps a [`View`]:
+//!
+//! - a vector clock: how many events of each lifeline it has causally seen;
+//! - for each `at(B, φ)` of the workflow's guards, φ's value at B's latest
+//!   event it has seen (the event is implied: the clock's B entry);
+//! - for each `once(φ)`, whether some event it has seen satisfied φ;
+//! - for each `seen(B).x`, B's `x` at B's latest event it has seen;
+//! - the values, at its own latest event, of the subformulas evaluated at
+//!   its events (for `prev` and `since`).
+//!
+//! At each of its events a lifeline first merges the [`Meta`] of the message
+//! it receives (a snapshot of the sender's view after the send), then counts
+//! the event, then evaluates bottom-up the subformulas located at it, and
+//! publishes what others may ask about it (its own `at` and `seen` entries,
+//! the `once` flags). A decision is an event of the owner: the guard's value
+//! is the top subformula's there.
+//!
+//! Only what the guards need is kept: a workflow without causal guards has
+//! no [`Guards`] and its messages carry no metadata. The metadata of a
+//! message is bounded by the number of lifelines, subformulas and `seen`
+//! terms, never by the run's history.
+//!
+//! An atom that cannot be evaluated — it reads a variable not bound yet at
+//! that event, or a `seen` value no visible event binds, or overflows — is
+//! false, in the monitor and in [`denote`] alike.
+
+pub mod denote;
+mod meta;
+
+pub use meta::Meta;
+
+use std::sync::Arc;
+use troupe_check::Value;
+use troupe_check::eval::{Env, eval};
+use troupe_check::ir::{Expr, ExprKind, Formula, LifelineId, StmtId, StmtKind, VarId, Workflow};
+use troupe_check::types::TypeTable;
+
+/// Index of a subformula occurrence in [`Guards::nodes`].
+pub type NodeId = u32;
+
+/// One subformula occurrence; children come before their parents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Atom(Expr),
+    On(LifelineId),
+    Not(NodeId),
+    And(NodeId, NodeId),
+    Or(NodeId, NodeId),
+    Prev(NodeId),
+    Since(NodeId, NodeId),
+    /// With its slot among the `once` flags.
+    Once(NodeId, u32),
+    /// With its slot among the `at` views.
+    At(LifelineId, NodeId, u32),
+}
+
+/// The causal guards of one workflow, compiled for the monitor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guards {
+    lifelines: usize,
+    nodes: Vec<Node>,
+    /// Per node, the lifelines at whose events it is evaluated (a bit set).
+    located: Vec<Vec<bool>>,
+    /// Per lifeline, the nodes evaluated at its events, children first.
+    at_lifeline: Vec<Vec<NodeId>>,
+    /// Per guard statement, its top node.
+    tops: Vec<(StmtId, NodeId)>,
+    /// Per `at` slot: the lifeline and the node whose value it views.
+    at_slots: Vec<(LifelineId, NodeId)>,
+    /// Per `once` slot: the node it looks for.
+    once_slots: Vec<NodeId>,
+    /// Per `seen` slot: whose variable.
+    seen_slots: Vec<(LifelineId, VarId)>,
+}
+
+impl Guards {
+    /// The workflow's causal guards, or `None` when it has none (then no
+    /// lifeline keeps a view and no message carries metadata).
+    pub fn new(workflow: &Workflow) -> Option<Arc<Guards>> {
+        let n = workflow.lifelines.len();
+        let mut g = Guards {
+            lifelines: n,
+            nodes: Vec::new(),
+            located: Vec::new(),
+            at_lifeline: vec![Vec::new(); n],
+            tops: Vec::new(),
+            at_slots: Vec::new(),
+            once_slots: Vec::new(),
+            seen_slots: Vec::new(),
+        };
+        for stmt in workflow.stmts_by_id().into_iter().flatten() {
+            let (StmtKind::If { owner, guard, .. } | StmtKind::While { owner, guard, .. }) =
+                &stmt.kind
+            else {
+                continue;
+            };
+            if let ExprKind::Cpl(f) = &guard.kind {
+                let mut at = vec![false; n];
+                if let Some(slot) = at.get_mut(owner.0 as usize) {
+                    *slot = true;
+                }
+                let top = g.add(f, &at);
+                g.tops.push((stmt.id, top));
+            }
+        }
+        if g.tops.is_empty() {
+            return None;
+        }
+        for (id, located) in g.located.iter().enumerate() {
+            for (l, &here) in located.iter().enumerate() {
+                if here {
+                    g.at_lifeline[l].push(id as NodeId);
+                }
+            }
+        }
+        Some(Arc::new(g))
+    }
+
+    /// Adds `f`, evaluated at the lifelines of `at`, children first.
+    fn add(&mut self, f: &Formula, at: &[bool]) -> NodeId {
+        let everywhere = vec![true; self.lifelines];
+        let node = match f {
+            Formula::Atom(e) => {
+                self.collect_seen(e);
+                Node::Atom(e.clone())
+            }
+            Formula::On(l) => Node::On(*l),
+            Formula::Not(a) => Node::Not(self.add(a, at)),
+            Formula::And(a, b) => Node::And(self.add(a, at), self.add(b, at)),
+            Formula::Or(a, b) => Node::Or(self.add(a, at), self.add(b, at)),
+            Formula::Prev(a) => Node::Prev(self.add(a, at)),
+            Formula::Since(a, b) => Node::Since(self.add(a, at), self.add(b, at)),
+            Formula::Once(a) => {
+                let child = self.add(a, &everywhere);
+                self.once_slots.push(child);
+                Node::Once(child, self.once_slots.len() as u32 - 1)
+            }
+            Formula::At(b, a) => {
+                let mut only = vec![false; self.lifelines];
+                if let Some(slot) = only.get_mut(b.0 as usize) {
+                    *slot = true;
+                }
+                let child = self.add(a, &only);
+                self.at_slots.push((*b, child));
+                Node::At(*b, child, self.at_slots.len() as u32 - 1)
+            }
+        };
+        self.nodes.push(node);
+        self.located.push(at.to_vec());
+        self.nodes.len() as NodeId - 1
+    }
+
+    fn collect_seen(&mut self, e: &Expr) {
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Seen(l, v) => {
+                    if !self.seen_slots.contains(&(*l, *v)) {
+                        self.seen_slots.push((*l, *v));
+                    }
+                }
+                ExprKind::Field(x, _)
+                | ExprKind::JsonField(x, _)
+                | ExprKind::Unary(_, x)
+                | ExprKind::Len(x) => stack.push(x),
+                ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
+                ExprKind::List(xs) => stack.extend(xs.iter()),
+                ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
+                    troupe_check::ir::FormatPart::Expr(x) => Some(x),
+                    troupe_check::ir::FormatPart::Text(_) => None,
+                })),
+                ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Cpl(_) => {}
+            }
+        }
+    }
+
+    /// The subformula occurrences, children first.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Whether node `n` is evaluated at `lifeline`'s events.
+    pub fn located(&self, n: NodeId, lifeline: LifelineId) -> bool {
+        self.located[n as usize]
+            .get(lifeline.0 as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The top node of the causal guard of statement `stmt`.
+    pub fn top(&self, stmt: StmtId) -> Option<NodeId> {
+        self.tops.iter().find(|(s, _)| *s == stmt).map(|(_, n)| *n)
+    }
+
+    /// The guard statements, with their top nodes.
+    pub fn tops(&self) -> &[(StmtId, NodeId)] {
+        &self.tops
+    }
+
+    /// The `seen` terms, in slot order.
+    pub fn seen_slots(&self) -> &[(LifelineId, VarId)] {
+        &self.seen_slots
+    }
+
+    pub fn lifelines(&self) -> usize {
+        self.lifelines
+    }
+
+    /// A lifeline's view before its first event.
+    pub fn start(&self, lifeline: LifelineId) -> View {
+        View {
+            lifeline,
+            clock: vec![0; self.lifelines],
+            at: vec![false; self.at_slots.len()],
+            once: vec![false; self.once_slots.len()],
+            seen: vec![None; self.seen_slots.len()],
+            current: vec![false; self.nodes.len()],
+            next: vec![false; self.nodes.len()],
+        }
+    }
+}
+
+/// What one lifeline has causally seen (see the module docs): its monitor's
+/// state, kept in checkpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub lifeline: LifelineId,
+    /// Per lifeline, how many of its events this one has seen.
+    pub clock: Vec<u32>,
+    /// Per `at` slot, the viewed node's value at the latest visible event
+    /// of the slot's lifeline.
+    pub at: Vec<bool>,
+    /// Per `once` slot: some visible event satisfied its node.
+    pub once: Vec<bool>,
+    /// Per `seen` slot, the variable's value at the latest visible event of
+    /// its lifeline (`None`: unbound there, or no such event).
+    pub seen: Vec<Option<Value>>,
+    /// Per node located here, its value at this lifeline's latest event.
+    pub current: Vec<bool>,
+    /// Scratch for the next event's values; equal to `current` between
+    /// events.
+    next: Vec<bool>,
+}
+
+/// The environment an atom reads: the lifeline's own variables, and the
+/// `seen` values of its view (its own variables for `seen` of itself).
+struct AtomEnv<'a, E: ?Sized> {
+    env: &'a E,
+    view: &'a View,
+    guards: &'a Guards,
+}
+
+impl<E: Env + ?Sized> Env for AtomEnv<'_, E> {
+    fn get(&self, var: VarId) -> Option<&Value> {
+        self.env.get(var)
+    }
+
+    fn value(&self, var: VarId) -> Option<Value> {
+        self.env.value(var)
+    }
+
+    fn seen(&self, lifeline: LifelineId, var: VarId) -> Option<Value> {
+        if lifeline == self.view.lifeline {
+            return self.env.value(var);
+        }
+        let slot = self
+            .guards
+            .seen_slots
+            .iter()
+            .position(|s| *s == (lifeline, var))?;
+        self.view.seen.as_slice().get(slot)?.clone()
+    }
+}
+
+impl View {
+    /// Merges what the sender of a received message had seen: before the
+    /// receive's own [`View::step`].
+    pub fn receive(&mut self, guards: &Guards, meta: &Meta) {
+        let n = self.clock.len().min(meta.clock.len());
+        for b in 0..n {
+            if meta.clock[b] > self.clock[b] {
+                self.clock[b] = meta.clock[b];
+                for (slot, (l, _)) in guards.at_slots.iter().enumerate() {
+                    if l.0 as usize == b
+                        && let (Some(mine), Some(theirs)) =
+                            (self.at.get_mut(slot), meta.at.get(slot))
+                    {
+                        *mine = *theirs;
+                    }
+                }
+                for (slot, (l, _)) in guards.seen_slots.iter().enumerate() {
+                    if l.0 as usize == b
+                        && let (Some(mine), Some(theirs)) =
+                            (self.seen.get_mut(slot), meta.seen.as_slice().get(slot))
+                    {
+                        mine.clone_from(theirs);
+                    }
+                }
+            }
+        }
+        for (mine, theirs) in self.once.iter_mut().zip(&meta.once) {
+            *mine |= *theirs;
+        }
+    }
+
+    /// One event of this lifeline, after its effect on `env` (a receive's
+    /// bindings, an action's outputs): counts it and evaluates the
+    /// subformulas located here. A receive merges first ([`View::receive`]).
+    pub fn step<E: Env + ?Sized>(&mut self, guards: &Guards, env: &E, types: &TypeTable) {
+        let me = self.lifeline.0 as usize;
+        let first = self.clock.get(me).copied().unwrap_or(0) == 0;
+        if let Some(c) = self.clock.get_mut(me) {
+            *c += 1;
+        }
+        let mut next = std::mem::take(&mut self.next);
+        for &n in &guards.at_lifeline[me] {
+            let i = n as usize;
+            let value = match &guards.nodes[i] {
+                Node::Atom(e) => {
+                    let atom_env = AtomEnv {
+                        env,
+                        view: self,
+                        guards,
+                    };
+                    matches!(eval(e, &atom_env, types), Ok(Value::Bool(true)))
+                }
+                Node::On(l) => *l == self.lifeline,
+                Node::Not(a) => !next[*a as usize],
+                Node::And(a, b) => next[*a as usize] && next[*b as usize],
+                Node::Or(a, b) => next[*a as usize] || next[*b as usize],
+                Node::Prev(a) => !first && self.current[*a as usize],
+                Node::Since(a, b) => {
+                    next[*b as usize] || (next[*a as usize] && !first && self.current[i])
+                }
+                // The strict past: the flags before this event's own update.
+                Node::Once(_, slot) => self.once[*slot as usize],
+                Node::At(l, a, slot) => {
+                    if *l == self.lifeline {
+                        next[*a as usize]
+                    } else {
+                        self.at[*slot as usize]
+                    }
+                }
+            };
+            next[i] = value;
+        }
+        // Publish what others may ask about this event.
+        for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
+            if l == self.lifeline {
+                self.at[slot] = next[node as usize];
+            }
+        }
+        for (slot, &node) in guards.once_slots.iter().enumerate() {
+            if guards.located[node as usize][me] && next[node as usize] {
+                self.once[slot] = true;
+            }
+        }
+        for (slot, &(l, var)) in guards.seen_slots.iter().enumerate() {
+            if l == self.lifeline {
+                self.seen[slot] = env.value(var);
+            }
+        }
+        for &n in &guards.at_lifeline[me] {
+            self.current[n as usize] = next[n as usize];
+        }
+        self.next = next;
+    }
+
+    /// The value of node `n` at this lifeline's latest event.
+    pub fn value(&self, n: NodeId) -> bool {
+        self.current.get(n as usize).copied().unwrap_or(false)
+    }
+
+    /// A decision of `stmt`'s causal guard: the decision is an event of its
+    /// owner, at which the guard is evaluated.
+    pub fn decide<E: Env + ?Sized>(
+        &mut self,
+        guards: &Guards,
+        stmt: StmtId,
+        env: &E,
+        types: &TypeTable,
+    ) -> bool {
+        self.step(guards, env, types);
+        guards.top(stmt).is_some_and(|n| self.value(n))
+    }
+
+    /// What a message sent at this lifeline's latest event carries.
+    pub fn meta(&self) -> Meta {
+        Meta {
+            clock: self.clock.clone(),
+            at: self.at.clone(),
+            once: self.once.clone(),
+            seen: self.seen.clone(),
+        }
+    }
+
+    /// A view from its parts (a decoded checkpoint's); check it with
+    /// [`View::fits`] before stepping it.
+    pub fn from_parts(
+        lifeline: LifelineId,
+        clock: Vec<u32>,
+        at: Vec<bool>,
+        once: Vec<bool>,
+        seen: Vec<Option<Value>>,
+        current: Vec<bool>,
+    ) -> View {
+        View {
+            lifeline,
+            clock,
+            at,
+            once,
+            seen,
+            // After a step the scratch equals `current`: keep it so, so a
+            // decoded view equals the one encoded.
+            next: current.clone(),
+            current,
+        }
+    }
+
+    /// Whether the view has the shape `guards` step: one clock entry per
+    /// lifeline, one flag per slot and node.
+    pub fn fits(&self, guards: &Guards) -> bool {
+        self.clock.len() == guards.lifelines
+            && self.at.len() == guards.at_slots.len()
+            && self.once.len() == guards.once_slots.len()
+            && self.seen.len() == guards.seen_slots.len()
+            && self.current.len() == guards.nodes.len()
+            && self.next.len() == guards.nodes.len()
+            && (self.lifeline.0 as usize) < guards.lifelines
+    }
+}
