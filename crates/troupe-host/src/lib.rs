@@ -871,9 +871,12 @@ impl Host {
             .build()?;
         let done = self.store.run(run)?.summary.status == RunStatus::Done;
         if !self.store.parts(run)?.is_empty() {
-            return Ok(verify_placed(&self.store, run, &engine, !done));
+            return Ok(verify_placed(&self.store, run, &engine, !done)
+                .and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v)));
         }
-        let verified = match verify_recorded(&self.store, run, &engine, !done) {
+        let verified = match verify_recorded(&self.store, run, &engine, !done)
+            .and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v))
+        {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
@@ -1084,6 +1087,33 @@ fn verify_recorded(
         from,
         versions: 1,
     })
+}
+
+/// Recomputes each decision of a causal guard from the logic's semantics
+/// on the recorded chart (see [`Engine::verify_causal`]). It needs the
+/// whole history from the run's start, in memory: a run whose history
+/// retention pruned had its decisions taken by the same monitor online, and
+/// is not recomputed.
+fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String> {
+    if !engine.has_causal_guards() {
+        return Ok(());
+    }
+    let detail = store.run(run).map_err(|e| e.to_string())?;
+    if detail.pruned > 0 {
+        return Ok(());
+    }
+    let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
+    store
+        .for_each_event_from(run, 0, |l, e| {
+            if let Some(word) = exec.words.get_mut(l.0 as usize) {
+                word.push(e.clone());
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    engine
+        .verify_causal(&Store::run_name(run), &exec, &detail.input_values)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// [`verify_recorded`] for a placed run: its parts recorded their

@@ -373,6 +373,57 @@ impl Engine {
         self.verify_with(run_id, &trace, prefix)
     }
 
+    /// Whether the workflow has causal guards (LANGUAGE.md §7).
+    pub fn has_causal_guards(&self) -> bool {
+        self.inner.guards.is_some()
+    }
+
+    /// Recomputes every decision of a causal guard in `exec` from the
+    /// logic's semantics on the recorded chart (`troupe_msc::cpl::denote`),
+    /// and checks it against the decision recorded: `Ok(n)` with the
+    /// number of decisions checked. `inputs` are the run's, in order.
+    pub fn verify_causal(
+        &self,
+        run_id: &str,
+        exec: &troupe_msc::Execution,
+        inputs: &[Value],
+    ) -> Result<usize, RunError> {
+        let lanes = &self.inner.lanes;
+        let wf = self.workflow();
+        let not_member = |message: String| RunError::NotMember {
+            run: run_id.to_owned(),
+            message,
+        };
+        let decisions =
+            troupe_msc::cpl::denote::decisions(wf, &self.inner.program.types, exec, inputs, &|s| {
+                lanes.of(s)
+            })
+            .map_err(|e| not_member(e.to_string()))?;
+        let stmts = wf.stmts_by_id();
+        let names = troupe_project::canon::Names::new(&self.inner.program, wf);
+        for d in &decisions {
+            if d.recorded != d.value {
+                let guard = match stmts.get(d.stmt.0 as usize).copied().flatten() {
+                    Some(troupe_check::ir::Stmt {
+                        kind:
+                            StmtKind::If { guard, owner, .. } | StmtKind::While { guard, owner, .. },
+                        ..
+                    }) => format!("`{} @ {}`", names.expr(guard), names.lifeline(*owner)),
+                    _ => format!("statement {}", d.stmt.0),
+                };
+                let word = |b: bool| if b { "true" } else { "false" };
+                return Err(not_member(format!(
+                    "{}'s decision at its event {} ({guard}) was {}, but on the recorded chart the guard is {} there: a decision must follow from what the owner had causally seen",
+                    wf.lifelines[d.lifeline.0 as usize].name,
+                    d.event,
+                    word(d.recorded),
+                    word(d.value),
+                )));
+            }
+        }
+        Ok(decisions.len())
+    }
+
     /// A fresh online monitor of this engine's workflow (its plans are
     /// shared, made once when the engine was built).
     pub fn monitor(&self) -> troupe_msc::Monitor {
