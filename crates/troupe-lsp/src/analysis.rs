@@ -187,6 +187,9 @@ impl Analysis {
 
     /// Hover text (Markdown) for the name at `offset`.
     pub fn hover(&self, offset: usize) -> Option<(String, Span)> {
+        if let Some(found) = crate::causal::hover(&self.file, &self.text, offset) {
+            return Some(found);
+        }
         let (sym, span) = self.symbol_at(offset)?;
         let s = self.symbol(sym);
         let mut out = String::new();

@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod bench;
+mod causal;
 pub mod index;
 pub mod server;
 pub mod text;

@@ -368,3 +368,25 @@ fn interpolations_fields_and_tools_resolve_on_the_train_booking_example() {
         "four receives and the return"
     );
 }
+
+#[test]
+fn hover_on_a_causal_form_says_what_it_means_and_whose_events_it_reads() {
+    let text = example("causal_refund.troupe");
+    let a = analyse(&text);
+    assert!(a.program.is_some(), "{:?}", a.diagnostics);
+    let at = nth(&text, "not at(Ledger", 0, "not a".len());
+    let (hover, span) = a.hover(at).unwrap();
+    assert!(hover.contains("at(Ledger, frozen)"), "{hover}");
+    assert!(
+        hover.contains("latest event of Ledger that Clerk has causally seen"),
+        "{hover}"
+    );
+    assert!(hover.contains("names are Ledger's variables"), "{hover}");
+    assert_eq!(&text[span.range()], "at(Ledger, frozen)");
+    let at = nth(&text, "if seen(Manager)", 0, "if s".len());
+    let (hover, _) = a.hover(at).unwrap();
+    assert!(hover.contains("a variable of Manager"), "{hover}");
+    // Inside the form, names are still symbols: `frozen` is Ledger's input.
+    let at = nth(&text, "at(Ledger, frozen)", 0, "at(Ledger, f".len());
+    assert!(a.hover(at).is_none_or(|(h, _)| !h.contains("**at")));
+}
