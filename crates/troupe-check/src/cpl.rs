@@ -259,7 +259,7 @@ impl Checker<'_> {
         (IK::Lit(Value::Bool(false)), Type::Error)
     }
 
-    fn outside_guard(&mut self, name: &str, span: Span) {
+    pub(crate) fn outside_guard(&mut self, name: &str, span: Span) {
         self.error(
             Diagnostic::error(
                 Code::CausalForm,

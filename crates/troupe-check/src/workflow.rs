@@ -1041,6 +1041,18 @@ impl Checker<'_> {
                         Some(outputs),
                     )
                 }
+                None if ast::Cpl::NAMES.contains(&name.name.as_str()) => {
+                    // `act B: z = at(A, …)`: a causal form, not an action.
+                    self.outside_guard(&name.name, name.span);
+                    (
+                        Call::Expr(ir::Expr {
+                            kind: ir::ExprKind::Lit(Value::Bool(false)),
+                            ty: Type::Error,
+                            span: name.span,
+                        }),
+                        None,
+                    )
+                }
                 None => {
                     let hint = match self
                         .did_you_mean(&name.name, crate::suggest::sorted_keys(&self.action_names))
