@@ -27,6 +27,30 @@ use crate::value::Value;
 use troupe_syntax::ast::{self, BinaryOp, Cpl, ExprKind as AK, UnaryOp};
 use troupe_syntax::{Code, Diagnostic, Span};
 
+/// Causal guards that name a variable of another lifeline (or of an earlier
+/// event) bound only after the guard in the text — `while not at(Reviewer,
+/// approved) @ Writer { … act Reviewer: approved = … }` — are checked again
+/// once the whole workflow is, when every variable is known.
+#[derive(Debug, Default)]
+pub(crate) struct Deferral {
+    mode: Mode,
+    /// Whether the guard being checked read a name not known yet.
+    missed: bool,
+    /// The guards to check again: (span, guard, owner).
+    guards: Vec<(Span, ast::Expr, LifelineId)>,
+    /// The final pass's own findings (all others were the first pass's).
+    late: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// At the guard's place: a name not known yet is no error.
+    #[default]
+    First,
+    /// After the workflow: every variable is known.
+    Final,
+}
+
 /// Where a subformula is evaluated (see the module docs).
 #[derive(Debug, Clone, Copy)]
 struct Place {
@@ -66,7 +90,11 @@ impl Checker<'_> {
             at: Some(owner),
             strict: true,
         };
+        self.causal.missed = false;
         let formula = self.formula(e, place);
+        if self.causal.missed && self.causal.mode == Mode::First {
+            self.causal.guards.push((e.span, e.clone(), owner));
+        }
         ir::Expr {
             kind: IK::Cpl(Box::new(formula)),
             ty: Type::Bool,
@@ -159,6 +187,56 @@ impl Checker<'_> {
         atom
     }
 
+    /// A name read at `at` by a causal guard's atom that no variable of
+    /// `at` has (yet): checked again after the workflow.
+    pub(crate) fn causal_unknown(&mut self, at: LifelineId, id: &ast::Ident) {
+        if self.causal.mode == Mode::First {
+            self.causal.missed = true;
+            return;
+        }
+        let lifeline = self.wf.lifeline_name(at).to_owned();
+        let candidates: Vec<String> = self.wf.names_at(at).map(str::to_owned).collect();
+        let mut d = Diagnostic::error(
+            Code::UnboundVariable,
+            id.span,
+            format!("`{}` is not a variable of {lifeline}", id.name),
+        )
+        .with_label(format!(
+            "read at {lifeline}'s events, where nothing binds it"
+        ));
+        d = match self.did_you_mean(&id.name, candidates.iter().map(String::as_str)) {
+            Some(s) => d.with_hint(format!("did you mean `{s}`?")),
+            None => d.with_hint(format!(
+                "a causal form reads the variables {lifeline} binds somewhere in the workflow"
+            )),
+        };
+        self.causal.late.push(d);
+    }
+
+    /// Checks again the causal guards that named variables bound later, now
+    /// that every variable is known, and puts their formulas in `body`.
+    /// Only this pass's own findings (names no lifeline binds) are
+    /// reported: the first pass reported the rest.
+    pub(crate) fn finish_causal_guards(&mut self, body: &mut ir::Block) {
+        let guards = std::mem::take(&mut self.causal.guards);
+        if guards.is_empty() {
+            return;
+        }
+        self.causal.mode = Mode::Final;
+        let (count, diagnostics) = (self.error_count, std::mem::take(&mut self.diagnostics));
+        let mut checked = Vec::with_capacity(guards.len());
+        for (span, guard, owner) in &guards {
+            checked.push((*span, self.causal_guard(guard, *owner)));
+        }
+        self.diagnostics = diagnostics;
+        self.error_count = count;
+        self.causal.mode = Mode::First;
+        for d in std::mem::take(&mut self.causal.late) {
+            self.error(d);
+        }
+        replace_guards(body, &mut checked);
+    }
+
     /// A lifeline a causal form names: one of the workflow's so far.
     fn known_lifeline(&mut self, id: &ast::Ident) -> Option<LifelineId> {
         if let Some(&l) = self.wf.lifeline_index.get(&id.name) {
@@ -200,21 +278,7 @@ impl Checker<'_> {
             return (IK::Lit(Value::Bool(false)), Type::Error);
         };
         let Some(var) = self.wf.lookup(b, &field.name) else {
-            let lifeline = self.wf.lifeline_name(b).to_owned();
-            let candidates: Vec<String> = self.wf.names_at(b).map(str::to_owned).collect();
-            let mut d = Diagnostic::error(
-                Code::UnboundVariable,
-                field.span,
-                format!("`{}` is not a variable of {lifeline}", field.name),
-            )
-            .with_label(format!("no variable of {lifeline} so far has this name"));
-            d = match self.did_you_mean(&field.name, candidates.iter().map(String::as_str)) {
-                Some(s) => d.with_hint(format!("did you mean `{s}`?")),
-                None => d.with_hint(format!(
-                    "`seen({lifeline}).x` reads a variable {lifeline} binds before this guard"
-                )),
-            };
-            self.error(d);
+            self.causal_unknown(b, field);
             return (IK::Lit(Value::Bool(false)), Type::Error);
         };
         let ty = self.wf.vars[var.0 as usize].ty.clone();
@@ -294,6 +358,39 @@ impl Checker<'_> {
                 id.name
             )),
         );
+    }
+}
+
+/// Puts each checked guard in place of the `if` or `while` guard with its
+/// span.
+fn replace_guards(block: &mut ir::Block, checked: &mut Vec<(Span, ir::Expr)>) {
+    for s in &mut block.stmts {
+        match &mut s.kind {
+            ir::StmtKind::If {
+                guard,
+                then: a,
+                otherwise: b,
+                ..
+            }
+            | ir::StmtKind::While {
+                guard,
+                body: a,
+                exit: b,
+                ..
+            } => {
+                if let Some(i) = checked.iter().position(|(span, _)| *span == guard.span) {
+                    *guard = checked.swap_remove(i).1;
+                }
+                replace_guards(a, checked);
+                replace_guards(b, checked);
+            }
+            ir::StmtKind::Par { branches } => {
+                for b in branches {
+                    replace_guards(b, checked);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -196,6 +196,10 @@ impl Checker<'_> {
                     let ty = self.wf.vars[var.0 as usize].ty.clone();
                     return (IK::Var(var), ty);
                 }
+                if self.enum_value(&id.name, expected).is_none() {
+                    self.causal_unknown(*at, id);
+                    return (IK::Lit(Value::Bool(false)), Type::Error);
+                }
             }
             Scope::Causal { at: None, .. } => {}
         }

@@ -133,6 +133,7 @@ pub fn check(file: &ast::File, text: &str) -> (Option<ir::Program>, Vec<Diagnost
         pending_planners: Vec::new(),
         cyclic: std::collections::HashSet::new(),
         suggestion_budget: std::cell::Cell::new(suggest::SUGGESTION_BUDGET),
+        causal: cpl::Deferral::default(),
     };
     checker.declare_types(file);
     checker.declare_servers(file);
@@ -211,6 +212,8 @@ pub(crate) struct Checker<'a> {
     cyclic: std::collections::HashSet<troupe_syntax::Span>,
     /// Candidate comparisons left for "did you mean" hints (see `suggest`).
     suggestion_budget: std::cell::Cell<usize>,
+    /// Causal guards that read variables bound only later (see `cpl`).
+    causal: cpl::Deferral,
 }
 
 impl Checker<'_> {

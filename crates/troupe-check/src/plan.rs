@@ -543,6 +543,7 @@ fn seeded<'a>(
         pending_planners: Vec::new(),
         cyclic: std::collections::HashSet::new(),
         suggestion_budget: std::cell::Cell::new(crate::suggest::SUGGESTION_BUDGET),
+        causal: crate::cpl::Deferral::default(),
     }
 }
 

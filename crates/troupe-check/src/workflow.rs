@@ -168,7 +168,9 @@ impl Checker<'_> {
         }
 
         let mut results = Vec::new();
-        let body = self.top_block(&decl.body, &mut results);
+        self.causal = crate::cpl::Deferral::default();
+        let mut body = self.top_block(&decl.body, &mut results);
+        self.finish_causal_guards(&mut body);
         if self.error_count > errors_before {
             return None;
         }

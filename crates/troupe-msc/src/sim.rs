@@ -44,6 +44,10 @@ impl Default for SimOptions {
     }
 }
 
+/// A message on a channel, with the sender's causal view when the
+/// workflow has causal guards.
+type Carried = (Message, Option<Meta>);
+
 /// A finished (or stuck) run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimRun {
@@ -165,8 +169,7 @@ pub fn simulate(
     let lanes = &projection.lanes;
     // Each message travels with the sender's causal view when the workflow
     // has causal guards (`crate::cpl`).
-    let mut channels: HashMap<(usize, usize, u32), VecDeque<(Message, Option<Meta>)>> =
-        HashMap::new();
+    let mut channels: HashMap<(usize, usize, u32), VecDeque<Carried>> = HashMap::new();
     let guards = Guards::new(workflow);
     let mut views: Vec<View> = guards
         .as_ref()

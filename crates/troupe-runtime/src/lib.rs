@@ -46,8 +46,8 @@ pub use actions::{
 pub use agent::DEFAULT_MAX_STEPS;
 pub use checkpoint::{Channel, Checkpoint, LaneState, PartState, Queued};
 pub use engine::{
-    Engine, EngineBuilder, LANE_OCCURRENCES, PlanVerifier, RunOptions, RunOutcome, Schedule,
-    new_run_uid, parse_inputs, plan_key, plan_run_key, render_for_model,
+    Engine, EngineBuilder, LANE_OCCURRENCES, MetadataStats, PlanVerifier, RunOptions, RunOutcome,
+    Schedule, new_run_uid, parse_inputs, plan_key, plan_run_key, render_for_model,
 };
 pub use error::{Location, RunError};
 pub use interrupt::Interrupt;

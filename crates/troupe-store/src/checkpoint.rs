@@ -87,14 +87,14 @@ pub(crate) fn decode_queued(r: &mut Reader<'_>) -> Result<Queued, DecodeError> {
 /// `once` flags (eight to a byte) and the `seen` values.
 fn encode_meta(
     out: &mut Vec<u8>,
-    clock: &[u32],
+    clock: &[u64],
     at: &[bool],
     once: &[bool],
     seen: &[Option<troupe_check::Value>],
 ) {
     put_varint(out, clock.len() as u64);
     for c in clock {
-        put_varint(out, u64::from(*c));
+        put_varint(out, *c);
     }
     encode_flags(out, at);
     encode_flags(out, once);
@@ -111,7 +111,7 @@ fn encode_meta(
 }
 
 type MetaParts = (
-    Vec<u32>,
+    Vec<u64>,
     Vec<bool>,
     Vec<bool>,
     Vec<Option<troupe_check::Value>>,
@@ -120,7 +120,7 @@ type MetaParts = (
 fn decode_meta(r: &mut Reader<'_>) -> Result<MetaParts, DecodeError> {
     let mut clock = Vec::new();
     for _ in 0..r.len()? {
-        clock.push(r.u32()?);
+        clock.push(r.varint()?);
     }
     let at = decode_flags(r)?;
     let once = decode_flags(r)?;

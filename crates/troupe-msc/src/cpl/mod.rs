@@ -68,10 +68,16 @@ pub struct Guards {
     nodes: Vec<Node>,
     /// Per node, the lifelines at whose events it is evaluated (a bit set).
     located: Vec<Vec<bool>>,
-    /// Per lifeline, the nodes evaluated at its events, children first.
+    /// Per node, whether it is evaluated at every event of its lifelines
+    /// (its value is published in a view, or read at a later event by
+    /// `prev` or `since`), rather than only when its guard is decided.
+    always: Vec<bool>,
+    /// Per lifeline, the nodes evaluated at each of its events, children
+    /// first.
     at_lifeline: Vec<Vec<NodeId>>,
-    /// Per guard statement, its top node.
-    tops: Vec<(StmtId, NodeId)>,
+    /// Per guard statement: its top node, and the nodes evaluated at its
+    /// decision (its owner's every-event ones and its own), children first.
+    tops: Vec<(StmtId, NodeId, Vec<NodeId>)>,
     /// Per `at` slot: the lifeline and the node whose value it views.
     at_slots: Vec<(LifelineId, NodeId)>,
     /// Per `once` slot: the node it looks for.
@@ -89,6 +95,7 @@ impl Guards {
             lifelines: n,
             nodes: Vec::new(),
             located: Vec::new(),
+            always: Vec::new(),
             at_lifeline: vec![Vec::new(); n],
             tops: Vec::new(),
             at_slots: Vec::new(),
@@ -106,8 +113,10 @@ impl Guards {
                 if let Some(slot) = at.get_mut(owner.0 as usize) {
                     *slot = true;
                 }
-                let top = g.add(f, &at);
-                g.tops.push((stmt.id, top));
+                let first = g.nodes.len() as NodeId;
+                let top = g.add(f, &at, false);
+                // The guard's own nodes are `first..=top`.
+                g.tops.push((stmt.id, top, (first..=top).collect()));
             }
         }
         if g.tops.is_empty() {
@@ -115,16 +124,44 @@ impl Guards {
         }
         for (id, located) in g.located.iter().enumerate() {
             for (l, &here) in located.iter().enumerate() {
-                if here {
+                if here && g.always[id] {
                     g.at_lifeline[l].push(id as NodeId);
                 }
             }
+        }
+        // At a decision: the owner's every-event nodes and the guard's
+        // decision-only ones, in index order (children first).
+        let owners: Vec<usize> = workflow
+            .stmts_by_id()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| match &s.kind {
+                StmtKind::If { owner, guard, .. } | StmtKind::While { owner, guard, .. }
+                    if matches!(guard.kind, ExprKind::Cpl(_)) =>
+                {
+                    Some(owner.0 as usize)
+                }
+                _ => None,
+            })
+            .collect();
+        for ((_, _, nodes), owner) in g.tops.iter_mut().zip(owners) {
+            let mut order: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&i| !g.always[i as usize] && g.located[i as usize][owner])
+                .chain(g.at_lifeline[owner].iter().copied())
+                .collect();
+            order.sort_unstable();
+            order.dedup();
+            *nodes = order;
         }
         Some(Arc::new(g))
     }
 
     /// Adds `f`, evaluated at the lifelines of `at`, children first.
-    fn add(&mut self, f: &Formula, at: &[bool]) -> NodeId {
+    /// `always`: at every event there (its value is published, or read at
+    /// a later event); otherwise only when its guard is decided.
+    fn add(&mut self, f: &Formula, at: &[bool], always: bool) -> NodeId {
         let everywhere = vec![true; self.lifelines];
         let node = match f {
             Formula::Atom(e) => {
@@ -132,13 +169,13 @@ impl Guards {
                 Node::Atom(e.clone())
             }
             Formula::On(l) => Node::On(*l),
-            Formula::Not(a) => Node::Not(self.add(a, at)),
-            Formula::And(a, b) => Node::And(self.add(a, at), self.add(b, at)),
-            Formula::Or(a, b) => Node::Or(self.add(a, at), self.add(b, at)),
-            Formula::Prev(a) => Node::Prev(self.add(a, at)),
-            Formula::Since(a, b) => Node::Since(self.add(a, at), self.add(b, at)),
+            Formula::Not(a) => Node::Not(self.add(a, at, always)),
+            Formula::And(a, b) => Node::And(self.add(a, at, always), self.add(b, at, always)),
+            Formula::Or(a, b) => Node::Or(self.add(a, at, always), self.add(b, at, always)),
+            Formula::Prev(a) => Node::Prev(self.add(a, at, true)),
+            Formula::Since(a, b) => Node::Since(self.add(a, at, true), self.add(b, at, true)),
             Formula::Once(a) => {
-                let child = self.add(a, &everywhere);
+                let child = self.add(a, &everywhere, true);
                 self.once_slots.push(child);
                 Node::Once(child, self.once_slots.len() as u32 - 1)
             }
@@ -147,13 +184,16 @@ impl Guards {
                 if let Some(slot) = only.get_mut(b.0 as usize) {
                     *slot = true;
                 }
-                let child = self.add(a, &only);
+                let child = self.add(a, &only, true);
                 self.at_slots.push((*b, child));
                 Node::At(*b, child, self.at_slots.len() as u32 - 1)
             }
         };
+        // `since` reads its own value at the previous event.
+        let always = always || matches!(node, Node::Since(..));
         self.nodes.push(node);
         self.located.push(at.to_vec());
+        self.always.push(always);
         self.nodes.len() as NodeId - 1
     }
 
@@ -196,12 +236,15 @@ impl Guards {
 
     /// The top node of the causal guard of statement `stmt`.
     pub fn top(&self, stmt: StmtId) -> Option<NodeId> {
-        self.tops.iter().find(|(s, _)| *s == stmt).map(|(_, n)| *n)
+        self.tops
+            .iter()
+            .find(|(s, ..)| *s == stmt)
+            .map(|(_, n, _)| *n)
     }
 
     /// The guard statements, with their top nodes.
-    pub fn tops(&self) -> &[(StmtId, NodeId)] {
-        &self.tops
+    pub fn tops(&self) -> impl Iterator<Item = (StmtId, NodeId)> + '_ {
+        self.tops.iter().map(|(s, n, _)| (*s, *n))
     }
 
     /// The `seen` terms, in slot order.
@@ -233,7 +276,7 @@ impl Guards {
 pub struct View {
     pub lifeline: LifelineId,
     /// Per lifeline, how many of its events this one has seen.
-    pub clock: Vec<u32>,
+    pub clock: Vec<u64>,
     /// Per `at` slot, the viewed node's value at the latest visible event
     /// of the slot's lifeline.
     pub at: Vec<bool>,
@@ -315,12 +358,25 @@ impl View {
     /// subformulas located here. A receive merges first ([`View::receive`]).
     pub fn step<E: Env + ?Sized>(&mut self, guards: &Guards, env: &E, types: &TypeTable) {
         let me = self.lifeline.0 as usize;
+        self.evaluate(guards, &guards.at_lifeline[me], env, types);
+    }
+
+    /// One event at which the nodes `order` are evaluated (children
+    /// first): [`View::step`]'s, or a decision's.
+    fn evaluate<E: Env + ?Sized>(
+        &mut self,
+        guards: &Guards,
+        order: &[NodeId],
+        env: &E,
+        types: &TypeTable,
+    ) {
+        let me = self.lifeline.0 as usize;
         let first = self.clock.get(me).copied().unwrap_or(0) == 0;
         if let Some(c) = self.clock.get_mut(me) {
             *c += 1;
         }
         let mut next = std::mem::take(&mut self.next);
-        for &n in &guards.at_lifeline[me] {
+        for &n in order {
             let i = n as usize;
             let value = match &guards.nodes[i] {
                 Node::Atom(e) => {
@@ -367,7 +423,7 @@ impl View {
                 self.seen[slot] = env.value(var);
             }
         }
-        for &n in &guards.at_lifeline[me] {
+        for &n in order {
             self.current[n as usize] = next[n as usize];
         }
         self.next = next;
@@ -387,8 +443,12 @@ impl View {
         env: &E,
         types: &TypeTable,
     ) -> bool {
-        self.step(guards, env, types);
-        guards.top(stmt).is_some_and(|n| self.value(n))
+        let Some((_, top, order)) = guards.tops.iter().find(|(s, ..)| *s == stmt) else {
+            self.step(guards, env, types);
+            return false;
+        };
+        self.evaluate(guards, order, env, types);
+        self.value(*top)
     }
 
     /// What a message sent at this lifeline's latest event carries.
@@ -405,7 +465,7 @@ impl View {
     /// [`View::fits`] before stepping it.
     pub fn from_parts(
         lifeline: LifelineId,
-        clock: Vec<u32>,
+        clock: Vec<u64>,
         at: Vec<bool>,
         once: Vec<bool>,
         seen: Vec<Option<Value>>,

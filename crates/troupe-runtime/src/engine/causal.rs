@@ -7,10 +7,24 @@ use super::*;
 use troupe_msc::cpl::Meta;
 
 impl RunState {
-    /// One event of lifeline `lane` other than a receive, after its effect
-    /// on the lifeline's variables; the metadata a message sent at it
-    /// carries (`None` without causal guards).
-    pub(super) fn causal_event(&mut self, engine: &Inner, lane: u32) -> Option<Box<Meta>> {
+    /// One event of lifeline `lane` other than a receive or a send, after
+    /// its effect on the lifeline's variables.
+    pub(super) fn causal_event(&mut self, engine: &Inner, lane: u32) {
+        let (Some(guards), Some(view)) =
+            (engine.guards.as_deref(), self.views.get_mut(lane as usize))
+        else {
+            return;
+        };
+        view.step(
+            guards,
+            &self.lanes[lane as usize].env,
+            &engine.program.types,
+        );
+    }
+
+    /// A send of `lane`: the event, and the metadata its message carries
+    /// (`None` without causal guards).
+    pub(super) fn causal_send(&mut self, engine: &Inner, lane: u32) -> Option<Box<Meta>> {
         let guards = engine.guards.as_deref()?;
         let view = self.views.get_mut(lane as usize)?;
         view.step(
@@ -18,16 +32,22 @@ impl RunState {
             &self.lanes[lane as usize].env,
             &engine.program.types,
         );
-        Some(Box::new(view.meta()))
+        let meta = view.meta();
+        let bytes = meta.clock_and_flag_bytes() as u64;
+        let stats = &mut self.metadata;
+        stats.messages += 1;
+        stats.bytes += bytes;
+        stats.largest = stats.largest.max(bytes);
+        stats.seen_values = stats.seen_values.max(meta.seen.len() as u64);
+        Some(Box::new(meta))
     }
 
     /// A receive of `lane`, after its bindings: merges what the sender had
     /// seen, then counts the event.
     pub(super) fn causal_receive(&mut self, engine: &Inner, lane: u32, meta: Option<&Meta>) {
-        let Some(guards) = engine.guards.as_deref() else {
-            return;
-        };
-        let Some(view) = self.views.get_mut(lane as usize) else {
+        let (Some(guards), Some(view)) =
+            (engine.guards.as_deref(), self.views.get_mut(lane as usize))
+        else {
             return;
         };
         if let Some(meta) = meta {

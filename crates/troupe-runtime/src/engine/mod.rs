@@ -208,6 +208,24 @@ pub struct RunOutcome {
     /// a contract, declined by a person, failed, or malformed), one line
     /// each: a run can end well while its model's work did not.
     pub unmade_calls: Vec<String>,
+    /// The causal guards' metadata on this process's messages (zero when
+    /// the workflow has none).
+    pub metadata: MetadataStats,
+}
+
+/// What the metadata of causal guards (`troupe_msc::cpl::Meta`) added to
+/// messages: counted in the store's encoding of clocks and flags; the
+/// `seen` values carried are the program's own values, counted apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetadataStats {
+    /// Messages that carried metadata.
+    pub messages: u64,
+    /// Their clocks and flags, in bytes, in all.
+    pub bytes: u64,
+    /// The largest one's clocks and flags.
+    pub largest: u64,
+    /// `seen` values each carries.
+    pub seen_values: u64,
 }
 
 impl Engine {
@@ -640,6 +658,8 @@ struct RunState {
     unmade: Arc<std::sync::Mutex<Vec<String>>>,
     /// Per lifeline, what it has causally seen (empty: no causal guards).
     views: Vec<troupe_msc::cpl::View>,
+    /// What the causal metadata of the messages weighed.
+    metadata: MetadataStats,
 }
 
 impl RunState {
@@ -738,6 +758,7 @@ impl RunState {
             engine,
             tool_log: Arc::default(),
             unmade: Arc::default(),
+            metadata: MetadataStats::default(),
         }
     }
 
@@ -933,6 +954,7 @@ impl RunState {
             trace: self.trace.map(|entries| Trace { entries }),
             steps: self.steps,
             unmade_calls: self.unmade.lock().map(|u| u.clone()).unwrap_or_default(),
+            metadata: self.metadata,
         })
     }
 

@@ -75,7 +75,7 @@ impl RunState {
                         };
                         self.record(lane, Event::Send { to: *to, msg });
                     }
-                    let meta = self.causal_event(engine, lane);
+                    let meta = self.causal_send(engine, lane);
                     self.push(
                         task,
                         to.0,
@@ -211,7 +211,7 @@ impl RunState {
                             };
                             self.record(lane, Event::Send { to: *r, msg });
                         }
-                        let meta = self.causal_event(engine, lane);
+                        let meta = self.causal_send(engine, lane);
                         self.push(
                             task,
                             r.0,

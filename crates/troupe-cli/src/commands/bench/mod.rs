@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use std::fmt::Write as _;
 use std::time::Instant;
 
+mod causal;
 mod concurrent;
 mod durable;
 mod engine;
@@ -14,6 +15,7 @@ mod ratios;
 mod sweep;
 mod upgrade;
 
+use causal::*;
 use concurrent::*;
 use durable::*;
 use engine::*;
@@ -58,6 +60,19 @@ pub enum BenchCommand {
     Counter {
         /// Loop rounds.
         #[arg(long, default_value_t = 1_000_000)]
+        rounds: i64,
+        /// Repetitions; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+    /// Causal guards (LANGUAGE.md §7) on `troupe run`'s path: the counter
+    /// loop whose guard also asks about the causal past against the same
+    /// loop with its plain guard, in the same process: time per event, and
+    /// the bytes of metadata each message carries (at ROUNDS and at a
+    /// hundredth of it: the size must not grow with the history).
+    Causal {
+        /// Loop rounds (8 events each).
+        #[arg(long, default_value_t = 200_000)]
         rounds: i64,
         /// Repetitions; the median is reported.
         #[arg(long, default_value_t = 3)]
@@ -211,6 +226,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitStatus> {
             runs,
         } => bench_check(*statements, *lifelines, *runs),
         BenchCommand::Counter { rounds, runs } => bench_counter(*rounds, *runs),
+        BenchCommand::Causal { rounds, runs } => bench_causal(*rounds, *runs),
         BenchCommand::Lint { tools, runs } => super::bench_lint::bench_lint(*tools, *runs),
         BenchCommand::Par {
             rounds,
