@@ -70,3 +70,60 @@ fn a_run_of_the_branch_the_owner_did_not_decide_is_rejected() {
         assert!(e.to_string().contains("not in ⟦P⟧"), "{e}");
     }
 }
+
+/// Clerk decides on the ledger's `frozen`, which reaches it only through
+/// the manager's message: its metadata, not its payload.
+const CAUSAL: &str = r#"
+workflow refund(amount: Int @ Clerk, frozen: Bool @ Ledger) {
+  lifelines Clerk, Manager, Ledger
+  msg Clerk(amount) -> Manager(amount)
+  msg Ledger(frozen) -> Manager(frozen)
+  act Manager: ok = amount < 100
+  msg Manager(ok) -> Clerk(approved)
+  if seen(Manager).ok and not at(Ledger, frozen) @ Clerk {
+    act Clerk: paid = amount
+  } else {
+    act Clerk: paid = 0
+  }
+  return paid @ Clerk
+}
+"#;
+
+#[test]
+fn a_causal_guard_decides_on_what_its_owner_saw_and_verify_recomputes_it() {
+    let engine = EngineBuilder::from_source(CAUSAL).unwrap().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (amount, frozen) in [(50, false), (50, true), (500, false)] {
+        let inputs = vec![Value::Int(amount), Value::Bool(frozen)];
+        let outcome = rt
+            .block_on(engine.run(
+                inputs.clone(),
+                RunOptions {
+                    trace: true,
+                    ..RunOptions::default()
+                },
+            ))
+            .unwrap();
+        // Paid exactly when approved and not frozen: the ledger's input
+        // reached the clerk's guard although no message gave it the value.
+        let paid = if amount < 100 && !frozen { amount } else { 0 };
+        assert_eq!(outcome.results[0].1, Value::Int(paid), "{amount} {frozen}");
+        assert!(outcome.metadata.messages > 0);
+        let mut trace = outcome.trace.unwrap();
+        let exec = trace.execution(3);
+        assert_eq!(engine.verify_causal("run", &exec, &inputs).unwrap(), 1);
+        // The same chart with the other decision recorded: the chart is
+        // still consistent (control messages flipped too), but the guard's
+        // value on it is not what was recorded.
+        flip_decisions(&mut trace);
+        let err = engine
+            .verify_causal("run", &trace.execution(3), &inputs)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Clerk's decision"), "{err}");
+        assert!(err.contains("at(Ledger, frozen)"), "{err}");
+    }
+}
