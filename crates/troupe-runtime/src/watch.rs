@@ -52,6 +52,17 @@ impl Watched {
         }
     }
 
+    /// Marks the run as not verified, for a reason found outside the
+    /// monitor (a causal decision that is not its guard's value on the
+    /// recorded chart): [`Watched::verdict`] reports it.
+    pub fn reject(&self, why: String) {
+        if let Ok(mut u) = self.unverifiable.lock()
+            && u.is_none()
+        {
+            *u = Some(why);
+        }
+    }
+
     /// The verdict on the events so far: `Ok(events)` when they make a run
     /// of the workflow (with `prefix`, the prefix of one).
     pub fn verdict(&self, prefix: bool) -> Result<u64, String> {

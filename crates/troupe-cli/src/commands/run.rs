@@ -424,7 +424,22 @@ pub fn execute(
         Err(e) => return Ok(Err(e)),
     };
     let monitor = if verify { Some(engine.monitor()) } else { None };
+    // A workflow with causal guards: its events are kept, so that each
+    // decision is recomputed from the recorded chart at the end.
+    let kept = (verify && engine.has_causal_guards()).then(|| {
+        Arc::new(Keep {
+            words: std::sync::Mutex::new(troupe_msc::Execution::new(
+                engine.workflow().lifelines.len(),
+            )),
+            then: sink.clone(),
+        })
+    });
+    let sink = match &kept {
+        Some(k) => Some(k.clone() as Arc<dyn EventSink>),
+        None => sink,
+    };
     let watched = Arc::new(Watched::new(monitor, sink, None));
+    let causal_inputs = kept.as_ref().map(|_| inputs.clone());
     let options = RunOptions {
         run_id: "run-1".into(),
         seed: settings.seed,
@@ -439,7 +454,33 @@ pub fn execute(
         }
         outcome
     });
+    if let (Some(kept), Some(inputs), Ok(_)) = (&kept, causal_inputs, &outcome)
+        && let Ok(exec) = kept.words.lock()
+        && let Err(e) = engine.verify_causal("run-1", &exec, &inputs)
+    {
+        watched.reject(e.to_string());
+    }
     Ok(Ok((engine, outcome, watched)))
+}
+
+/// Keeps a run's events (and hands them on): for the recomputation of its
+/// causal decisions at the end.
+struct Keep {
+    words: std::sync::Mutex<troupe_msc::Execution>,
+    then: Option<Arc<dyn EventSink>>,
+}
+
+impl EventSink for Keep {
+    fn event(&self, lifeline: troupe_check::ir::LifelineId, event: &troupe_msc::Event) {
+        if let Ok(mut exec) = self.words.lock()
+            && let Some(word) = exec.words.get_mut(lifeline.0 as usize)
+        {
+            word.push(event.clone());
+        }
+        if let Some(s) = &self.then {
+            s.event(lifeline, event);
+        }
+    }
 }
 
 /// Says which tool calls the models chose did not happen (refused,

@@ -111,3 +111,120 @@ fn a_recorded_run_of_the_branch_its_owner_did_not_decide_is_rejected() {
         assert!(text.contains("not in ⟦P⟧"), "{text}");
     }
 }
+
+/// Clerk decides on the ledger's `frozen`, which reaches it only as the
+/// manager's message's metadata.
+const CAUSAL: &str = r#"
+workflow refund(amount: Int @ Clerk, frozen: Bool @ Ledger) {
+  lifelines Clerk, Manager, Ledger
+  msg Clerk(amount) -> Manager(amount)
+  msg Ledger(frozen) -> Manager(frozen)
+  act Manager: ok = amount < 100
+  msg Manager(ok) -> Clerk(approved)
+  if seen(Manager).ok and not at(Ledger, frozen) @ Clerk {
+    act Clerk: paid = amount
+  } else {
+    act Clerk: paid = 0
+  }
+  return paid @ Clerk
+}
+"#;
+
+/// Records a run started with `frozen` whose events are those of an
+/// in-memory run with `ran`: a consistent chart either way, whose causal
+/// decision fits the recorded inputs only when they agree.
+fn record_causal(dir: &Path, frozen: bool, ran: bool) -> std::path::PathBuf {
+    let path = dir.join(format!("c-{frozen}-{ran}.db"));
+    let store = Store::open(&path, Durability::Normal).unwrap();
+    let host = Host::new(
+        store.clone(),
+        HostConfig::new(dir.to_owned()),
+        Arc::new(NoTools),
+    );
+    let compiled = Compiled::from_source(CAUSAL.into(), "c.troupe", Path::new("."), None).unwrap();
+    let started = host
+        .start(
+            &compiled,
+            vec![Value::Int(50), Value::Bool(frozen)],
+            &RunSettings::default(),
+            StartPolicy::New,
+        )
+        .unwrap();
+    let engine = EngineBuilder::from_source(CAUSAL).unwrap().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let trace = rt
+        .block_on(engine.run(
+            vec![Value::Int(50), Value::Bool(ran)],
+            RunOptions::default(),
+        ))
+        .unwrap()
+        .trace
+        .unwrap();
+    let journal = store
+        .journal(started.run, Arc::new(compiled.types().clone()))
+        .unwrap();
+    for e in &trace.entries {
+        journal.event(e.lifeline, &e.event);
+    }
+    rt.block_on(journal.finish(Ok(&[]))).unwrap();
+    path
+}
+
+#[test]
+fn a_recorded_causal_decision_its_owner_could_not_have_taken_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    for frozen in [false, true] {
+        let (ok, text) = verify(&record_causal(dir.path(), frozen, frozen));
+        assert!(ok, "the honest recording was rejected: {text}");
+        // The chart of the other input: every event fits the workflow, but
+        // the clerk's decision is not its guard's value on what it saw of
+        // the ledger under the recorded input.
+        let (ok, text) = verify(&record_causal(dir.path(), frozen, !frozen));
+        assert!(!ok, "the forged recording was accepted: {text}");
+        assert!(text.contains("Clerk's decision"), "{text}");
+        assert!(text.contains(&format!("was {frozen}")), "{text}");
+    }
+}
+
+#[test]
+fn the_causal_example_pays_exactly_when_the_manager_approved_and_the_ledger_had_not_frozen() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/causal_refund.troupe"
+    );
+    for seed in ["0", "1", "2", "3"] {
+        for frozen in ["true", "false"] {
+            let out = Command::new(env!("CARGO_BIN_EXE_troupe"))
+                .args(["run", example, "-i", "claim=Kettle", "-i", "amount=40"])
+                .args(["-i", &format!("frozen={frozen}"), "--mock-externs"])
+                .args(["--seed", seed, "--trace"])
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{text}");
+            // The chart's own record of the manager's verdict, and the
+            // decision the clerk took on it.
+            let review = text
+                .lines()
+                .find(|l| l.contains("Manager") && l.contains("act →"))
+                .unwrap_or_else(|| panic!("{text}"));
+            let ok = review.contains("act → true");
+            let decide = text.lines().find(|l| l.contains("decide")).unwrap();
+            let expected = if ok && frozen == "false" {
+                "⊤"
+            } else {
+                "⊥"
+            };
+            assert!(
+                decide.contains(expected),
+                "seed {seed}, frozen {frozen}: {text}"
+            );
+            assert!(text.contains("verified:"), "{text}");
+        }
+    }
+}
