@@ -7,6 +7,8 @@
 #   npm  @modelcontextprotocol/server-everything -> $DIR/npm/node_modules/.bin/mcp-server-everything
 #   npm  @modelcontextprotocol/inspector         -> $DIR/npm/node_modules/.bin/mcp-inspector
 #        (its CLI mode drives `troupe mcp serve` over stdio in crates/troupe-cli/tests/mcp_stdio.rs)
+#   PyPI zippergen (the paper's reference implementation) -> $DIR/venv
+#        (troupe-project's differential test of the projection, tests/it/zippergen.rs)
 #
 # DIR is $TROUPE_MCP_SERVERS, or ~/.cache/troupe/mcp-servers by default; the
 # tests look in the same place (crates/troupe-mcp/tests/support/mod.rs). No
@@ -15,6 +17,7 @@ set -euo pipefail
 
 TIME_VERSION="2026.10.19"
 MCP_VERSION="2.3.0"
+ZIPPERGEN_VERSION="0.1.0a5"
 EVERYTHING_VERSION="2026.8.31"
 INSPECTOR_VERSION="2.12.0"
 DIR="${TROUPE_MCP_SERVERS:-$HOME/.cache/troupe/mcp-servers}"
@@ -33,6 +36,11 @@ if ! "$DIR/venv/bin/python" -m pip show mcp 2>/dev/null | grep -qx "Version: $MC
   "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "mcp==$MCP_VERSION"
 fi
 
+# ZipperGen, pinned exactly (the version the differential test expects).
+if ! "$DIR/venv/bin/python" -m pip show zippergen 2>/dev/null | grep -qx "Version: $ZIPPERGEN_VERSION"; then
+  "$DIR/venv/bin/python" -m pip install --disable-pip-version-check --quiet "zippergen==$ZIPPERGEN_VERSION"
+fi
+
 # server-everything and the Inspector, pinned exactly, in a private npm prefix.
 npm_version() {
   local manifest="$DIR/npm/node_modules/$1/package.json"
@@ -49,5 +57,6 @@ fi
 echo "TROUPE_MCP_SERVERS=$DIR"
 echo "mcp-server-time: $DIR/venv/bin/mcp-server-time"
 echo "python mcp SDK: $DIR/venv/bin/python ($MCP_VERSION)"
+echo "zippergen: $DIR/venv/bin/python ($ZIPPERGEN_VERSION)"
 echo "server-everything: $DIR/npm/node_modules/.bin/mcp-server-everything"
 echo "MCP Inspector: $DIR/npm/node_modules/.bin/mcp-inspector ($INSPECTOR_VERSION)"

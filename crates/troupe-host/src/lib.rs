@@ -32,6 +32,7 @@ mod error;
 pub mod externs;
 mod keeper;
 pub mod metrics;
+mod plans;
 mod policy;
 mod project;
 pub mod schedule;
@@ -862,7 +863,10 @@ impl Host {
 
     /// Checks a recorded run against ⟦P⟧: `Ok` when it is a run (a prefix
     /// of one when it is unfinished). A run whose history was pruned is
-    /// checked from the checkpoint its retained window starts at.
+    /// checked from the checkpoint its retained window starts at. Each of
+    /// its `planner` calls is checked against its recorded plan: the plan
+    /// checks, and its nested run's recorded trace is a run of it (see
+    /// `plans.rs`).
     pub fn verify(&self, run: i64) -> Result<Result<Verified, String>, HostError> {
         let compiled = self.recorded(run)?;
         let engine = EngineBuilder::from_program((*compiled.program).clone())
@@ -870,16 +874,33 @@ impl Host {
             .mock_unbound_externs(Arc::new(MockBackend::new()))
             .build()?;
         let done = self.store.run(run)?.summary.status == RunStatus::Done;
-        if !self.store.parts(run)?.is_empty() {
-            return Ok(verify_placed(&self.store, run, &engine, !done)
-                .and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v)));
-        }
-        let verified = match verify_recorded(&self.store, run, &engine, !done)
-            .and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v))
-        {
-            Ok(v) => v,
+        let mut calls = plans::PlannerCalls::new(&compiled.program, compiled.workflow());
+        let placed = !self.store.parts(run)?.is_empty();
+        let outer = if placed {
+            verify_placed(&self.store, run, &engine, !done, calls.as_mut())
+        } else {
+            verify_recorded(&self.store, run, &engine, !done, calls.as_mut())
+        };
+        let mut verified =
+            match outer.and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v)) {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+        verified.plans = match plans::verify(
+            &self.store,
+            run,
+            &compiled.program,
+            compiled.workflow(),
+            &compiled.file,
+            calls.as_ref(),
+        )? {
+            Ok(n) => n,
             Err(e) => return Ok(Err(e)),
         };
+        if placed {
+            // A placed run keeps one version (it cannot be upgraded).
+            return Ok(Ok(verified));
+        }
         // A run that moved to other versions: what it recorded under each
         // version it left is checked against that version, as the prefix
         // of a run it was when it moved.
@@ -1043,6 +1064,7 @@ fn verify_recorded(
     run: i64,
     engine: &Engine,
     prefix: bool,
+    mut calls: Option<&mut plans::PlannerCalls>,
 ) -> Result<Verified, String> {
     let name = Store::run_name(run);
     // A pruned history starts at a checkpoint: the monitor continues from
@@ -1071,6 +1093,9 @@ fn verify_recorded(
             {
                 first = Some(e.to_string());
             }
+            if let Some(c) = calls.as_deref_mut() {
+                c.see(l, e);
+            }
         })
         .map_err(|e| e.to_string())?;
     if let Some(e) = first {
@@ -1086,6 +1111,7 @@ fn verify_recorded(
         events: monitor.events(),
         from,
         versions: 1,
+        plans: 0,
     })
 }
 
@@ -1125,6 +1151,7 @@ fn verify_placed(
     run: i64,
     engine: &Engine,
     prefix: bool,
+    mut calls: Option<&mut plans::PlannerCalls>,
 ) -> Result<Verified, String> {
     let name = Store::run_name(run);
     let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
@@ -1132,6 +1159,9 @@ fn verify_placed(
         .for_each_event_from(run, 0, |l, e| {
             if let Some(word) = exec.words.get_mut(l.0 as usize) {
                 word.push(e.clone());
+            }
+            if let Some(c) = calls.as_deref_mut() {
+                c.see(l, e);
             }
         })
         .map_err(|e| e.to_string())?;
@@ -1142,6 +1172,7 @@ fn verify_placed(
         events,
         from: 0,
         versions: 1,
+        plans: 0,
     })
 }
 
@@ -1156,6 +1187,9 @@ pub struct Verified {
     /// The workflow versions the run ran under, each checked (1: it never
     /// moved, `troupe upgrade`).
     pub versions: u32,
+    /// The `planner` calls whose recorded plan was checked again and whose
+    /// nested run's recorded trace is a run of it.
+    pub plans: u32,
 }
 
 /// Scripted answers from a JSON object keyed by `Lifeline.action` or

@@ -382,6 +382,34 @@ impl Store {
         })
     }
 
+    /// The outputs of a run's finished steps by key, decoded from the copy
+    /// a resumed run replays ([`StepRow::outputs`] is the JSON copy people
+    /// read). A copy that does not decode is a corrupt store.
+    pub fn step_values(&self, run: i64) -> Result<BTreeMap<String, Vec<Value>>, StoreError> {
+        let rows: Vec<(String, Option<Vec<u8>>)> = self.with("read the steps' outputs", |db| {
+            db.query(
+                "SELECT key, outputs FROM steps WHERE run = ?1 AND status = 'done'",
+                args![run],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
+        })?;
+        rows.into_iter()
+            .filter_map(|(key, bytes)| bytes.map(|b| (key, b)))
+            .map(|(key, bytes)| {
+                let values =
+                    codec::Reader::new(&bytes)
+                        .values()
+                        .map_err(|e| StoreError::Corrupt {
+                            path: self.shown().to_owned(),
+                            message: format!("run {run}, step {key}: {e}"),
+                        })?;
+                Ok((key, values))
+            })
+            .collect()
+    }
+
     pub fn steps(&self, run: i64) -> Result<Vec<StepRow>, StoreError> {
         self.with("read the steps", |db| {
             db.query(

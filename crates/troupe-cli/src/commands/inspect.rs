@@ -590,6 +590,7 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
             "verified": verdict.is_ok(),
             "window_from": verdict.as_ref().ok().map(|v| v.from),
             "versions": verdict.as_ref().ok().map(|v| v.versions),
+            "plans": verdict.as_ref().ok().map(|v| v.plans),
             "error": verdict.as_ref().err(),
         });
         out::println(&serde_json::to_string_pretty(&doc)?)?;
@@ -615,14 +616,21 @@ pub fn verify(args: &RunRefArgs) -> Result<ExitStatus> {
                     n - 1
                 ),
             };
+            // The nested runs of `planner` calls, each checked against its
+            // recorded plan.
+            let plans = match v.plans {
+                0 => String::new(),
+                1 => "; its 1 plan checks and its nested run is a run of it".to_owned(),
+                n => format!("; its {n} plans check and each nested run is a run of its plan"),
+            };
             if v.from == 0 {
                 out::println(&format!(
-                    "{}: the recorded execution ({} events) is {what} of `{workflow}`{versions}",
+                    "{}: the recorded execution ({} events) is {what} of `{workflow}`{versions}{plans}",
                     s.name, v.events
                 ))?;
             } else {
                 out::println(&format!(
-                    "{}: the retained history (events {}..{}, from the checkpoint it starts at) continues {what} of `{workflow}`; the {} events before it were pruned (--history-keep) after being verified online",
+                    "{}: the retained history (events {}..{}, from the checkpoint it starts at) continues {what} of `{workflow}`; the {} events before it were pruned (--history-keep) after being verified online{plans}",
                     s.name, v.from, v.events, v.from
                 ))?;
             }

@@ -49,4 +49,5 @@ mod tool_calling;
 mod transcripts;
 mod upgrade;
 mod verify;
+mod verify_plans;
 mod zombie;
