@@ -624,12 +624,12 @@ impl Gen {
             self.line(indent, &format!("act L{i}: {text}"));
             return;
         }
-        let text = match self.rng.below(7) {
+        let text = match self.rng.below(8) {
             0 => format!("x = x + {}", self.k()),
             1 => "f = not f".to_owned(),
             2 => format!("f = x > {}", self.k()),
             3 if bound[i] => format!("x = y - {}", self.rng.range(1, 2)),
-            4 => {
+            4 | 5 => {
                 self.y_declared[i] = true;
                 bound[i] = true;
                 "y = guess(x)".to_owned()
