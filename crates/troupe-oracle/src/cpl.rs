@@ -433,11 +433,12 @@ pub struct Generated {
 pub const GUESS: &str = "llm guess(n: Int) -> Int {\n  prompt: \"Guess from {n}\"\n}\n";
 
 /// A random well-typed workflow `main` with causal guards (see the module
-/// docs). Lifelines `L0…`; each has an `Int` `x` and a `Bool` `f`, bound
-/// first thing from its inputs, an `Int` `y` that some statement may bind
-/// later (so atoms reading it may find it unbound), and a counter per loop
-/// it owns. With `par`, some blocks are `par` regions, whose branches write
-/// only variables of their own.
+/// docs). Lifelines `L0…`; each `Li` has the inputs `xi: Int` and
+/// `fi: Bool`, bound from the start (so a lifeline's first event may be a
+/// decision), an `Int` `yi` that some statement may bind later (so atoms
+/// reading it may find it unbound), and a counter per loop it owns. With
+/// `par`, some blocks are `par` regions, whose branches write only
+/// variables of their own.
 pub fn generate(seed: u64, par: bool) -> Generated {
     let mut rng = Rng::new(seed);
     let n = rng.range(2, 4);
@@ -467,9 +468,6 @@ pub fn generate(seed: u64, par: bool) -> Generated {
     let names: Vec<String> = (0..n).map(|i| format!("L{i}")).collect();
     source.push_str(&names.join(", "));
     source.push('\n');
-    for i in 0..n {
-        source.push_str(&format!("  act L{i}: x = x{i}\n  act L{i}: f = f{i}\n"));
-    }
     source.push_str(&body);
     source.push_str("}\n");
     let mut inputs = Vec::new();
@@ -504,7 +502,7 @@ struct Gen {
     /// Statements left to write.
     left: usize,
     loops: usize,
-    /// Per lifeline, whether some statement so far binds its `y`.
+    /// Per lifeline `Li`, whether some statement so far binds its `yi`.
     y_declared: Vec<bool>,
     /// Inside a `par`, where a branch may write only variables of its own
     /// (`q…`, `b…`): no branch writes what another reads.
@@ -529,7 +527,7 @@ impl Gen {
         self.rng.below(7) as i64 - 3
     }
 
-    /// A block; `bound[l]`: `y` of `l` is bound on every path to here.
+    /// A block; `bound[l]`: `yl` is bound on every path to here.
     fn block(&mut self, indent: usize, depth: usize, bound: &mut [bool]) {
         let count = if depth == 0 {
             self.left
@@ -556,21 +554,20 @@ impl Gen {
 
     fn msg(&mut self, indent: usize, i: usize, bound: &mut [bool]) {
         let j = self.other(i);
-        if self.in_par {
-            let (send, recv) = if self.rng.chance(1, 2) {
+        let (send, recv) = if self.in_par {
+            if self.rng.chance(1, 2) {
                 (self.int_send(i, bound), self.fresh("q"))
             } else {
-                (self.bool_send(), self.fresh("b"))
-            };
-            self.line(indent, &format!("msg L{i}({send}) -> L{j}({recv})"));
-            return;
-        }
-        let (send, recv) = match self.rng.below(3) {
-            0 => self.int_item(i, j, bound),
-            1 => (self.bool_send(), "f".to_owned()),
-            _ => {
-                let (s, r) = self.int_item(i, j, bound);
-                (format!("{s}, {}", self.bool_send()), format!("{r}, f"))
+                (self.bool_send(i), self.fresh("b"))
+            }
+        } else {
+            match self.rng.below(3) {
+                0 => self.int_item(i, j, bound),
+                1 => (self.bool_send(i), format!("f{j}")),
+                _ => {
+                    let (s, r) = self.int_item(i, j, bound);
+                    (format!("{s}, {}", self.bool_send(i)), format!("{r}, f{j}"))
+                }
             }
         };
         self.line(indent, &format!("msg L{i}({send}) -> L{j}({recv})"));
@@ -582,21 +579,26 @@ impl Gen {
         let recv = if self.rng.chance(1, 2) {
             self.y_declared[j] = true;
             bound[j] = true;
-            "y"
+            format!("y{j}")
         } else {
-            "x"
+            format!("x{j}")
         };
-        (send, recv.to_owned())
+        (send, recv)
     }
 
     fn int_send(&mut self, i: usize, bound: &[bool]) -> String {
         match self.rng.below(4) {
-            0 if bound[i] => "y".to_owned(),
-            1 => {
-                let k = self.rng.range(1, 3);
-                format!("x + {k}")
-            }
-            _ => "x".to_owned(),
+            0 if bound[i] => format!("y{i}"),
+            1 => format!("x{i} + {}", self.rng.range(1, 3)),
+            _ => format!("x{i}"),
+        }
+    }
+
+    fn bool_send(&mut self, i: usize) -> String {
+        match self.rng.below(3) {
+            0 => format!("not f{i}"),
+            1 => format!("x{i} > {}", self.k()),
+            _ => format!("f{i}"),
         }
     }
 
@@ -606,38 +608,29 @@ impl Gen {
         format!("{stem}{}", self.fresh)
     }
 
-    fn bool_send(&mut self) -> String {
-        match self.rng.below(3) {
-            0 => "not f".to_owned(),
-            1 => format!("x > {}", self.k()),
-            _ => "f".to_owned(),
-        }
-    }
-
     fn act(&mut self, indent: usize, i: usize, bound: &mut [bool]) {
-        if self.in_par {
-            let text = match self.rng.below(3) {
-                0 => format!("{} = guess(x)", self.fresh("q")),
-                1 => format!("{} = x + {}", self.fresh("q"), self.k()),
-                _ => format!("{} = not f", self.fresh("b")),
-            };
-            self.line(indent, &format!("act L{i}: {text}"));
-            return;
-        }
-        let text = match self.rng.below(8) {
-            0 => format!("x = x + {}", self.k()),
-            1 => "f = not f".to_owned(),
-            2 => format!("f = x > {}", self.k()),
-            3 if bound[i] => format!("x = y - {}", self.rng.range(1, 2)),
-            4 | 5 => {
-                self.y_declared[i] = true;
-                bound[i] = true;
-                "y = guess(x)".to_owned()
+        let text = if self.in_par {
+            match self.rng.below(3) {
+                0 => format!("{} = guess(x{i})", self.fresh("q")),
+                1 => format!("{} = x{i} + {}", self.fresh("q"), self.k()),
+                _ => format!("{} = not f{i}", self.fresh("b")),
             }
-            _ => {
-                self.y_declared[i] = true;
-                bound[i] = true;
-                format!("y = x + {}", self.k())
+        } else {
+            match self.rng.below(8) {
+                0 => format!("x{i} = x{i} + {}", self.k()),
+                1 => format!("f{i} = not f{i}"),
+                2 => format!("f{i} = x{i} > {}", self.k()),
+                3 if bound[i] => format!("x{i} = y{i} - {}", self.rng.range(1, 2)),
+                4 | 5 => {
+                    self.y_declared[i] = true;
+                    bound[i] = true;
+                    format!("y{i} = guess(x{i})")
+                }
+                _ => {
+                    self.y_declared[i] = true;
+                    bound[i] = true;
+                    format!("y{i} = x{i} + {}", self.k())
+                }
             }
         };
         self.line(indent, &format!("act L{i}: {text}"));
@@ -654,6 +647,7 @@ impl Gen {
                 self.line(indent, "} and {");
             }
             let mut inside = bound.to_vec();
+            // No branch is empty.
             self.left += 1;
             self.block(indent + 1, depth + 1, &mut inside);
         }
@@ -701,7 +695,7 @@ impl Gen {
     /// condition (an ordinary decision among the causal ones).
     fn guard(&mut self, owner: usize, bound: &[bool]) -> String {
         if self.rng.chance(1, 8) {
-            return format!("x > {}", self.k());
+            return format!("x{owner} > {}", self.k());
         }
         let depth = self.rng.range(1, 3);
         self.formula(Place::Owner(owner), depth, bound)
@@ -744,40 +738,42 @@ impl Gen {
         }
     }
 
+    /// A term of type `Int` (or `Bool`) that `place` may read: one of the
+    /// lifeline's own variables, or a `seen` term.
+    fn term(&mut self, place: Place, int: bool, bound: &[bool]) -> String {
+        let own = match place {
+            Place::Owner(l) => Some((l, bound[l])),
+            Place::Past(l) => Some((l, self.y_declared[l])),
+            Place::Anywhere => None,
+        };
+        let (var, l) = match own {
+            Some((l, has_y)) if self.rng.chance(2, 3) => (self.var(int, has_y), l),
+            _ => {
+                let b = self.rng.below(self.n);
+                let var = self.var(int, self.y_declared[b]);
+                return format!("seen(L{b}).{var}{b}");
+            }
+        };
+        format!("{var}{l}")
+    }
+
+    fn var(&mut self, int: bool, has_y: bool) -> &'static str {
+        match (int, has_y && self.rng.chance(1, 3)) {
+            (true, true) => "y",
+            (true, false) => "x",
+            (false, _) => "f",
+        }
+    }
+
     /// A Bool atom over what `place` may read and `seen` terms.
     fn atom(&mut self, place: Place, bound: &[bool]) -> String {
         let int = self.rng.chance(2, 3);
-        let term = |g: &mut Gen, int: bool| -> String {
-            let own = match place {
-                Place::Owner(l) => Some((l, bound[l])),
-                Place::Past(l) => Some((l, g.y_declared[l])),
-                Place::Anywhere => None,
-            };
-            match own {
-                Some((_, has_y)) if g.rng.chance(2, 3) => {
-                    match (int, has_y && g.rng.chance(1, 3)) {
-                        (true, true) => "y".to_owned(),
-                        (true, false) => "x".to_owned(),
-                        (false, _) => "f".to_owned(),
-                    }
-                }
-                _ => {
-                    let b = g.rng.below(g.n);
-                    let var = match (int, g.y_declared[b] && g.rng.chance(1, 3)) {
-                        (true, true) => "y",
-                        (true, false) => "x",
-                        (false, _) => "f",
-                    };
-                    format!("seen(L{b}).{var}")
-                }
-            }
-        };
-        let t = term(self, int);
+        let t = self.term(place, int, bound);
         if int {
             match self.rng.below(5) {
                 0 => format!("{t} == {}", self.k()),
                 1 => format!("{t} <= {}", self.k()),
-                2 => format!("{t} > {}", term(self, true)),
+                2 => format!("{t} > {}", self.term(place, true, bound)),
                 _ => format!("{t} > {}", self.k()),
             }
         } else if self.rng.chance(1, 3) {
