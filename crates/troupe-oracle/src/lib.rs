@@ -20,9 +20,13 @@
 //! - [`edit`] and [`upgrade`]: random edits of a workflow between two
 //!   versions, and which recorded runs may move to the new one, by
 //!   brute-force prefix membership in bounded ⟦P′⟧;
+//! - [`cpl`]: causal guards (LANGUAGE.md §7) evaluated on a recorded
+//!   execution by the logic's definitions over an explicit causal order,
+//!   and random workflows with causal guards, as source;
 //! - [`seeds`]: seeds that vary per run, printed, reproducible with
 //!   `TROUPE_TEST_SEED`.
 
+pub mod cpl;
 pub mod edit;
 pub mod explore;
 pub mod generate;

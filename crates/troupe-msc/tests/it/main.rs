@@ -3,6 +3,7 @@
 //! Shared helpers live in the support modules beside them.
 
 mod charts;
+mod cpl;
 mod fuzz_front_end;
 mod mermaid_render;
 mod monitor;

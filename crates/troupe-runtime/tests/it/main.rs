@@ -2,6 +2,7 @@
 //! was a binary of its own, linking the whole dependency graph again.
 //! Shared helpers live in the support modules beside them.
 
+mod cpl;
 mod failures;
 mod fairness;
 mod oracle;
