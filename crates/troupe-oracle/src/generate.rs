@@ -80,6 +80,24 @@ impl Shape {
         }
     }
 
+    /// A random shape for small workflows with `par` regions and
+    /// coregions, whose schedules (every interleaving of a lifeline's
+    /// parts included) can all be explored: 2 to 4 lifelines, up to
+    /// `max_stmts` statements, at most 2 levels of nesting (a `par` is
+    /// drawn only where nesting is allowed, so at least 1), loops of at
+    /// most 2 rounds.
+    pub fn small_concurrent(rng: &mut Rng, max_stmts: usize) -> Shape {
+        Shape {
+            lifelines: rng.range(2, 4),
+            max_depth: rng.range(1, 2),
+            max_block: rng.range(1, 3),
+            stmts: rng.range(3, max_stmts.max(3)),
+            asynchronous: false,
+            max_bound: 2,
+            par: true,
+        }
+    }
+
     /// [`Shape::large`] with `par` regions and coregions.
     pub fn concurrent(rng: &mut Rng, max_stmts: usize) -> Shape {
         Shape {
@@ -118,6 +136,34 @@ pub fn program(seed: u64, shape: &Shape) -> Program {
         g.stmt(0, &mut stmts);
     }
     g.finish(stmts)
+}
+
+/// The first of a few programs drawn from `seed` with `shape` (the shape
+/// itself drawn by `shape` from the draw's generator) that has a `par` or
+/// a coregion; `None` when none has. Small shapes often draw none, and a
+/// test about concurrent parts wants only those that do.
+pub fn program_with_par(seed: u64, shape: impl Fn(&mut Rng) -> Shape) -> Option<Program> {
+    (0..4u64).find_map(|i| {
+        let seed = seed ^ (i << 56);
+        let program = program(seed, &shape(&mut Rng::new(seed)));
+        has_par(&program.workflows[0].body).then_some(program)
+    })
+}
+
+/// Whether a block holds a `par` (a coregion is one) at any depth.
+pub fn has_par(block: &Block) -> bool {
+    block.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Par { .. } => true,
+        StmtKind::If {
+            then: a,
+            otherwise: b,
+            ..
+        }
+        | StmtKind::While {
+            body: a, exit: b, ..
+        } => has_par(a) || has_par(b),
+        StmtKind::Msg { .. } | StmtKind::Act { .. } => false,
+    })
 }
 
 /// Inputs for a generated workflow: each lifeline's `n`, in `-3..=3`.

@@ -163,53 +163,6 @@ fn every_msc_of_bounded_semantics_is_produced_by_some_schedule() {
     );
 }
 
-/// A small workflow with `par` regions or coregions: the first of a few
-/// draws from `seed` that has one (`None` when none has; small draws often
-/// lack one, and those are covered by the test above).
-fn small_concurrent(seed: u64) -> Option<Program> {
-    (0..4u64).find_map(|i| small_concurrent_draw(seed ^ (i << 56)))
-}
-
-fn small_concurrent_draw(seed: u64) -> Option<Program> {
-    let mut rng = Rng::new(seed);
-    let shape = Shape {
-        lifelines: rng.range(2, 4),
-        // `par` is drawn only where nesting is allowed.
-        max_depth: rng.range(1, 2),
-        max_block: rng.range(1, 3),
-        stmts: rng.range(3, CONCURRENT_STMTS),
-        asynchronous: false,
-        max_bound: 2,
-        par: true,
-    };
-    let program = generate::program(seed, &shape);
-    let has_par = program.workflows[0]
-        .body
-        .stmts
-        .iter()
-        .any(|s| contains_par(&s.kind));
-    has_par.then_some(program)
-}
-
-fn contains_par(kind: &StmtKind) -> bool {
-    match kind {
-        StmtKind::Par { .. } => true,
-        StmtKind::If {
-            then: a,
-            otherwise: b,
-            ..
-        }
-        | StmtKind::While {
-            body: a, exit: b, ..
-        } => a
-            .stmts
-            .iter()
-            .chain(&b.stmts)
-            .any(|s| contains_par(&s.kind)),
-        StmtKind::Msg { .. } | StmtKind::Act { .. } => false,
-    }
-}
-
 /// The bounds of the exhaustive check of concurrent workflows below, as
 /// `docs/formal.md` states them.
 const CONCURRENT_STMTS: usize = 8;
@@ -242,7 +195,9 @@ fn every_schedule_of_concurrent_parts_is_a_run_of_the_chart() {
         (0u64, 0u64, 0usize, 0usize, 0u64);
     let mut largest = 0usize;
     for seed in seeds.iter() {
-        let Some(program) = small_concurrent(seed) else {
+        let Some(program) =
+            generate::program_with_par(seed, |rng| Shape::small_concurrent(rng, CONCURRENT_STMTS))
+        else {
             continue;
         };
         let hint = repeat_hint(seed);
