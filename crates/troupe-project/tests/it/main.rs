@@ -6,3 +6,4 @@ mod examples;
 mod oracle;
 mod projection;
 mod properties;
+mod step_keys;
