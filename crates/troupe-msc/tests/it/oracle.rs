@@ -184,7 +184,7 @@ const CONCURRENT_STATES: usize = 20_000;
 fn every_schedule_of_concurrent_parts_is_a_run_of_the_chart() {
     let seeds = Seeds::new(
         "every_schedule_of_concurrent_parts_is_a_run_of_the_chart",
-        300,
+        200,
     );
     let control = MemberOptions {
         control: true,
