@@ -80,6 +80,24 @@ impl Shape {
         }
     }
 
+    /// A random shape for small workflows with `par` regions and
+    /// coregions, whose schedules (every interleaving of a lifeline's
+    /// parts included) can all be explored: 2 to 4 lifelines, up to
+    /// `max_stmts` statements, at most 2 levels of nesting (a `par` is
+    /// drawn only where nesting is allowed, so at least 1), loops of at
+    /// most 2 rounds.
+    pub fn small_concurrent(rng: &mut Rng, max_stmts: usize) -> Shape {
+        Shape {
+            lifelines: rng.range(2, 4),
+            max_depth: rng.range(1, 2),
+            max_block: rng.range(1, 3),
+            stmts: rng.range(3, max_stmts.max(3)),
+            asynchronous: false,
+            max_bound: 2,
+            par: true,
+        }
+    }
+
     /// [`Shape::large`] with `par` regions and coregions.
     pub fn concurrent(rng: &mut Rng, max_stmts: usize) -> Shape {
         Shape {
@@ -118,6 +136,34 @@ pub fn program(seed: u64, shape: &Shape) -> Program {
         g.stmt(0, &mut stmts);
     }
     g.finish(stmts)
+}
+
+/// The first of a few programs drawn from `seed` with `shape` (the shape
+/// itself drawn by `shape` from the draw's generator) that has a `par` or
+/// a coregion; `None` when none has. Small shapes often draw none, and a
+/// test about concurrent parts wants only those that do.
+pub fn program_with_par(seed: u64, shape: impl Fn(&mut Rng) -> Shape) -> Option<Program> {
+    (0..4u64).find_map(|i| {
+        let seed = seed ^ (i << 56);
+        let program = program(seed, &shape(&mut Rng::new(seed)));
+        has_par(&program.workflows[0].body).then_some(program)
+    })
+}
+
+/// Whether a block holds a `par` (a coregion is one) at any depth.
+pub fn has_par(block: &Block) -> bool {
+    block.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Par { .. } => true,
+        StmtKind::If {
+            then: a,
+            otherwise: b,
+            ..
+        }
+        | StmtKind::While {
+            body: a, exit: b, ..
+        } => has_par(a) || has_par(b),
+        StmtKind::Msg { .. } | StmtKind::Act { .. } => false,
+    })
 }
 
 /// Inputs for a generated workflow: each lifeline's `n`, in `-3..=3`.
@@ -695,4 +741,235 @@ pub fn depth(block: &Block) -> usize {
         })
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The generator against the real front end: generated workflows with
+    //! `par` regions and coregions, written out as source, are accepted by
+    //! `troupe_check` — whose rules for them (E0720: no variable written
+    //! in one branch is read or written in another; E0721: a coregion's
+    //! messages go to one receiver from distinct senders with disjoint
+    //! bindings) the generator's modes only claim to follow — and check
+    //! into as many branches and coregions as were generated.
+
+    use super::*;
+    use crate::seeds::Seeds;
+    use std::fmt::Write as _;
+    use troupe_check::ir::Expr;
+
+    struct Source<'w> {
+        w: &'w Workflow,
+        coregions: std::collections::HashSet<StmtId>,
+        out: String,
+    }
+
+    impl Source<'_> {
+        fn lifeline(&self, l: LifelineId) -> &str {
+            &self.w.lifelines[l.0 as usize].name
+        }
+
+        /// Every lifeline's `n` is an input, and inputs need distinct
+        /// names: `n_Alice`. Loop counters are named apart already.
+        fn var(&self, v: VarId) -> String {
+            let var = &self.w.vars[v.0 as usize];
+            if var.name == "n" {
+                format!("n_{}", self.lifeline(var.lifeline))
+            } else {
+                var.name.clone()
+            }
+        }
+
+        fn expr(&self, e: &Expr) -> String {
+            match &e.kind {
+                ExprKind::Lit(Value::Int(n)) if *n < 0 => format!("(0 - {})", -n),
+                ExprKind::Lit(Value::Int(n)) => n.to_string(),
+                ExprKind::Lit(Value::Bool(b)) => b.to_string(),
+                ExprKind::Var(v) => self.var(*v),
+                ExprKind::Unary(UnaryOp::Not, x) => format!("(not {})", self.expr(x)),
+                ExprKind::Binary(op, l, r) => {
+                    format!("({} {} {})", self.expr(l), op.symbol(), self.expr(r))
+                }
+                other => panic!("not generated: {other:?}"),
+            }
+        }
+
+        fn block(&mut self, b: &Block, pad: usize) {
+            for s in &b.stmts {
+                self.stmt(s, pad);
+            }
+        }
+
+        fn line(&mut self, pad: usize, text: &str) {
+            let _ = writeln!(self.out, "{}{text}", "  ".repeat(pad));
+        }
+
+        fn stmt(&mut self, s: &Stmt, pad: usize) {
+            match &s.kind {
+                StmtKind::Msg { from, to, items } => {
+                    let send: Vec<String> = items.iter().map(|i| self.expr(&i.send)).collect();
+                    let recv: Vec<String> = items
+                        .iter()
+                        .map(|i| match &i.recv {
+                            Recv::Bind(v) => self.var(*v),
+                            Recv::Discard => "_".to_owned(),
+                            Recv::Literal(Value::Int(n)) => n.to_string(),
+                            Recv::Literal(other) => panic!("not generated: {other:?}"),
+                        })
+                        .collect();
+                    let text = format!(
+                        "msg {}({}) -> {}({})",
+                        self.lifeline(*from),
+                        send.join(", "),
+                        self.lifeline(*to),
+                        recv.join(", ")
+                    );
+                    self.line(pad, &text);
+                }
+                StmtKind::Act { at, outputs, call } => {
+                    let out = match outputs.first() {
+                        Some(Some(v)) => self.var(*v),
+                        _ => "_".to_owned(),
+                    };
+                    let rhs = match call {
+                        Call::Expr(e) => self.expr(e),
+                        Call::Action { action, args } => {
+                            assert_eq!(*action, BUMP, "only `bump` is declared here");
+                            format!("bump({})", self.expr(&args[0]))
+                        }
+                    };
+                    let text = format!("act {}: {out} = {rhs}", self.lifeline(*at));
+                    self.line(pad, &text);
+                }
+                StmtKind::If {
+                    owner,
+                    guard,
+                    then,
+                    otherwise,
+                }
+                | StmtKind::While {
+                    owner,
+                    guard,
+                    body: then,
+                    exit: otherwise,
+                } => {
+                    let (kw, other) = match s.kind {
+                        StmtKind::If { .. } => ("if", "else"),
+                        _ => ("while", "exit"),
+                    };
+                    let head = format!("{kw} {} @ {} {{", self.expr(guard), self.lifeline(*owner));
+                    self.line(pad, &head);
+                    self.block(then, pad + 1);
+                    self.line(pad, &format!("}} {other} {{"));
+                    self.block(otherwise, pad + 1);
+                    self.line(pad, "}");
+                }
+                StmtKind::Par { branches } if self.coregions.contains(&s.id) => {
+                    self.line(pad, "coregion {");
+                    for b in branches {
+                        self.block(b, pad + 1);
+                    }
+                    self.line(pad, "}");
+                }
+                StmtKind::Par { branches } => {
+                    for (i, b) in branches.iter().enumerate() {
+                        self.line(pad, if i == 0 { "par {" } else { "} and {" });
+                        self.block(b, pad + 1);
+                    }
+                    self.line(pad, "}");
+                }
+            }
+        }
+    }
+
+    /// `program` (without asynchronous actions) as troupe source.
+    fn source(program: &Program) -> String {
+        let w = &program.workflows[0];
+        let mut s = Source {
+            w,
+            coregions: w.coregions.iter().map(|c| c.stmt).collect(),
+            out: String::from("pure bump(x: Int) -> Int = x + 1\n\n"),
+        };
+        let inputs: Vec<String> = w
+            .inputs
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}: Int @ {}",
+                    s.var(*v),
+                    s.lifeline(w.vars[v.0 as usize].lifeline)
+                )
+            })
+            .collect();
+        let names: Vec<&str> = w.lifelines.iter().map(|l| l.name.as_str()).collect();
+        let _ = writeln!(s.out, "workflow random({}) {{", inputs.join(", "));
+        let _ = writeln!(s.out, "  lifelines {}", names.join(", "));
+        s.block(&w.body, 1);
+        let result = s.var(w.results[0]);
+        let _ = writeln!(s.out, "  return {result} @ {}\n}}", names[0]);
+        s.out
+    }
+
+    fn branches(b: &Block) -> usize {
+        b.stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Par { branches: bs } => bs.len() + bs.iter().map(branches).sum::<usize>(),
+                StmtKind::If {
+                    then: a,
+                    otherwise: c,
+                    ..
+                }
+                | StmtKind::While {
+                    body: a, exit: c, ..
+                } => branches(a) + branches(c),
+                StmtKind::Msg { .. } | StmtKind::Act { .. } => 0,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn generated_concurrent_workflows_are_accepted_by_the_checker() {
+        let seeds = Seeds::new(
+            "generated_concurrent_workflows_are_accepted_by_the_checker",
+            300,
+        );
+        let (mut checked, mut pars, mut coregions) = (0usize, 0usize, 0usize);
+        for seed in seeds.iter() {
+            let mut rng = Rng::new(seed);
+            let shape = match seed % 2 {
+                0 => Shape::small_concurrent(&mut rng, 12),
+                _ => Shape {
+                    asynchronous: false,
+                    ..Shape::concurrent(&mut rng, 80)
+                },
+            };
+            let program = program(seed, &shape);
+            let text = source(&program);
+            let (checked_program, diagnostics) = troupe_check::check_text(&text);
+            let errors: Vec<_> = diagnostics.iter().filter(|d| d.is_error()).collect();
+            assert!(
+                errors.is_empty(),
+                "seed {seed}: the checker refuses a generated workflow:\n{text}\n{errors:#?}\n{}",
+                crate::seeds::repeat_hint(seed)
+            );
+            let got = &checked_program.expect("no errors, a program").workflows[0];
+            let w = &program.workflows[0];
+            assert_eq!(
+                (branches(&got.body), got.coregions.len()),
+                (branches(&w.body), w.coregions.len()),
+                "seed {seed}: another number of branches or coregions\n{text}"
+            );
+            checked += 1;
+            pars += branches(&w.body);
+            coregions += w.coregions.len();
+        }
+        eprintln!("{checked} workflows checked: {pars} branches, {coregions} coregions");
+        if seeds.cases >= 100 {
+            assert!(
+                pars >= 300 && coregions >= 50,
+                "{pars} branches, {coregions} coregions"
+            );
+        }
+    }
 }

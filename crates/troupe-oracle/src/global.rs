@@ -393,6 +393,66 @@ pub fn branches_of(workflow: &Workflow) -> Vec<Vec<(StmtId, usize)>> {
     out
 }
 
+/// `exec` with each lifeline's events of each run of a `par` put in branch
+/// order (each branch's events keeping their own order, nested regions
+/// likewise): the form in which [`run`] and [`enumerate`] write a run, so
+/// that two runs that differ only in how a lifeline's parts interleaved
+/// come out equal.
+///
+/// A lifeline's events of one run of a region are contiguous in its word
+/// (it leaves the region only when all its parts have ended), and two runs
+/// of one region at a lifeline are apart: the region then lies in a loop
+/// the lifeline takes part in, so a decision of the loop, told or taken,
+/// stands between them. A maximal stretch of events inside one `par` at a
+/// given depth is therefore one run of it.
+pub fn branch_order(workflow: &Workflow, exec: &Execution) -> Execution {
+    type Paths = [Vec<(StmtId, usize)>];
+    fn path<'p>(branches: &'p Paths, e: &Event) -> &'p [(StmtId, usize)] {
+        branches
+            .get(e.stmt().0 as usize)
+            .map_or(&[][..], Vec::as_slice)
+    }
+    // Depth is bounded by the nesting of `par`s, which the checker bounds.
+    fn order(events: &[Event], depth: usize, branches: &Paths, out: &mut Vec<Event>) {
+        let path = |e: &Event| path(branches, e);
+        let mut i = 0;
+        while i < events.len() {
+            let Some(&(par, _)) = path(&events[i]).get(depth) else {
+                out.push(events[i].clone());
+                i += 1;
+                continue;
+            };
+            let inside = |e: &Event| path(e).get(depth).is_some_and(|(p, _)| *p == par);
+            let end = i + events[i..].iter().take_while(|e| inside(e)).count();
+            let mut by_branch: Vec<(usize, Vec<Event>)> = Vec::new();
+            for e in &events[i..end] {
+                let b = path(e)[depth].1;
+                match by_branch.iter_mut().find(|(x, _)| *x == b) {
+                    Some((_, v)) => v.push(e.clone()),
+                    None => by_branch.push((b, vec![e.clone()])),
+                }
+            }
+            by_branch.sort_by_key(|(b, _)| *b);
+            for (_, v) in &by_branch {
+                order(v, depth + 1, branches, out);
+            }
+            i = end;
+        }
+    }
+    let branches = branches_of(workflow);
+    Execution {
+        words: exec
+            .words
+            .iter()
+            .map(|w| {
+                let mut out = Vec::with_capacity(w.len());
+                order(w, 0, &branches, &mut out);
+                out
+            })
+            .collect(),
+    }
+}
+
 /// Whether `got` is the run `expected` up to the order of each lifeline's
 /// events of different branches of one run of a `par`: within each region
 /// of `expected`, `got`'s events are put in branch order (keeping each

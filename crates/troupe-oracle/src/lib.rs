@@ -15,8 +15,9 @@
 //!   workflow, with values and control events) and a brute-force
 //!   enumeration of bounded ⟦P⟧;
 //! - [`explore`]: every schedule and every decision of the projected
-//!   programs, explored systematically (not sampled), bounded by loop
-//!   unrolling, with deadlocks and protocol errors reported;
+//!   programs, explored systematically (not sampled), every interleaving
+//!   of a lifeline's parts of a `par` included, bounded by loop unrolling,
+//!   with deadlocks and protocol errors reported;
 //! - [`edit`] and [`upgrade`]: random edits of a workflow between two
 //!   versions, and which recorded runs may move to the new one, by
 //!   brute-force prefix membership in bounded ⟦P′⟧;

@@ -204,6 +204,44 @@ fn seed() -> u64 {
     seed
 }
 
+/// The text of `main` in a generated source: the library before it calls
+/// too, so counting forms in the whole source would count it.
+fn main_of(src: &str) -> &str {
+    src.find("workflow main").map_or(src, |i| &src[i..])
+}
+
+/// A random model of `left` statements at most, over 2 to 4 lifelines,
+/// and its source (the library above, then `main`).
+fn generated(seed: u64, left: usize) -> (Vec<G>, usize, String) {
+    let mut rng = Rng(seed);
+    let lifelines = 2 + rng.below(3);
+    let mut g = Gen {
+        rng,
+        lifelines,
+        left,
+        calls: 0,
+    };
+    let model = g.block(0, 0);
+    let mut src = String::from(LIBRARY);
+    let inputs: Vec<String> = (0..lifelines)
+        .map(|i| format!("n{i}: Int @ L{i}"))
+        .chain(["xs: [Int] @ L0".into(), "ys: [Int] @ L1".into()])
+        .collect();
+    src.push_str(&format!(
+        "\nworkflow main({}) {{\n  lifelines ",
+        inputs.join(", ")
+    ));
+    let names: Vec<String> = (0..lifelines).map(|i| format!("L{i}")).collect();
+    src.push_str(&names.join(", "));
+    src.push('\n');
+    for i in 0..lifelines {
+        src.push_str(&format!("  act L{i}: n = n{i}\n"));
+    }
+    write(&mut src, &model, 1, 0);
+    src.push_str("}\n");
+    (model, lifelines, src)
+}
+
 #[test]
 fn random_workflows_with_for_and_call_run_as_their_global_meaning() {
     let base = seed();
@@ -211,34 +249,9 @@ fn random_workflows_with_for_and_call_run_as_their_global_meaning() {
     let mut with_call = 0;
     for case in 0..2_000u64 {
         let seed = base.wrapping_add(case.wrapping_mul(0x2545_f491_4f6c_dd1d));
-        let mut rng = Rng(seed);
-        let lifelines = 2 + rng.below(3);
-        let mut g = Gen {
-            rng,
-            lifelines,
-            left: 4 + (seed % 12) as usize,
-            calls: 0,
-        };
-        let model = g.block(0, 0);
-        let mut src = String::from(LIBRARY);
-        let inputs: Vec<String> = (0..lifelines)
-            .map(|i| format!("n{i}: Int @ L{i}"))
-            .chain(["xs: [Int] @ L0".into(), "ys: [Int] @ L1".into()])
-            .collect();
-        src.push_str(&format!(
-            "\nworkflow main({}) {{\n  lifelines ",
-            inputs.join(", ")
-        ));
-        let names: Vec<String> = (0..lifelines).map(|i| format!("L{i}")).collect();
-        src.push_str(&names.join(", "));
-        src.push('\n');
-        for i in 0..lifelines {
-            src.push_str(&format!("  act L{i}: n = n{i}\n"));
-        }
-        write(&mut src, &model, 1, 0);
-        src.push_str("}\n");
-        with_for += usize::from(src.contains("for v"));
-        with_call += usize::from(src.contains("call "));
+        let (model, lifelines, src) = generated(seed, 4 + (seed % 12) as usize);
+        with_for += usize::from(main_of(&src).contains("for v"));
+        with_call += usize::from(main_of(&src).contains("call "));
 
         let (program, diagnostics) = troupe_check::check_text(&src);
         let program = program.unwrap_or_else(|| panic!("{src}\n{diagnostics:#?}"));
@@ -315,4 +328,76 @@ fn random_workflows_with_for_and_call_run_as_their_global_meaning() {
         }
     }
     assert!(with_for > 500 && with_call > 500, "{with_for} {with_call}");
+}
+
+/// The projection theorems for `for` and `call`, exhaustively per workflow:
+/// small random workflows, written as source and checked by the real front
+/// end (so `for` is the checker's owned loop and `call` its inlined body),
+/// explored under every schedule and decision of the projected programs
+/// with loops (a `for` is one) unrolled at most once per entry
+/// (`troupe_oracle::explore`). No state deadlocks; the terminal executions
+/// are exactly bounded ⟦P⟧ with control events from the brute-force
+/// enumeration of the checked workflow (`troupe_oracle::global::enumerate`),
+/// and their erasures exactly its chart.
+#[test]
+fn small_workflows_with_for_and_call_are_explored_exhaustively() {
+    let base = seed();
+    let (mut explored_n, mut skipped, mut states) = (0usize, 0usize, 0usize);
+    let (mut with_for, mut with_call) = (0usize, 0usize);
+    for case in 0..300u64 {
+        let seed = base.wrapping_add(case.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let (_, _, src) = generated(seed, 2 + (seed % 6) as usize);
+        let (program, diagnostics) = troupe_check::check_text(&src);
+        let program = program.unwrap_or_else(|| panic!("{src}\n{diagnostics:#?}"));
+        let w = program.workflow("main").unwrap();
+        let sem = Semantics::new(&program, w).unwrap();
+        let tags = |s| sem.projection().construct(s).map(|c| c.tag);
+        let enumerate = |control| {
+            troupe_oracle::global::enumerate(w, control, 1, 3000, &tags).expect("the oracle runs")
+        };
+        let (Some(expected), Some(chart)) = (enumerate(true), enumerate(false)) else {
+            skipped += 1;
+            continue;
+        };
+        let explored =
+            match troupe_oracle::explore::explore(w, &sem.projection().flatten(), 1, 20_000) {
+                Ok(x) => x,
+                Err(troupe_oracle::explore::ExploreError::Budget) => {
+                    skipped += 1;
+                    continue;
+                }
+                Err(e) => panic!("seed {seed}: {e:?}\n{src}"),
+            };
+        let keys = |xs: &[troupe_msc::Execution]| {
+            xs.iter()
+                .map(troupe_msc::Execution::key)
+                .collect::<std::collections::HashSet<_>>()
+        };
+        assert_eq!(
+            keys(&explored.executions),
+            keys(&expected),
+            "seed {seed}: the schedules' runs are not bounded ⟦P⟧\n{src}"
+        );
+        let erased: Vec<_> = explored
+            .executions
+            .iter()
+            .map(troupe_msc::Execution::erase_control)
+            .collect();
+        assert_eq!(
+            keys(&erased),
+            keys(&chart),
+            "seed {seed}: erasures differ from the chart\n{src}"
+        );
+        explored_n += 1;
+        states += explored.states;
+        with_for += usize::from(main_of(&src).contains("for v"));
+        with_call += usize::from(main_of(&src).contains("call "));
+    }
+    eprintln!(
+        "{explored_n} workflows explored ({with_for} with `for`, {with_call} with `call`), {states} states, {skipped} too large"
+    );
+    assert!(
+        explored_n >= 250 && with_for >= 40 && with_call >= 80,
+        "{explored_n} explored ({with_for} for, {with_call} call), {skipped} too large"
+    );
 }

@@ -6,4 +6,8 @@ mod examples;
 mod oracle;
 mod projection;
 mod properties;
+<<<<<<< HEAD
 mod zippergen;
+=======
+mod step_keys;
+>>>>>>> formal

@@ -3,7 +3,9 @@
 //! the parts talking only through a transport that numbers messages per
 //! channel. One part is "killed" after a random number of sends (its run
 //! dropped mid-flight, its later messages lost) and started again from
-//! scratch beside the others.
+//! scratch beside the others, with nothing but the order in which its
+//! lifelines' events were recorded (what the store hands a resumed part:
+//! `RunJournal::recorded_order`).
 //!
 //! The oracles do not come from the code under test: the merged trace is
 //! checked against ⟦P⟧ (with control events), its local words against
@@ -11,17 +13,29 @@
 //! against the whole run's, and the transport itself checks that a
 //! restarted part repeats every message it had sent with the same number
 //! and the same content, and never skips a number.
+//!
+//! Workflows with `par` regions and coregions are placed the same way.
+//! There the recorded order matters: a lifeline's parts could interleave
+//! otherwise in the second life than in the first, and the merged record
+//! — the other parts' events caused by the first life's messages, the
+//! victim's from its second — would then fit no causal order (seen here
+//! before the victim was given its recorded order). Words are compared in
+//! branch order (`troupe_oracle::global::branch_order`) with the global
+//! workflow's run, and the transport's numbering is per branch's channel.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use troupe_check::ir::LifelineId;
+use troupe_check::ir::{LifelineId, StmtId};
 use troupe_llm::BoxFuture;
+use troupe_msc::Event;
 use troupe_msc::{MemberOptions, Semantics};
+use troupe_oracle::generate::{self, Shape};
+use troupe_oracle::global;
 use troupe_oracle::seeds::{Seeds, repeat_hint};
 use troupe_project::testing::{GenConfig, Rng, random_inputs, random_program};
 use troupe_runtime::{
-    Elsewhere, Engine, EngineBuilder, Queued, Remote, RemoteChannel, RunOptions, Schedule, Trace,
-    TraceEntry,
+    Elsewhere, Engine, EngineBuilder, Queued, Recorded, Remote, RemoteChannel, RunError,
+    RunJournal, RunOptions, Schedule, StepKey, StepKind, Trace, TraceEntry,
 };
 
 /// The channels of one run, shared by its parts.
@@ -122,6 +136,64 @@ impl Remote for Part {
     }
 }
 
+/// A journal that keeps only the order of each lifeline's events: it
+/// records them in one life of a part and hands them to the next as
+/// [`RunJournal::recorded_order`], and remembers no step (every action is
+/// performed again, as from scratch).
+struct Order {
+    recorded: Mutex<Vec<Vec<StmtId>>>,
+    before: Option<Vec<Vec<StmtId>>>,
+}
+
+impl Order {
+    fn new(lifelines: usize, before: Option<Vec<Vec<StmtId>>>) -> Arc<Order> {
+        Arc::new(Order {
+            recorded: Mutex::new(vec![Vec::new(); lifelines]),
+            before,
+        })
+    }
+}
+
+impl RunJournal for Order {
+    fn event(&self, lifeline: LifelineId, event: &Event) {
+        self.recorded.lock().unwrap()[lifeline.0 as usize].push(event.stmt());
+    }
+
+    fn recorded(&self, _: &StepKey) -> Option<Recorded> {
+        None
+    }
+
+    fn begin_effect(
+        &self,
+        _: &StepKey,
+        _: StepKind,
+        _: &[troupe_check::Value],
+    ) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn record(
+        &self,
+        _: &StepKey,
+        _: StepKind,
+        _: &[troupe_check::Value],
+        _: &[troupe_check::Value],
+    ) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn recorded_order(&self) -> Option<Vec<Vec<StmtId>>> {
+        self.before.clone()
+    }
+
+    fn finish(
+        &self,
+        _: Result<&[(String, troupe_check::Value)], &RunError>,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
 fn options(seed: u64, part: Arc<Part>, schedule: Schedule) -> RunOptions {
     RunOptions {
         run_id: format!("w{seed}"),
@@ -168,24 +240,34 @@ fn run_placed(
         }
         // The victim's first life: it ends, or dies after `die_after` sends.
         let (dead_tx, mut dead_rx) = tokio::sync::watch::channel(false);
+        let n = engine.workflow().lifelines.len();
+        let order = Order::new(n, None);
         let first = engine.run(
             inputs.to_vec(),
-            options(
-                seed,
-                view(victim, Some((die_after, dead_tx))),
-                Schedule::RunToBlock,
-            ),
+            RunOptions {
+                journal: Some(order.clone()),
+                ..options(
+                    seed,
+                    view(victim, Some((die_after, dead_tx))),
+                    Schedule::RunToBlock,
+                )
+            },
         );
         let died = tokio::select! {
             out = first => { out.unwrap_or_else(|e| panic!("part {victim}: {e}")); false }
             _ = dead_rx.wait_for(|d| *d) => true,
         };
         let _ = died;
-        // Its second life, from the start, beside the others still running.
+        // Its second life, from the start, beside the others still running,
+        // in the order its events were recorded before it died.
+        let before = order.recorded.lock().unwrap().clone();
         let second = engine
             .run(
                 inputs.to_vec(),
-                options(seed, view(victim, None), Schedule::Random(seed ^ 0x55)),
+                RunOptions {
+                    journal: Some(Order::new(n, Some(before))),
+                    ..options(seed, view(victim, None), Schedule::Random(seed ^ 0x55))
+                },
             )
             .await
             .unwrap_or_else(|e| panic!("part {victim}, restarted: {e}"));
@@ -253,16 +335,7 @@ fn placed_parts_with_one_killed_and_restarted_run_the_chart() {
             ))
             .unwrap_or_else(|e| panic!("workflow {seed}, whole: {e}\n{hint}"));
         let whole_exec = whole.trace.as_ref().unwrap().execution(n);
-        let mut rng = Rng::new(seed ^ 0x9a11);
-        let count = 2 + rng.below(n - 1);
-        let mut parts: Vec<usize> = (0..n).map(|_| rng.below(count)).collect();
-        // Every part has a lifeline.
-        for (p, part) in parts.iter_mut().enumerate().take(count) {
-            *part = p;
-        }
-        let count = parts.iter().max().unwrap() + 1;
-        let victim = rng.below(count);
-        let die_after = rng.below(12);
+        let (parts, victim, die_after) = placement(seed, n);
         let (trace, results, faults) =
             run_placed(&rt, &engine, &inputs, seed, &parts, victim, die_after);
         assert!(faults.is_empty(), "workflow {seed}: {faults:?}\n{hint}");
@@ -294,6 +367,88 @@ fn placed_parts_with_one_killed_and_restarted_run_the_chart() {
         seeds.cases < 100 || crossing > 5_000,
         "the generated workflows are too small to mean much ({crossing} events)"
     );
+}
+
+/// Random lifelines of `n` split into 2 or more parts (each part holding
+/// at least one lifeline), a victim part and after how many sends it dies.
+fn placement(seed: u64, n: usize) -> (Vec<usize>, usize, usize) {
+    let mut rng = Rng::new(seed ^ 0x9a11);
+    let count = 2 + rng.below(n - 1);
+    let mut parts: Vec<usize> = (0..n).map(|_| rng.below(count)).collect();
+    for (p, part) in parts.iter_mut().enumerate().take(count) {
+        *part = p;
+    }
+    let count = parts.iter().max().unwrap() + 1;
+    let victim = rng.below(count);
+    (parts, victim, rng.below(12))
+}
+
+#[test]
+fn placed_concurrent_workflows_with_one_part_killed_and_restarted_run_the_chart() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seeds = Seeds::new(
+        "placed_concurrent_workflows_with_one_part_killed_and_restarted_run_the_chart",
+        400,
+    );
+    let (mut placed, mut events) = (0usize, 0usize);
+    for seed in seeds.iter() {
+        let hint = repeat_hint(seed);
+        let Some(program) = generate::program_with_par(seed, |rng| Shape {
+            asynchronous: false,
+            ..Shape::concurrent(rng, 40)
+        }) else {
+            continue;
+        };
+        let w = program.workflows[0].clone();
+        let semantics = Semantics::new(&program, &w).unwrap();
+        let tags = |s| semantics.projection().construct(s).map(|c| c.tag);
+        let inputs = generate::inputs(&w, seed);
+        let expected = global::run(&w, &inputs, true, &tags)
+            .unwrap_or_else(|e| panic!("workflow {seed}: the oracle fails: {e}\n{hint}"));
+        // The generator declares every kind of action, and an engine
+        // needs a performer for each, though only `bump` is called here.
+        let engine = crate::oracle::engine_of(&program, &Default::default());
+        let n = w.lifelines.len();
+        let (parts, victim, die_after) = placement(seed, n);
+        let (trace, results, faults) =
+            run_placed(&rt, &engine, &inputs, seed, &parts, victim, die_after);
+        assert!(faults.is_empty(), "workflow {seed}: {faults:?}\n{hint}");
+        let exec = trace.execution(n);
+        engine
+            .verify_execution("placed", &exec, false)
+            .unwrap_or_else(|e| panic!("workflow {seed}, placed {parts:?}: {e}\n{hint}"));
+        semantics
+            .check(
+                &exec,
+                &MemberOptions {
+                    control: true,
+                    prefix: false,
+                },
+            )
+            .unwrap_or_else(|e| panic!("workflow {seed}, with control events: {e}\n{hint}"));
+        assert_eq!(
+            global::branch_order(&w, &exec),
+            expected.execution,
+            "workflow {seed}: placed {parts:?}, the words in branch order are not the global run's\n{hint}"
+        );
+        let mut got: Vec<_> = results.into_iter().map(|(_, v)| v).collect();
+        got.sort_by_key(|v| format!("{v:?}"));
+        let mut want = expected.results.clone();
+        want.sort_by_key(|v| format!("{v:?}"));
+        assert_eq!(got, want, "workflow {seed}: results\n{hint}");
+        placed += 1;
+        events += exec.len();
+    }
+    eprintln!("{placed} concurrent workflows placed, {events} events");
+    if seeds.cases >= 100 {
+        assert!(
+            placed as u64 * 10 >= seeds.cases * 9 && events > 5_000,
+            "too few: {placed} workflows, {events} events"
+        );
+    }
 }
 
 /// The fan-out of `par.rs`: three branches, two of them between A and B.
