@@ -6,8 +6,5 @@ mod examples;
 mod oracle;
 mod projection;
 mod properties;
-<<<<<<< HEAD
-mod zippergen;
-=======
 mod step_keys;
->>>>>>> formal
+mod zippergen;
