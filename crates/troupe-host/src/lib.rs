@@ -1115,11 +1115,13 @@ fn verify_recorded(
     })
 }
 
-/// Recomputes each decision of a causal guard from the logic's semantics
-/// on the recorded chart (see [`Engine::verify_causal`]). It needs the
-/// whole history from the run's start, in memory: a run whose history
-/// retention pruned had its decisions taken by the same monitor online, and
-/// is not recomputed.
+/// Recomputes each decision of a causal guard from the recorded chart,
+/// streaming the events from the store (see [`Engine::causal_recheck`]:
+/// memory bounded by the workflow and the messages in flight). It starts
+/// from the run's inputs, so it needs the history from the start: a run
+/// whose history retention pruned had its decisions taken by the same
+/// monitor online, and is not recomputed. A placed run's parts recorded
+/// their lifelines apart: its events are put in an order first.
 fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String> {
     if !engine.has_causal_guards() {
         return Ok(());
@@ -1128,18 +1130,39 @@ fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String>
     if detail.pruned > 0 {
         return Ok(());
     }
-    let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
+    let name = Store::run_name(run);
+    if !store.parts(run).map_err(|e| e.to_string())?.is_empty() {
+        let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
+        store
+            .for_each_event_from(run, 0, |l, e| {
+                if let Some(word) = exec.words.get_mut(l.0 as usize) {
+                    word.push(e.clone());
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        return engine
+            .verify_causal(&name, &exec, &detail.input_values)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+    }
+    let Some(recheck) = engine.causal_recheck(&name, &detail.input_values) else {
+        return Ok(());
+    };
+    let mut recheck = recheck.map_err(|e| e.to_string())?;
+    let mut first = None;
     store
         .for_each_event_from(run, 0, |l, e| {
-            if let Some(word) = exec.words.get_mut(l.0 as usize) {
-                word.push(e.clone());
+            if first.is_none()
+                && let Err(m) = recheck.event(l, e)
+            {
+                first = Some(m);
             }
         })
         .map_err(|e| e.to_string())?;
-    engine
-        .verify_causal(&Store::run_name(run), &exec, &detail.input_values)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    match first {
+        Some(m) => Err(engine.causal_error(&name, m).to_string()),
+        None => Ok(()),
+    }
 }
 
 /// [`verify_recorded`] for a placed run: its parts recorded their

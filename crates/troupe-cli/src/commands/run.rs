@@ -424,22 +424,27 @@ pub fn execute(
         Err(e) => return Ok(Err(e)),
     };
     let monitor = if verify { Some(engine.monitor()) } else { None };
-    // A workflow with causal guards: its events are kept, so that each
-    // decision is recomputed from the recorded chart at the end.
-    let kept = (verify && engine.has_causal_guards()).then(|| {
-        Arc::new(Keep {
-            words: std::sync::Mutex::new(troupe_msc::Execution::new(
-                engine.workflow().lifelines.len(),
-            )),
-            then: sink.clone(),
-        })
-    });
-    let sink = match &kept {
+    // A workflow with causal guards: each decision is recomputed from the
+    // chart as the events stream by (memory bounded by the messages in
+    // flight, not the history).
+    let recheck = if verify {
+        match engine.causal_recheck("run-1", &inputs) {
+            Some(Ok(r)) => Some(Arc::new(Recheck {
+                recheck: std::sync::Mutex::new(r),
+                found: std::sync::Mutex::new(None),
+                then: sink.clone(),
+            })),
+            Some(Err(e)) => return Ok(Err(e.into())),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let sink = match &recheck {
         Some(k) => Some(k.clone() as Arc<dyn EventSink>),
         None => sink,
     };
     let watched = Arc::new(Watched::new(monitor, sink, None));
-    let causal_inputs = kept.as_ref().map(|_| inputs.clone());
     let options = RunOptions {
         run_id: "run-1".into(),
         seed: settings.seed,
@@ -454,28 +459,30 @@ pub fn execute(
         }
         outcome
     });
-    if let (Some(kept), Some(inputs), Ok(_)) = (&kept, causal_inputs, &outcome)
-        && let Ok(exec) = kept.words.lock()
-        && let Err(e) = engine.verify_causal("run-1", &exec, &inputs)
+    if let Some(recheck) = &recheck
+        && let Ok(mut found) = recheck.found.lock()
+        && let Some(m) = found.take()
     {
-        watched.reject(e.to_string());
+        watched.reject(engine.causal_error("run-1", m).to_string());
     }
     Ok(Ok((engine, outcome, watched)))
 }
 
-/// Keeps a run's events (and hands them on): for the recomputation of its
-/// causal decisions at the end.
-struct Keep {
-    words: std::sync::Mutex<troupe_msc::Execution>,
+/// Recomputes a run's causal decisions as its events stream by (and hands
+/// them on); keeps the first that differs.
+struct Recheck {
+    recheck: std::sync::Mutex<troupe_msc::cpl::Recheck>,
+    found: std::sync::Mutex<Option<troupe_msc::cpl::Mismatch>>,
     then: Option<Arc<dyn EventSink>>,
 }
 
-impl EventSink for Keep {
+impl EventSink for Recheck {
     fn event(&self, lifeline: troupe_check::ir::LifelineId, event: &troupe_msc::Event) {
-        if let Ok(mut exec) = self.words.lock()
-            && let Some(word) = exec.words.get_mut(lifeline.0 as usize)
+        if let (Ok(mut r), Ok(mut found)) = (self.recheck.lock(), self.found.lock())
+            && found.is_none()
+            && let Err(m) = r.event(lifeline, event)
         {
-            word.push(event.clone());
+            *found = Some(m);
         }
         if let Some(s) = &self.then {
             s.event(lifeline, event);

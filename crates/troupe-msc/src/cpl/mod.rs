@@ -33,8 +33,10 @@
 
 pub mod denote;
 mod meta;
+pub mod recheck;
 
 pub use meta::Meta;
+pub use recheck::{Mismatch, Recheck};
 
 use std::sync::Arc;
 use troupe_check::Value;

@@ -396,50 +396,84 @@ impl Engine {
         self.inner.guards.is_some()
     }
 
-    /// Recomputes every decision of a causal guard in `exec` from the
-    /// logic's semantics on the recorded chart (`troupe_msc::cpl::denote`),
-    /// and checks it against the decision recorded: `Ok(n)` with the
-    /// number of decisions checked. `inputs` are the run's, in order.
-    pub fn verify_causal(
+    /// The recomputation of a run's causal decisions from its recorded
+    /// chart, fed its events as they stream by (`troupe_msc::cpl::Recheck`:
+    /// memory bounded by the workflow and the messages in flight); `None`
+    /// when the workflow has no causal guards. `inputs` are the run's.
+    pub fn causal_recheck(
         &self,
         run_id: &str,
-        exec: &troupe_msc::Execution,
         inputs: &[Value],
-    ) -> Result<usize, RunError> {
-        let lanes = &self.inner.lanes;
+    ) -> Option<Result<troupe_msc::cpl::Recheck, RunError>> {
+        let engine = self.clone();
+        let lane: troupe_msc::cpl::recheck::LaneOf = Box::new(move |s| engine.inner.lanes.of(s));
+        troupe_msc::cpl::Recheck::new(self.workflow(), self.inner.types.clone(), inputs, lane)
+            .map(|r| r.map_err(|e| self.causal_error(run_id, e)))
+    }
+
+    /// A recheck's finding, for people: the decision, its guard, and what
+    /// the recorded chart says instead.
+    pub fn causal_error(&self, run_id: &str, m: troupe_msc::cpl::Mismatch) -> RunError {
         let wf = self.workflow();
-        let not_member = |message: String| RunError::NotMember {
-            run: run_id.to_owned(),
-            message,
-        };
-        let decisions =
-            troupe_msc::cpl::denote::decisions(wf, &self.inner.program.types, exec, inputs, &|s| {
-                lanes.of(s)
-            })
-            .map_err(|e| not_member(e.to_string()))?;
-        let stmts = wf.stmts_by_id();
-        let names = troupe_project::canon::Names::new(&self.inner.program, wf);
-        for d in &decisions {
-            if d.recorded != d.value {
-                let guard = match stmts.get(d.stmt.0 as usize).copied().flatten() {
+        let message = match m {
+            troupe_msc::cpl::Mismatch::Decision {
+                lifeline,
+                event,
+                stmt,
+                recorded,
+                value,
+            } => {
+                let names = troupe_project::canon::Names::new(&self.inner.program, wf);
+                let guard = match wf.stmts_by_id().get(stmt.0 as usize).copied().flatten() {
                     Some(troupe_check::ir::Stmt {
                         kind:
                             StmtKind::If { guard, owner, .. } | StmtKind::While { guard, owner, .. },
                         ..
                     }) => format!("`{} @ {}`", names.expr(guard), names.lifeline(*owner)),
-                    _ => format!("statement {}", d.stmt.0),
+                    _ => format!("statement {}", stmt.0),
                 };
-                let word = |b: bool| if b { "true" } else { "false" };
-                return Err(not_member(format!(
-                    "{}'s decision at its event {} ({guard}) was {}, but on the recorded chart the guard is {} there: a decision must follow from what the owner had causally seen",
-                    wf.lifelines[d.lifeline.0 as usize].name,
-                    d.event,
-                    word(d.recorded),
-                    word(d.value),
-                )));
+                format!(
+                    "{}'s decision at its event {event} ({guard}) was {recorded}, but on the recorded chart the guard is {value} there: a decision must follow from what its owner had causally seen",
+                    wf.lifelines[lifeline.0 as usize].name,
+                )
             }
+            other => other.to_string(),
+        };
+        RunError::NotMember {
+            run: run_id.to_owned(),
+            message,
         }
-        Ok(decisions.len())
+    }
+
+    /// Recomputes every decision of a causal guard in `exec` (whose
+    /// lifelines may have been recorded apart: its events are put in an
+    /// order in which they could have happened) and checks it against the
+    /// decision recorded: `Ok(n)` with the number checked.
+    pub fn verify_causal(
+        &self,
+        run_id: &str,
+        exec: &troupe_msc::Execution,
+        inputs: &[Value],
+    ) -> Result<u64, RunError> {
+        let Some(recheck) = self.causal_recheck(run_id, inputs) else {
+            return Ok(0);
+        };
+        let mut recheck = recheck?;
+        let lanes = &self.inner.lanes;
+        let events = exec
+            .linearize_lanes(&|s| lanes.of(s))
+            .ok_or_else(|| RunError::NotMember {
+                run: run_id.to_owned(),
+                message:
+                    "its lifelines' events fit no order: a message is received that was never sent"
+                        .into(),
+            })?;
+        for (l, e) in &events {
+            recheck
+                .event(*l, e)
+                .map_err(|m| self.causal_error(run_id, m))?;
+        }
+        Ok(recheck.decisions())
     }
 
     /// A fresh online monitor of this engine's workflow (its plans are
