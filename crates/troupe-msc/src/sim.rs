@@ -175,14 +175,19 @@ pub fn simulate(
         .as_ref()
         .map(|g| (0..n).map(|l| g.start(LifelineId(l as u32))).collect())
         .unwrap_or_default();
-    // One event of lifeline `l` (after its effect on `env`); the metadata
-    // a message sent at it carries.
-    let step = |views: &mut Vec<View>, l: usize, env: &Vec<Option<Value>>| -> Option<Meta> {
+    // One event of lifeline `l` (after its effect on `env`, binding the
+    // variables `bound` says); the metadata a message sent at it carries.
+    let step = |views: &mut Vec<View>,
+                l: usize,
+                env: &Vec<Option<Value>>,
+                bound: &dyn Fn(VarId) -> bool|
+     -> Option<Meta> {
         let g = guards.as_ref()?;
         let v = views.get_mut(l)?;
-        v.step(g, env, &program.types);
+        v.step(g, env, &program.types, bound);
         Some(v.meta())
     };
+    let nothing = |_: VarId| false;
     let mut exec = Execution::new(n);
     let mut schedule = Vec::new();
     let mut sched = Rng(opts.seed);
@@ -291,7 +296,7 @@ pub fn simulate(
                     stmt: *stmt,
                     values: Some(values),
                 };
-                let meta = step(&mut views, l, &env);
+                let meta = step(&mut views, l, &env, &nothing);
                 channels
                     .entry((l, to.0 as usize, lanes.of(*stmt)))
                     .or_default()
@@ -335,7 +340,8 @@ pub fn simulate(
                 if let (Some(g), Some(Some(meta))) = (&guards, &meta) {
                     views[l].receive(g, meta);
                 }
-                step(&mut views, l, &env);
+                let bound = |v: VarId| binds.contains(&Recv::Bind(v));
+                step(&mut views, l, &env, &bound);
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }
@@ -355,7 +361,8 @@ pub fn simulate(
                         *slot = Some(v.clone());
                     }
                 }
-                step(&mut views, l, &env);
+                let bound = |v: VarId| outputs.contains(&Some(v));
+                step(&mut views, l, &env, &bound);
                 exec.words[l].push(Event::Act {
                     stmt: *stmt,
                     outputs: Some(values),
@@ -376,7 +383,7 @@ pub fn simulate(
                         Some(views[l].decide(g, *stmt, &env, &program.types))
                     }
                     _ => {
-                        step(&mut views, l, &env);
+                        step(&mut views, l, &env, &nothing);
                         None
                     }
                 };
@@ -413,7 +420,7 @@ pub fn simulate(
                     decision: d,
                 };
                 for r in notify {
-                    let meta = step(&mut views, l, &env);
+                    let meta = step(&mut views, l, &env, &nothing);
                     channels
                         .entry((l, r.0 as usize, lanes.of(*stmt)))
                         .or_default()
@@ -452,7 +459,7 @@ pub fn simulate(
                 if let (Some(g), Some(Some(meta))) = (&guards, &meta) {
                     views[l].receive(g, meta);
                 }
-                step(&mut views, l, &env);
+                step(&mut views, l, &env, &nothing);
                 if let Some(msg) = msg {
                     exec.words[l].push(Event::Recv { from: *from, msg });
                 }

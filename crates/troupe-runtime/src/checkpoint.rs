@@ -108,19 +108,19 @@ pub enum Queued {
     Data {
         stmt: StmtId,
         values: Vec<Value>,
-        meta: Option<Box<Meta>>,
+        meta: Option<Meta>,
     },
     Control {
         tag: ControlTag,
         decision: bool,
-        meta: Option<Box<Meta>>,
+        meta: Option<Meta>,
     },
 }
 
 impl Queued {
     pub fn meta(&self) -> Option<&Meta> {
         match self {
-            Queued::Data { meta, .. } | Queued::Control { meta, .. } => meta.as_deref(),
+            Queued::Data { meta, .. } | Queued::Control { meta, .. } => meta.as_ref(),
         }
     }
 }

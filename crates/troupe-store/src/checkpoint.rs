@@ -8,7 +8,7 @@
 
 use crate::codec::{DecodeError, Reader, encode_message, encode_value, fnv64, put_varint};
 use troupe_check::ir::{ActionId, LifelineId, StmtId};
-use troupe_msc::cpl::{Meta, View};
+use troupe_msc::cpl::{Knowledge, Meta, View};
 use troupe_msc::{CursorState, InFlight, MonitorState};
 use troupe_project::ControlTag;
 use troupe_runtime::{
@@ -70,7 +70,7 @@ pub(crate) fn decode_queued(r: &mut Reader<'_>) -> Result<Queued, DecodeError> {
     };
     if tag >= 2 {
         let (clock, at, once, seen) = decode_meta(r)?;
-        let meta = Some(Box::new(Meta {
+        let meta = Some(Meta::new(Knowledge {
             clock,
             at,
             once,
@@ -148,7 +148,15 @@ fn encode_flags(out: &mut Vec<u8>, flags: &[bool]) {
 }
 
 fn decode_flags(r: &mut Reader<'_>) -> Result<Vec<bool>, DecodeError> {
-    let n = r.len()?;
+    // Eight flags to a byte: the count may exceed the bytes left, not its
+    // bytes.
+    let n = r.varint()?;
+    let Ok(n) = usize::try_from(n) else {
+        return r.fail("too many flags");
+    };
+    if n.div_ceil(8) > r.remaining() {
+        return r.fail("flags beyond the end");
+    }
     let mut flags = Vec::with_capacity(n.min(1 << 16));
     for i in 0..n.div_ceil(8) {
         let byte = r.byte()?;
@@ -202,15 +210,6 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
             put_varint(&mut out, u64::from(*l));
             put_varint(&mut out, u64::from(*action));
             put_varint(&mut out, *n);
-        }
-        match &lane.view {
-            None => out.push(0),
-            Some(v) => {
-                out.push(1);
-                put_varint(&mut out, u64::from(v.lifeline.0));
-                encode_meta(&mut out, &v.clock, &v.at, &v.once, &v.seen);
-                encode_flags(&mut out, &v.current);
-            }
         }
     }
     put_varint(&mut out, cp.channels.len() as u64);
@@ -269,6 +268,25 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
         put_varint(&mut out, u64::from(t.action.0));
         crate::codec::encode_values(&mut out, &t.args);
         crate::codec::encode_values(&mut out, &t.outputs);
+    }
+    // Version 6: the lifelines' causal views, last (none: one 0 byte).
+    let views = if cp.lanes.iter().any(|l| l.view.is_some()) {
+        cp.lanes.len()
+    } else {
+        0
+    };
+    put_varint(&mut out, views as u64);
+    for lane in cp.lanes.iter().take(views) {
+        match &lane.view {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                put_varint(&mut out, u64::from(v.lifeline.0));
+                let k = v.known();
+                encode_meta(&mut out, &k.clock, &k.at, &k.once, &k.seen);
+                encode_flags(&mut out, &v.current);
+            }
+        }
     }
     let sum = fnv64(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -378,13 +396,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
                 keyed.push((r.u32()?, r.u32()?, r.varint()?));
             }
         }
-        let mut view = None;
-        if version >= 6 && r.byte()? != 0 {
-            let lifeline = LifelineId(r.u32()?);
-            let (clock, at, once, seen) = decode_meta(&mut r)?;
-            let current = decode_flags(&mut r)?;
-            view = Some(View::from_parts(lifeline, clock, at, once, seen, current));
-        }
         lanes.push(LaneState {
             pc,
             done,
@@ -392,7 +403,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             occurrences,
             parts,
             keyed,
-            view,
+            view: None,
         });
     }
     let mut channels = Vec::new();
@@ -470,6 +481,27 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
             });
         }
     }
+    if version >= 6 {
+        let views = r.len()?;
+        if views != 0 && views != lanes.len() {
+            return r.fail("views for another number of lifelines");
+        }
+        for lane in lanes.iter_mut().take(views) {
+            if r.byte()? == 0 {
+                continue;
+            }
+            let lifeline = LifelineId(r.u32()?);
+            let (clock, at, once, seen) = decode_meta(&mut r)?;
+            let current = decode_flags(&mut r)?;
+            let known = Knowledge {
+                clock,
+                at,
+                once,
+                seen,
+            };
+            lane.view = Some(View::from_parts(lifeline, known, current));
+        }
+    }
     if !r.is_done() {
         return r.fail("bytes after the checkpoint");
     }
@@ -511,10 +543,12 @@ mod tests {
                         keyed: vec![(2, 3, 4)],
                         view: Some(troupe_msc::cpl::View::from_parts(
                             LifelineId(0),
-                            vec![3, 0, 1],
-                            vec![true, false, true, true, false, false, true, false, true],
-                            vec![false],
-                            vec![Some(Value::Int(4)), None],
+                            troupe_msc::cpl::Knowledge {
+                                clock: vec![3, 0, 1],
+                                at: vec![true, false, true, true, false, false, true, false, true],
+                                once: vec![false],
+                                seen: vec![Some(Value::Int(4)), None],
+                            },
                             vec![true, false, false],
                         )),
                     },
@@ -535,7 +569,7 @@ mod tests {
                         Queued::Data {
                             stmt: StmtId(2),
                             values: vec![Value::Float(f64::NAN), Value::Bool(true)],
-                            meta: Some(Box::new(troupe_msc::cpl::Meta {
+                            meta: Some(troupe_msc::cpl::Meta::new(troupe_msc::cpl::Knowledge {
                                 clock: vec![1, 300, 0],
                                 at: vec![true],
                                 once: vec![],
@@ -627,6 +661,18 @@ mod tests {
         let mut s = sample();
         s.checkpoint.crossed.clear();
         s.checkpoint.tools.clear();
+        // Version 6 adds the causal views at the end, and metadata to
+        // messages (with tags of their own): without them, one 0 byte.
+        for lane in &mut s.checkpoint.lanes {
+            lane.view = None;
+        }
+        for c in &mut s.checkpoint.channels {
+            for m in &mut c.messages {
+                match m {
+                    Queued::Data { meta, .. } | Queued::Control { meta, .. } => *meta = None,
+                }
+            }
+        }
         // Version 5 writes a fingerprint tag after each message the monitor
         // has in flight; without any, the layout is version 2's.
         if let Some(m) = &mut s.checkpoint.monitor {
@@ -634,8 +680,9 @@ mod tests {
         }
         let bytes = encode(&s.seen, &s.checkpoint);
         // Version 4 ends with the empty lists of crossings and tool calls
-        // (a 0 byte each), before the checksum.
-        let mut body = bytes[..bytes.len() - 10].to_vec();
+        // (a 0 byte each), version 6 with the empty views, before the
+        // checksum.
+        let mut body = bytes[..bytes.len() - 11].to_vec();
         body[0] = 2;
         let sum = fnv64(&body);
         body.extend_from_slice(&sum.to_le_bytes());

@@ -204,6 +204,11 @@ impl<'a> Reader<'a> {
         u32::try_from(n).or_else(|_| self.fail("number out of range"))
     }
 
+    /// The bytes not read yet.
+    pub(crate) fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
     pub(crate) fn len(&mut self) -> Result<usize, DecodeError> {
         let n = self.varint()?;
         // A length can never exceed what is left: rejects absurd allocations.

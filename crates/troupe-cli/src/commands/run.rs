@@ -430,8 +430,7 @@ pub fn execute(
     let recheck = if verify {
         match engine.causal_recheck("run-1", &inputs) {
             Some(Ok(r)) => Some(Arc::new(Recheck {
-                recheck: std::sync::Mutex::new(r),
-                found: std::sync::Mutex::new(None),
+                state: std::sync::Mutex::new((r, None)),
                 then: sink.clone(),
             })),
             Some(Err(e)) => return Ok(Err(e.into())),
@@ -460,8 +459,8 @@ pub fn execute(
         outcome
     });
     if let Some(recheck) = &recheck
-        && let Ok(mut found) = recheck.found.lock()
-        && let Some(m) = found.take()
+        && let Ok(mut state) = recheck.state.lock()
+        && let Some(m) = state.1.take()
     {
         watched.reject(engine.causal_error("run-1", m).to_string());
     }
@@ -471,18 +470,17 @@ pub fn execute(
 /// Recomputes a run's causal decisions as its events stream by (and hands
 /// them on); keeps the first that differs.
 struct Recheck {
-    recheck: std::sync::Mutex<troupe_msc::cpl::Recheck>,
-    found: std::sync::Mutex<Option<troupe_msc::cpl::Mismatch>>,
+    state: std::sync::Mutex<(troupe_msc::cpl::Recheck, Option<troupe_msc::cpl::Mismatch>)>,
     then: Option<Arc<dyn EventSink>>,
 }
 
 impl EventSink for Recheck {
     fn event(&self, lifeline: troupe_check::ir::LifelineId, event: &troupe_msc::Event) {
-        if let (Ok(mut r), Ok(mut found)) = (self.recheck.lock(), self.found.lock())
-            && found.is_none()
-            && let Err(m) = r.event(lifeline, event)
+        if let Ok(mut state) = self.state.lock()
+            && state.1.is_none()
+            && let Err(m) = state.0.event(lifeline, event)
         {
-            *found = Some(m);
+            state.1 = Some(m);
         }
         if let Some(s) = &self.then {
             s.event(lifeline, event);

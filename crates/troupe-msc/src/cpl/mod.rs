@@ -70,6 +70,10 @@ pub struct Guards {
     nodes: Vec<Node>,
     /// Per node, the lifelines at whose events it is evaluated (a bit set).
     located: Vec<Vec<bool>>,
+    /// Per atom evaluated at every event, the variables it reads (`None`:
+    /// it reads a `seen` value, which a receive may change): its value
+    /// changes only at an event that binds one of them.
+    reads: Vec<Option<Vec<VarId>>>,
     /// Per node, whether it is evaluated at every event of its lifelines
     /// (its value is published in a view, or read at a later event by
     /// `prev` or `since`), rather than only when its guard is decided.
@@ -98,6 +102,7 @@ impl Guards {
             nodes: Vec::new(),
             located: Vec::new(),
             always: Vec::new(),
+            reads: Vec::new(),
             at_lifeline: vec![Vec::new(); n],
             tops: Vec::new(),
             at_slots: Vec::new(),
@@ -193,6 +198,10 @@ impl Guards {
         };
         // `since` reads its own value at the previous event.
         let always = always || matches!(node, Node::Since(..));
+        self.reads.push(match &node {
+            Node::Atom(e) => atom_reads(e),
+            _ => None,
+        });
         self.nodes.push(node);
         self.located.push(at.to_vec());
         self.always.push(always);
@@ -262,21 +271,46 @@ impl Guards {
     pub fn start(&self, lifeline: LifelineId) -> View {
         View {
             lifeline,
-            clock: vec![0; self.lifelines],
-            at: vec![false; self.at_slots.len()],
-            once: vec![false; self.once_slots.len()],
-            seen: vec![None; self.seen_slots.len()],
+            known: Arc::new(Knowledge {
+                clock: vec![0; self.lifelines],
+                at: vec![false; self.at_slots.len()],
+                once: vec![false; self.once_slots.len()],
+                seen: vec![None; self.seen_slots.len()],
+            }),
             current: vec![false; self.nodes.len()],
             next: vec![false; self.nodes.len()],
         }
     }
 }
 
-/// What one lifeline has causally seen (see the module docs): its monitor's
-/// state, kept in checkpoints.
+/// The variables an atom reads, or `None` when it reads a `seen` value.
+fn atom_reads(e: &Expr) -> Option<Vec<VarId>> {
+    let mut vars = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Var(v) => vars.push(*v),
+            ExprKind::Seen(..) | ExprKind::Cpl(_) => return None,
+            ExprKind::Field(x, _)
+            | ExprKind::JsonField(x, _)
+            | ExprKind::Unary(_, x)
+            | ExprKind::Len(x) => stack.push(x),
+            ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
+            ExprKind::List(xs) => stack.extend(xs.iter()),
+            ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
+                troupe_check::ir::FormatPart::Expr(x) => Some(x),
+                troupe_check::ir::FormatPart::Text(_) => None,
+            })),
+            ExprKind::Lit(_) => {}
+        }
+    }
+    Some(vars)
+}
+
+/// What a lifeline knows of the run (see the module docs): the part of
+/// its view that messages carry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct View {
-    pub lifeline: LifelineId,
+pub struct Knowledge {
     /// Per lifeline, how many of its events this one has seen.
     pub clock: Vec<u64>,
     /// Per `at` slot, the viewed node's value at the latest visible event
@@ -287,6 +321,16 @@ pub struct View {
     /// Per `seen` slot, the variable's value at the latest visible event of
     /// its lifeline (`None`: unbound there, or no such event).
     pub seen: Vec<Option<Value>>,
+}
+
+/// What one lifeline has causally seen: its monitor's state, kept in
+/// checkpoints. Its [`Knowledge`] is shared with the messages it sends
+/// until it changes (copy on write): a message costs a copy only when its
+/// sender moves on before the message is received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub lifeline: LifelineId,
+    known: Arc<Knowledge>,
     /// Per node located here, its value at this lifeline's latest event.
     pub current: Vec<bool>,
     /// Scratch for the next event's values; equal to `current` between
@@ -298,7 +342,8 @@ pub struct View {
 /// `seen` values of its view (its own variables for `seen` of itself).
 struct AtomEnv<'a, E: ?Sized> {
     env: &'a E,
-    view: &'a View,
+    me: LifelineId,
+    known: &'a Knowledge,
     guards: &'a Guards,
 }
 
@@ -312,7 +357,7 @@ impl<E: Env + ?Sized> Env for AtomEnv<'_, E> {
     }
 
     fn seen(&self, lifeline: LifelineId, var: VarId) -> Option<Value> {
-        if lifeline == self.view.lifeline {
+        if lifeline == self.me {
             return self.env.value(var);
         }
         let slot = self
@@ -320,47 +365,74 @@ impl<E: Env + ?Sized> Env for AtomEnv<'_, E> {
             .seen_slots
             .iter()
             .position(|s| *s == (lifeline, var))?;
-        self.view.seen.as_slice().get(slot)?.clone()
+        self.known.seen.as_slice().get(slot)?.clone()
     }
 }
 
 impl View {
+    /// What it knows of the run.
+    pub fn known(&self) -> &Knowledge {
+        &self.known
+    }
+
     /// Merges what the sender of a received message had seen: before the
     /// receive's own [`View::step`].
     pub fn receive(&mut self, guards: &Guards, meta: &Meta) {
-        let n = self.clock.len().min(meta.clock.len());
+        let theirs: &Knowledge = meta;
+        if Arc::ptr_eq(&self.known, &meta.0) {
+            return;
+        }
+        let n = self.known.clock.len().min(theirs.clock.len());
+        let newer = (0..n).any(|b| theirs.clock[b] > self.known.clock[b]);
+        let more_once = self
+            .known
+            .once
+            .iter()
+            .zip(&theirs.once)
+            .any(|(mine, t)| *t && !*mine);
+        if !newer && !more_once {
+            return;
+        }
+        let k = Arc::make_mut(&mut self.known);
         for b in 0..n {
-            if meta.clock[b] > self.clock[b] {
-                self.clock[b] = meta.clock[b];
+            if theirs.clock[b] > k.clock[b] {
+                k.clock[b] = theirs.clock[b];
                 for (slot, (l, _)) in guards.at_slots.iter().enumerate() {
                     if l.0 as usize == b
-                        && let (Some(mine), Some(theirs)) =
-                            (self.at.get_mut(slot), meta.at.get(slot))
+                        && let (Some(mine), Some(t)) = (k.at.get_mut(slot), theirs.at.get(slot))
                     {
-                        *mine = *theirs;
+                        *mine = *t;
                     }
                 }
                 for (slot, (l, _)) in guards.seen_slots.iter().enumerate() {
                     if l.0 as usize == b
-                        && let (Some(mine), Some(theirs)) =
-                            (self.seen.get_mut(slot), meta.seen.as_slice().get(slot))
+                        && let (Some(mine), Some(t)) =
+                            (k.seen.get_mut(slot), theirs.seen.as_slice().get(slot))
                     {
-                        mine.clone_from(theirs);
+                        mine.clone_from(t);
                     }
                 }
             }
         }
-        for (mine, theirs) in self.once.iter_mut().zip(&meta.once) {
-            *mine |= *theirs;
+        for (mine, t) in k.once.iter_mut().zip(&theirs.once) {
+            *mine |= *t;
         }
     }
 
     /// One event of this lifeline, after its effect on `env` (a receive's
-    /// bindings, an action's outputs): counts it and evaluates the
-    /// subformulas located here. A receive merges first ([`View::receive`]).
-    pub fn step<E: Env + ?Sized>(&mut self, guards: &Guards, env: &E, types: &TypeTable) {
+    /// bindings, an action's outputs: `bound` says which variables it
+    /// bound, so that an atom reading none of them keeps its value; `&|_|
+    /// true` when unknown): counts it and evaluates the subformulas located
+    /// here. A receive merges first ([`View::receive`]).
+    pub fn step<E: Env + ?Sized>(
+        &mut self,
+        guards: &Guards,
+        env: &E,
+        types: &TypeTable,
+        bound: &dyn Fn(VarId) -> bool,
+    ) {
         let me = self.lifeline.0 as usize;
-        self.evaluate(guards, &guards.at_lifeline[me], env, types);
+        self.evaluate(guards, &guards.at_lifeline[me], env, types, bound);
     }
 
     /// One event at which the nodes `order` are evaluated (children
@@ -371,20 +443,31 @@ impl View {
         order: &[NodeId],
         env: &E,
         types: &TypeTable,
+        bound: &dyn Fn(VarId) -> bool,
     ) {
         let me = self.lifeline.0 as usize;
-        let first = self.clock.get(me).copied().unwrap_or(0) == 0;
-        if let Some(c) = self.clock.get_mut(me) {
-            *c += 1;
-        }
+        let first = self.known.clock.get(me).copied().unwrap_or(0) == 0;
         let mut next = std::mem::take(&mut self.next);
+        let known: &Knowledge = &self.known;
         for &n in order {
             let i = n as usize;
             let value = match &guards.nodes[i] {
+                // An atom evaluated at every event whose variables this
+                // event did not bind keeps its value.
+                Node::Atom(_)
+                    if !first
+                        && guards.always[i]
+                        && guards.reads[i]
+                            .as_ref()
+                            .is_some_and(|vars| !vars.iter().any(|v| bound(*v))) =>
+                {
+                    self.current[i]
+                }
                 Node::Atom(e) => {
                     let atom_env = AtomEnv {
                         env,
-                        view: self,
+                        me: self.lifeline,
+                        known,
                         guards,
                     };
                     matches!(eval(e, &atom_env, types), Ok(Value::Bool(true)))
@@ -398,31 +481,38 @@ impl View {
                     next[*b as usize] || (next[*a as usize] && !first && self.current[i])
                 }
                 // The strict past: the flags before this event's own update.
-                Node::Once(_, slot) => self.once[*slot as usize],
+                Node::Once(_, slot) => known.once[*slot as usize],
                 Node::At(l, a, slot) => {
                     if *l == self.lifeline {
                         next[*a as usize]
                     } else {
-                        self.at[*slot as usize]
+                        known.at[*slot as usize]
                     }
                 }
             };
             next[i] = value;
         }
-        // Publish what others may ask about this event.
-        for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
-            if l == self.lifeline {
-                self.at[slot] = next[node as usize];
+        // Count the event, and publish what others may ask about it: one
+        // write to the knowledge, shared with messages in flight until then.
+        {
+            let k = Arc::make_mut(&mut self.known);
+            if let Some(c) = k.clock.get_mut(me) {
+                *c += 1;
             }
-        }
-        for (slot, &node) in guards.once_slots.iter().enumerate() {
-            if guards.located[node as usize][me] && next[node as usize] {
-                self.once[slot] = true;
+            for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
+                if l == self.lifeline {
+                    k.at[slot] = next[node as usize];
+                }
             }
-        }
-        for (slot, &(l, var)) in guards.seen_slots.iter().enumerate() {
-            if l == self.lifeline {
-                self.seen[slot] = env.value(var);
+            for (slot, &node) in guards.once_slots.iter().enumerate() {
+                if guards.located[node as usize][me] && next[node as usize] {
+                    k.once[slot] = true;
+                }
+            }
+            for (slot, &(l, var)) in guards.seen_slots.iter().enumerate() {
+                if l == self.lifeline {
+                    k.seen[slot] = env.value(var);
+                }
             }
         }
         for &n in order {
@@ -445,40 +535,28 @@ impl View {
         env: &E,
         types: &TypeTable,
     ) -> bool {
+        // A decision binds nothing.
+        let bound = &|_| false;
         let Some((_, top, order)) = guards.tops.iter().find(|(s, ..)| *s == stmt) else {
-            self.step(guards, env, types);
+            self.step(guards, env, types, bound);
             return false;
         };
-        self.evaluate(guards, order, env, types);
+        self.evaluate(guards, order, env, types, bound);
         self.value(*top)
     }
 
-    /// What a message sent at this lifeline's latest event carries.
+    /// What a message sent at this lifeline's latest event carries: its
+    /// knowledge, shared until it changes.
     pub fn meta(&self) -> Meta {
-        Meta {
-            clock: self.clock.clone(),
-            at: self.at.clone(),
-            once: self.once.clone(),
-            seen: self.seen.clone(),
-        }
+        Meta(self.known.clone())
     }
 
     /// A view from its parts (a decoded checkpoint's); check it with
     /// [`View::fits`] before stepping it.
-    pub fn from_parts(
-        lifeline: LifelineId,
-        clock: Vec<u64>,
-        at: Vec<bool>,
-        once: Vec<bool>,
-        seen: Vec<Option<Value>>,
-        current: Vec<bool>,
-    ) -> View {
+    pub fn from_parts(lifeline: LifelineId, known: Knowledge, current: Vec<bool>) -> View {
         View {
             lifeline,
-            clock,
-            at,
-            once,
-            seen,
+            known: Arc::new(known),
             // After a step the scratch equals `current`: keep it so, so a
             // decoded view equals the one encoded.
             next: current.clone(),
@@ -489,10 +567,11 @@ impl View {
     /// Whether the view has the shape `guards` step: one clock entry per
     /// lifeline, one flag per slot and node.
     pub fn fits(&self, guards: &Guards) -> bool {
-        self.clock.len() == guards.lifelines
-            && self.at.len() == guards.at_slots.len()
-            && self.once.len() == guards.once_slots.len()
-            && self.seen.len() == guards.seen_slots.len()
+        let k = &self.known;
+        k.clock.len() == guards.lifelines
+            && k.at.len() == guards.at_slots.len()
+            && k.once.len() == guards.once_slots.len()
+            && k.seen.len() == guards.seen_slots.len()
             && self.current.len() == guards.nodes.len()
             && self.next.len() == guards.nodes.len()
             && (self.lifeline.0 as usize) < guards.lifelines

@@ -18,7 +18,7 @@
 
 use super::{Guards, Meta, View};
 use crate::event::{Event, Message};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use troupe_check::Value;
 use troupe_check::ir::{LifelineId, Recv, StmtId, StmtKind, VarId, Workflow};
@@ -65,7 +65,9 @@ pub struct Recheck {
     env: Vec<Option<Value>>,
     /// Events so far, per lifeline.
     counts: Vec<u64>,
-    channels: HashMap<(u32, u32, u32), VecDeque<Meta>>,
+    /// The chart's channels (sender, receiver, lane) with the snapshots of
+    /// their sends not yet received. A run uses few channels: a list.
+    channels: Vec<((u32, u32, u32), VecDeque<Meta>)>,
     decisions: u64,
 }
 
@@ -112,7 +114,7 @@ impl Recheck {
             lane,
             env,
             counts: vec![0; n],
-            channels: HashMap::new(),
+            channels: Vec::new(),
             decisions: 0,
         }))
     }
@@ -135,8 +137,9 @@ impl Recheck {
                 let key = (from.0, l.0, (self.lane)(msg.stmt()));
                 let meta = self
                     .channels
-                    .get_mut(&key)
-                    .and_then(VecDeque::pop_front)
+                    .iter_mut()
+                    .find(|(k, _)| *k == key)
+                    .and_then(|(_, q)| q.pop_front())
                     .ok_or(Mismatch::Unsent(l))?;
                 if let Message::Data {
                     stmt,
@@ -151,28 +154,43 @@ impl Recheck {
                     }
                 }
                 view.receive(&self.guards, &meta);
-                view.step(&self.guards, &self.env, &self.types);
+                let items = match msg {
+                    Message::Data { stmt, .. } => match self.binds.get(stmt.0 as usize) {
+                        Some(Binds::Msg(items)) => items.as_slice(),
+                        _ => &[],
+                    },
+                    Message::Control { .. } => &[],
+                };
+                let bound = |v: VarId| items.contains(&Recv::Bind(v));
+                view.step(&self.guards, &self.env, &self.types, &bound);
             }
             Event::Send { to, msg } => {
-                view.step(&self.guards, &self.env, &self.types);
+                view.step(&self.guards, &self.env, &self.types, &|_| false);
                 let key = (l.0, to.0, (self.lane)(msg.stmt()));
-                self.channels.entry(key).or_default().push_back(view.meta());
+                let meta = view.meta();
+                match self.channels.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, q)) => q.push_back(meta),
+                    None => self.channels.push((key, VecDeque::from([meta]))),
+                }
             }
             Event::Act { stmt, outputs } => {
-                if let Some(got) = outputs
-                    && let Some(Binds::Act(outs)) = self.binds.get(stmt.0 as usize)
-                {
+                let outs = match self.binds.get(stmt.0 as usize) {
+                    Some(Binds::Act(outs)) => outs.as_slice(),
+                    _ => &[],
+                };
+                if let Some(got) = outputs {
                     for (o, v) in outs.iter().zip(got) {
                         if let Some(x) = o {
                             self.env[x.0 as usize] = Some(v.clone());
                         }
                     }
                 }
-                view.step(&self.guards, &self.env, &self.types);
+                let bound = |v: VarId| outs.contains(&Some(v));
+                view.step(&self.guards, &self.env, &self.types, &bound);
             }
             Event::Decide { stmt, decision, .. } => {
                 if self.guards.top(*stmt).is_none() {
-                    view.step(&self.guards, &self.env, &self.types);
+                    view.step(&self.guards, &self.env, &self.types, &|_| false);
                     return Ok(());
                 }
                 let value = view.decide(&self.guards, *stmt, &self.env, &self.types);

@@ -8,8 +8,13 @@ use troupe_msc::cpl::Meta;
 
 impl RunState {
     /// One event of lifeline `lane` other than a receive or a send, after
-    /// its effect on the lifeline's variables.
-    pub(super) fn causal_event(&mut self, engine: &Inner, lane: u32) {
+    /// its effect on the lifeline's variables (binding those `bound` says).
+    pub(super) fn causal_event(
+        &mut self,
+        engine: &Inner,
+        lane: u32,
+        bound: &dyn Fn(troupe_check::ir::VarId) -> bool,
+    ) {
         let (Some(guards), Some(view)) =
             (engine.guards.as_deref(), self.views.get_mut(lane as usize))
         else {
@@ -19,18 +24,20 @@ impl RunState {
             guards,
             &self.lanes[lane as usize].env,
             &engine.program.types,
+            bound,
         );
     }
 
     /// A send of `lane`: the event, and the metadata its message carries
     /// (`None` without causal guards).
-    pub(super) fn causal_send(&mut self, engine: &Inner, lane: u32) -> Option<Box<Meta>> {
+    pub(super) fn causal_send(&mut self, engine: &Inner, lane: u32) -> Option<Meta> {
         let guards = engine.guards.as_deref()?;
         let view = self.views.get_mut(lane as usize)?;
         view.step(
             guards,
             &self.lanes[lane as usize].env,
             &engine.program.types,
+            &|_| false,
         );
         let meta = view.meta();
         let bytes = meta.clock_and_flag_bytes() as u64;
@@ -39,12 +46,18 @@ impl RunState {
         stats.bytes += bytes;
         stats.largest = stats.largest.max(bytes);
         stats.seen_values = stats.seen_values.max(meta.seen.len() as u64);
-        Some(Box::new(meta))
+        Some(meta)
     }
 
-    /// A receive of `lane`, after its bindings: merges what the sender had
-    /// seen, then counts the event.
-    pub(super) fn causal_receive(&mut self, engine: &Inner, lane: u32, meta: Option<&Meta>) {
+    /// A receive of `lane`, after its bindings (those `bound` says): merges
+    /// what the sender had seen, then counts the event.
+    pub(super) fn causal_receive(
+        &mut self,
+        engine: &Inner,
+        lane: u32,
+        meta: Option<&Meta>,
+        bound: &dyn Fn(troupe_check::ir::VarId) -> bool,
+    ) {
         let (Some(guards), Some(view)) =
             (engine.guards.as_deref(), self.views.get_mut(lane as usize))
         else {
@@ -57,6 +70,7 @@ impl RunState {
             guards,
             &self.lanes[lane as usize].env,
             &engine.program.types,
+            bound,
         );
     }
 

@@ -106,7 +106,8 @@ impl RunState {
                                     env.set(*var, value.clone());
                                 }
                             }
-                            self.causal_receive(engine, lane, meta.as_deref());
+                            let bound = |v: VarId| binds.contains(&Recv::Bind(v));
+                            self.causal_receive(engine, lane, meta.as_ref(), &bound);
                             // The values move into the event: no copy of
                             // the message per receive.
                             if self.recording() {
@@ -189,7 +190,7 @@ impl RunState {
                             }
                             Err(e) => return Err(self.eval_error(lane, *stmt, e)),
                         };
-                        self.causal_event(engine, lane);
+                        self.causal_event(engine, lane, &|_| false);
                         decision
                     };
                     if self.recording() {
@@ -240,7 +241,7 @@ impl RunState {
                         decision,
                         meta,
                     }) if got == *tag => {
-                        self.causal_receive(engine, lane, meta.as_deref());
+                        self.causal_receive(engine, lane, meta.as_ref(), &|_| false);
                         if self.recording() {
                             let msg = Message::Control {
                                 stmt: *stmt,
@@ -366,7 +367,7 @@ impl RunState {
         }
         if !self.views.is_empty() {
             let engine = self.engine.clone();
-            self.causal_event(&engine, lane);
+            self.causal_event(&engine, lane, &|v| outputs.contains(&Some(v)));
         }
         self.tasks[task as usize].pc += 1;
     }
