@@ -40,8 +40,32 @@ workflow counted(limit: Int @ Ping) {
 }
 "#;
 
-fn compiled() -> Compiled {
-    Compiled::from_source(SOURCE.into(), "counted.troupe", Path::new("."), None).unwrap()
+/// As [`SOURCE`], but the second loop also asks whether Pong's counter was
+/// once exactly 10, as far as Ping knows: long before the person is asked,
+/// so only what the checkpoint kept of Ping's causal view remembers it.
+const CAUSAL: &str = r#"
+human go_on(k: Int) -> Bool { ask: "Go on after {k}?" }
+
+workflow counted(limit: Int @ Ping) {
+  lifelines Ping, Pong
+  act Ping: k = 0
+  while k < limit @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  act Ping: ok = go_on(k)
+  while k < limit * 2 and once(at(Pong, n == 10)) and seen(Pong).n == k @ Ping {
+    msg Ping(k) -> Pong(n)
+    act Pong: n = n + 1
+    msg Pong(n) -> Ping(k)
+  }
+  return k @ Ping
+}
+"#;
+
+fn compiled(source: &str) -> Compiled {
+    Compiled::from_source(source.into(), "counted.troupe", Path::new("."), None).unwrap()
 }
 
 type Notices = Arc<Mutex<Vec<Notice>>>;
@@ -68,12 +92,12 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 /// Each lifeline's word in an in-memory run of the workflow.
-fn oracle(limit: i64) -> Vec<Vec<Event>> {
+fn oracle(source: &str, limit: i64) -> Vec<Vec<Event>> {
     let answers = serde_json::json!({ "go_on": true })
         .as_object()
         .cloned()
         .unwrap();
-    let engine = EngineBuilder::from_source(SOURCE)
+    let engine = EngineBuilder::from_source(source)
         .unwrap()
         .humans(Arc::new(ScriptedHumans::new(answers)))
         .build()
@@ -96,10 +120,16 @@ fn recorded(store: &Store, run: i64) -> Vec<Vec<Event>> {
 
 /// Starts the run and drives it until it waits for the person; then the
 /// process "stops" (the drive is dropped, as a killed process stops).
-fn run_until_waiting(host: &Host, notices: &Notices, settings: &RunSettings, limit: i64) -> i64 {
+fn run_until_waiting(
+    source: &str,
+    host: &Host,
+    notices: &Notices,
+    settings: &RunSettings,
+    limit: i64,
+) -> i64 {
     let started = host
         .start(
-            &compiled(),
+            &compiled(source),
             vec![Value::Int(limit)],
             settings,
             StartPolicy::New,
@@ -168,7 +198,7 @@ fn a_run_resumes_from_its_checkpoint_and_records_exactly_its_words() {
         checkpoint_every: Some(997),
         ..RunSettings::default()
     };
-    let run = run_until_waiting(&host, &notices, &settings, limit);
+    let run = run_until_waiting(SOURCE, &host, &notices, &settings, limit);
     let (at, _) = host
         .store()
         .checkpoints(run)
@@ -192,7 +222,7 @@ fn a_run_resumes_from_its_checkpoint_and_records_exactly_its_words() {
     );
 
     // Nothing lost, nothing twice: the recorded words are the oracle's.
-    let expected = oracle(limit);
+    let expected = oracle(SOURCE, limit);
     let got = recorded(host.store(), run);
     for l in 0..2 {
         assert_eq!(
@@ -219,11 +249,11 @@ fn retention_bounds_the_history_and_verification_covers_the_window() {
         history_keep: Some(keep),
         ..RunSettings::default()
     };
-    let run = run_until_waiting(&host, &notices, &settings, limit);
+    let run = run_until_waiting(SOURCE, &host, &notices, &settings, limit);
     let (host, _) = self::host(dir.path());
     assert_eq!(answer_and_resume(&host, run), 2 * limit);
 
-    let expected = oracle(limit);
+    let expected = oracle(SOURCE, limit);
     let total = (expected[0].len() + expected[1].len()) as u64;
     let detail = host.store().run(run).unwrap();
     assert!(detail.pruned > 0, "nothing was pruned");
@@ -251,4 +281,29 @@ fn retention_bounds_the_history_and_verification_covers_the_window() {
     }
     let v = host.verify(run).unwrap().unwrap();
     assert_eq!((v.from, v.events), (detail.pruned, total));
+}
+
+#[test]
+fn a_causal_guard_resumed_from_a_checkpoint_decides_on_what_was_seen_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, notices) = host(dir.path());
+    let limit = 500;
+    let settings = RunSettings {
+        checkpoint_every: Some(97),
+        ..RunSettings::default()
+    };
+    let run = run_until_waiting(CAUSAL, &host, &notices, &settings, limit);
+    let (host, notices) = self::host(dir.path());
+    // The second loop runs only if the restored view remembers n == 10.
+    assert_eq!(answer_and_resume(&host, run), 2 * limit);
+    let from = resumed_from(&notices).expect("the run resumed from a checkpoint");
+    assert!(from > 40, "resumed from event {from}, before n was 10");
+    let expected = oracle(CAUSAL, limit);
+    let got = recorded(host.store(), run);
+    for l in 0..2 {
+        assert!(got[l] == expected[l], "lifeline {l}'s word differs");
+    }
+    // `verify` recomputes both loops' decisions from the recorded chart.
+    let v = host.verify(run).unwrap().unwrap();
+    assert_eq!(v.events as usize, expected[0].len() + expected[1].len());
 }
