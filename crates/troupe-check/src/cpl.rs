@@ -242,23 +242,7 @@ impl Checker<'_> {
         if let Some(&l) = self.wf.lifeline_index.get(&id.name) {
             return Some(l);
         }
-        let names: Vec<String> = self.wf.lifelines.iter().map(|l| l.name.clone()).collect();
-        let hint = match self.did_you_mean(&id.name, names.iter().map(String::as_str)) {
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!(
-                "a causal form names a lifeline the workflow has already used ({})",
-                crate::suggest::list_some(names.iter().map(String::as_str))
-            ),
-        };
-        self.error(
-            Diagnostic::error(
-                Code::UnknownLifeline,
-                id.span,
-                format!("`{}` is not a lifeline of this workflow", id.name),
-            )
-            .with_label("unknown lifeline")
-            .with_hint(hint),
-        );
+        self.unknown_lifeline(id, "a causal form names one of the workflow's lifelines");
         None
     }
 

@@ -550,6 +550,44 @@ pub enum ExprKind {
     Cpl(Box<Formula>),
 }
 
+impl Expr {
+    /// Visits `self` and every expression inside it (the atoms of a causal
+    /// guard too), with an explicit stack: deep expressions cannot
+    /// overflow it.
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        let mut stack = vec![self];
+        let mut formulas: Vec<&Formula> = Vec::new();
+        loop {
+            while let Some(e) = stack.pop() {
+                f(e);
+                match &e.kind {
+                    ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Seen(..) => {}
+                    ExprKind::Field(x, _)
+                    | ExprKind::JsonField(x, _)
+                    | ExprKind::Unary(_, x)
+                    | ExprKind::Len(x) => stack.push(x),
+                    ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => {
+                        stack.extend([&**a, &**b]);
+                    }
+                    ExprKind::List(xs) => stack.extend(xs.iter()),
+                    ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
+                        FormatPart::Expr(x) => Some(x),
+                        FormatPart::Text(_) => None,
+                    })),
+                    ExprKind::Cpl(formula) => formulas.push(formula),
+                }
+            }
+            let Some(formula) = formulas.pop() else {
+                return;
+            };
+            if let Formula::Atom(e) = formula {
+                stack.push(e);
+            }
+            formulas.extend(formula.children());
+        }
+    }
+}
+
 /// A formula of the causal past logic (LANGUAGE.md §7), evaluated at an
 /// event of a lifeline: the guard's owner for the whole guard, B inside
 /// `at(B, …)`, every lifeline inside `once(…)`.

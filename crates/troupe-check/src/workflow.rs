@@ -287,13 +287,23 @@ impl Checker<'_> {
             return l;
         }
         // Only reachable when a `lifelines` line fixed the set.
-        let names = || self.wf.lifelines.iter().map(|l| l.name.as_str());
-        let hint = match self.did_you_mean(&id.name, names()) {
+        let otherwise = format!("add `{}` to the `lifelines` line", id.name);
+        self.unknown_lifeline(id, &otherwise);
+        // Add it so that the rest of the workflow checks without repeats.
+        let l = self.add_lifeline(id);
+        self.wf.poisoned.push(l);
+        l
+    }
+
+    /// E0407 for `id`, with a "did you mean" hint, else `otherwise` and the
+    /// workflow's lifelines.
+    pub(crate) fn unknown_lifeline(&mut self, id: &ast::Ident, otherwise: &str) {
+        let names: Vec<String> = self.wf.lifelines.iter().map(|l| l.name.clone()).collect();
+        let hint = match self.did_you_mean(&id.name, names.iter().map(String::as_str)) {
             Some(s) => format!("did you mean `{s}`?"),
             None => format!(
-                "add `{}` to the `lifelines` line ({})",
-                id.name,
-                crate::suggest::list_some(names())
+                "{otherwise} ({})",
+                crate::suggest::list_some(names.iter().map(String::as_str))
             ),
         };
         self.error(
@@ -305,10 +315,6 @@ impl Checker<'_> {
             .with_label("unknown lifeline")
             .with_hint(hint),
         );
-        // Add it so that the rest of the workflow checks without repeats.
-        let l = self.add_lifeline(id);
-        self.wf.poisoned.push(l);
-        l
     }
 
     /// Binds `name` at `at` with `ty`, checking it agrees with earlier bindings.

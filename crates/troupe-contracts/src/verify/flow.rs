@@ -897,33 +897,15 @@ impl<'w> Walker<'w> {
 
     /// An opaque computation reading the variables of `expr`.
     fn computed(&mut self, expr: &Expr) -> ValueId {
-        let mut deps = Vec::new();
-        let mut stack = vec![expr];
-        while let Some(e) = stack.pop() {
-            match &e.kind {
-                // A causal view reads another event's value: no variable
-                // of this flow.
-                ExprKind::Lit(_) | ExprKind::Seen(..) => {}
-                ExprKind::Var(var) => deps.push(self.get(*var)),
-                ExprKind::Cpl(f) => {
-                    let mut formulas = vec![&**f];
-                    while let Some(f) = formulas.pop() {
-                        if let troupe_check::ir::Formula::Atom(e) = f {
-                            stack.push(e);
-                        }
-                        formulas.extend(f.children());
-                    }
-                }
-                ExprKind::Field(base, _) | ExprKind::JsonField(base, _) => stack.push(base),
-                ExprKind::Unary(_, inner) | ExprKind::Len(inner) => stack.push(inner),
-                ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
-                ExprKind::List(items) => stack.extend(items.iter()),
-                ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
-                    troupe_check::ir::FormatPart::Expr(e) => Some(e),
-                    troupe_check::ir::FormatPart::Text(_) => None,
-                })),
+        // A causal view (`seen`) reads another event's value: no variable
+        // of this flow.
+        let mut vars = Vec::new();
+        expr.visit(&mut |e| {
+            if let ExprKind::Var(var) = e.kind {
+                vars.push(var);
             }
-        }
+        });
+        let mut deps: Vec<_> = vars.into_iter().map(|v| self.get(v)).collect();
         deps.sort_unstable();
         deps.dedup();
         self.flow.fresh(Origin::Computed { deps })

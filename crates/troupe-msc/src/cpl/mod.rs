@@ -209,27 +209,14 @@ impl Guards {
     }
 
     fn collect_seen(&mut self, e: &Expr) {
-        let mut stack = vec![e];
-        while let Some(e) = stack.pop() {
-            match &e.kind {
-                ExprKind::Seen(l, v) => {
-                    if !self.seen_slots.contains(&(*l, *v)) {
-                        self.seen_slots.push((*l, *v));
-                    }
-                }
-                ExprKind::Field(x, _)
-                | ExprKind::JsonField(x, _)
-                | ExprKind::Unary(_, x)
-                | ExprKind::Len(x) => stack.push(x),
-                ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
-                ExprKind::List(xs) => stack.extend(xs.iter()),
-                ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
-                    troupe_check::ir::FormatPart::Expr(x) => Some(x),
-                    troupe_check::ir::FormatPart::Text(_) => None,
-                })),
-                ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Cpl(_) => {}
+        let slots = &mut self.seen_slots;
+        e.visit(&mut |e| {
+            if let ExprKind::Seen(l, v) = e.kind
+                && !slots.contains(&(l, v))
+            {
+                slots.push((l, v));
             }
-        }
+        });
     }
 
     /// The subformula occurrences, children first.
@@ -285,26 +272,13 @@ impl Guards {
 
 /// The variables an atom reads, or `None` when it reads a `seen` value.
 fn atom_reads(e: &Expr) -> Option<Vec<VarId>> {
-    let mut vars = Vec::new();
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match &e.kind {
-            ExprKind::Var(v) => vars.push(*v),
-            ExprKind::Seen(..) | ExprKind::Cpl(_) => return None,
-            ExprKind::Field(x, _)
-            | ExprKind::JsonField(x, _)
-            | ExprKind::Unary(_, x)
-            | ExprKind::Len(x) => stack.push(x),
-            ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => stack.extend([&**a, &**b]),
-            ExprKind::List(xs) => stack.extend(xs.iter()),
-            ExprKind::Format(parts) => stack.extend(parts.iter().filter_map(|p| match p {
-                troupe_check::ir::FormatPart::Expr(x) => Some(x),
-                troupe_check::ir::FormatPart::Text(_) => None,
-            })),
-            ExprKind::Lit(_) => {}
-        }
-    }
-    Some(vars)
+    let (mut vars, mut seen) = (Vec::new(), false);
+    e.visit(&mut |e| match e.kind {
+        ExprKind::Var(v) => vars.push(v),
+        ExprKind::Seen(..) | ExprKind::Cpl(_) => seen = true,
+        _ => {}
+    });
+    (!seen).then_some(vars)
 }
 
 /// What a lifeline knows of the run (see the module docs): the part of

@@ -40,17 +40,7 @@ impl Parser<'_> {
             _ => Cpl::On(self.lifeline_operand(&name)?),
         };
         if !self.at(T::RParen) {
-            let span = self.span();
-            self.diagnostics.push(
-                Diagnostic::error(
-                    Code::CausalForm,
-                    span,
-                    format!("`{name}(…)` takes {}", arity(&name)),
-                )
-                .with_label("expected `)` here")
-                .with_hint(usage(&name)),
-            );
-            return Err(super::Reported);
+            return Err(self.form_error(&name, "expected `)` here", usage(&name)));
         }
         let end = self.bump().span;
         let depth = depth + 1;
@@ -68,23 +58,18 @@ impl Parser<'_> {
         if self.eat(T::Comma) {
             return Ok(());
         }
-        let span = self.span();
-        self.diagnostics.push(
-            Diagnostic::error(
-                Code::CausalForm,
-                span,
-                format!("`{name}(…)` takes {}", arity(name)),
-            )
-            .with_label("expected `,` here")
-            .with_hint(hint.to_owned()),
-        );
-        Err(super::Reported)
+        Err(self.form_error(name, "expected `,` here", hint.to_owned()))
     }
 
     fn lifeline_operand(&mut self, name: &str) -> PResult<Ident> {
         if self.at(T::Ident) {
             return self.ident("a lifeline");
         }
+        Err(self.form_error(name, "expected a lifeline's name", usage(name)))
+    }
+
+    /// E0730 at the current token: form `name` has other operands.
+    fn form_error(&mut self, name: &str, label: &str, hint: String) -> super::Reported {
         let span = self.span();
         self.diagnostics.push(
             Diagnostic::error(
@@ -92,10 +77,10 @@ impl Parser<'_> {
                 span,
                 format!("`{name}(…)` takes {}", arity(name)),
             )
-            .with_label("expected a lifeline's name")
-            .with_hint(usage(name)),
+            .with_label(label.to_owned())
+            .with_hint(hint),
         );
-        Err(super::Reported)
+        super::Reported
     }
 }
 

@@ -23,9 +23,11 @@ workflow counter(limit: Int @ Ping) {
 }
 "#;
 
-/// One run of `source` through `troupe run`'s code: its time, the events
-/// the monitor checked and the metadata its messages carried.
-fn through_run(
+/// One run of the loop `source` (input `limit`, result its count) through
+/// `troupe run`'s code (`commands::run::execute`: mock model, verified
+/// online, no trace kept): its time, the events the monitor checked and
+/// the metadata its messages carried.
+pub(super) fn through_run(
     source: &str,
     rounds: i64,
 ) -> Result<(std::time::Duration, u64, troupe_runtime::MetadataStats)> {

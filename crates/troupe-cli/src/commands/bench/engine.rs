@@ -276,24 +276,7 @@ pub(super) fn plain_ping_pong(
 /// execute`: mock model, verified online, no trace kept): its time and the
 /// events the monitor checked.
 pub(super) fn counter_through_run(rounds: i64) -> Result<(std::time::Duration, u64)> {
-    use troupe_check::Value;
-    let compiled = compile(COUNTER_SOURCE)?;
-    let settings = troupe_host::RunSettings {
-        llm: Some("mock".into()),
-        ..troupe_host::RunSettings::default()
-    };
-    let t = Instant::now();
-    let (_, outcome, watched) = crate::commands::run::execute(
-        &compiled,
-        vec![Value::Int(rounds)],
-        &settings,
-        std::sync::Arc::new(troupe_runtime::NoHumans),
-        None,
-        true,
-    )??;
-    let elapsed = t.elapsed();
-    let events = watched.verdict(false).map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(outcome?.results[0].1 == Value::Int(rounds));
+    let (elapsed, events, _) = super::causal::through_run(COUNTER_SOURCE, rounds)?;
     Ok((elapsed, events))
 }
 
