@@ -282,7 +282,7 @@ pub(crate) fn encode(seen: &[u64], cp: &Checkpoint) -> Vec<u8> {
             Some(v) => {
                 out.push(1);
                 put_varint(&mut out, u64::from(v.lifeline.0));
-                let k = v.known();
+                let k = v.snapshot();
                 encode_meta(&mut out, &k.clock, &k.at, &k.once, &k.seen);
                 encode_flags(&mut out, &v.current);
             }

@@ -264,6 +264,7 @@ impl Guards {
                 once: vec![false; self.once_slots.len()],
                 seen: vec![None; self.seen_slots.len()],
             }),
+            count: 0,
             current: vec![false; self.nodes.len()],
             next: vec![false; self.nodes.len()],
         }
@@ -300,16 +301,33 @@ pub struct Knowledge {
 /// What one lifeline has causally seen: its monitor's state, kept in
 /// checkpoints. Its [`Knowledge`] is shared with the messages it sends
 /// until it changes (copy on write): a message costs a copy only when its
-/// sender moves on before the message is received.
-#[derive(Debug, Clone, PartialEq)]
+/// sender moves on before the message is received, and an event writes to
+/// it only when what it publishes changes — its own count is written at
+/// its next send.
+#[derive(Debug, Clone)]
 pub struct View {
     pub lifeline: LifelineId,
+    /// Its own entry of the clock is `count` as of the last send.
     known: Arc<Knowledge>,
+    /// Its events so far.
+    count: u64,
     /// Per node located here, its value at this lifeline's latest event.
     pub current: Vec<bool>,
     /// Scratch for the next event's values; equal to `current` between
     /// events.
     next: Vec<bool>,
+}
+
+/// Two views are equal when they know the same (the own count is written
+/// to the shared knowledge lazily).
+impl PartialEq for View {
+    fn eq(&self, other: &View) -> bool {
+        self.lifeline == other.lifeline
+            && self.count == other.count
+            && self.current == other.current
+            && self.next == other.next
+            && self.snapshot() == other.snapshot()
+    }
 }
 
 /// The environment an atom reads: the lifeline's own variables, and the
@@ -344,9 +362,13 @@ impl<E: Env + ?Sized> Env for AtomEnv<'_, E> {
 }
 
 impl View {
-    /// What it knows of the run.
-    pub fn known(&self) -> &Knowledge {
-        &self.known
+    /// What it knows of the run (its own count included).
+    pub fn snapshot(&self) -> Knowledge {
+        let mut k = (*self.known).clone();
+        if let Some(c) = k.clock.get_mut(self.lifeline.0 as usize) {
+            *c = self.count;
+        }
+        k
     }
 
     /// Merges what the sender of a received message had seen: before the
@@ -357,7 +379,9 @@ impl View {
             return;
         }
         let n = self.known.clock.len().min(theirs.clock.len());
-        let newer = (0..n).any(|b| theirs.clock[b] > self.known.clock[b]);
+        // No one knows more of this lifeline's events than it does.
+        let me = self.lifeline.0 as usize;
+        let newer = (0..n).any(|b| b != me && theirs.clock[b] > self.known.clock[b]);
         let more_once = self
             .known
             .once
@@ -369,7 +393,7 @@ impl View {
         }
         let k = Arc::make_mut(&mut self.known);
         for b in 0..n {
-            if theirs.clock[b] > k.clock[b] {
+            if b != me && theirs.clock[b] > k.clock[b] {
                 k.clock[b] = theirs.clock[b];
                 for (slot, (l, _)) in guards.at_slots.iter().enumerate() {
                     if l.0 as usize == b
@@ -420,7 +444,7 @@ impl View {
         bound: &dyn Fn(VarId) -> bool,
     ) {
         let me = self.lifeline.0 as usize;
-        let first = self.known.clock.get(me).copied().unwrap_or(0) == 0;
+        let first = self.count == 0;
         let mut next = std::mem::take(&mut self.next);
         let known: &Knowledge = &self.known;
         for &n in order {
@@ -466,26 +490,25 @@ impl View {
             };
             next[i] = value;
         }
-        // Count the event, and publish what others may ask about it: one
-        // write to the knowledge, shared with messages in flight until then.
-        {
-            let k = Arc::make_mut(&mut self.known);
-            if let Some(c) = k.clock.get_mut(me) {
-                *c += 1;
+        // Count the event, and publish what others may ask about it: the
+        // knowledge (shared with messages in flight) is written only where
+        // it changes.
+        self.count += 1;
+        for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
+            if l == self.lifeline && self.known.at[slot] != next[node as usize] {
+                Arc::make_mut(&mut self.known).at[slot] = next[node as usize];
             }
-            for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
-                if l == self.lifeline {
-                    k.at[slot] = next[node as usize];
-                }
+        }
+        for (slot, &node) in guards.once_slots.iter().enumerate() {
+            if guards.located[node as usize][me] && next[node as usize] && !self.known.once[slot] {
+                Arc::make_mut(&mut self.known).once[slot] = true;
             }
-            for (slot, &node) in guards.once_slots.iter().enumerate() {
-                if guards.located[node as usize][me] && next[node as usize] {
-                    k.once[slot] = true;
-                }
-            }
-            for (slot, &(l, var)) in guards.seen_slots.iter().enumerate() {
-                if l == self.lifeline {
-                    k.seen[slot] = env.value(var);
+        }
+        for (slot, &(l, var)) in guards.seen_slots.iter().enumerate() {
+            if l == self.lifeline {
+                let value = env.value(var);
+                if self.known.seen[slot] != value {
+                    Arc::make_mut(&mut self.known).seen[slot] = value;
                 }
             }
         }
@@ -520,8 +543,12 @@ impl View {
     }
 
     /// What a message sent at this lifeline's latest event carries: its
-    /// knowledge, shared until it changes.
-    pub fn meta(&self) -> Meta {
+    /// knowledge, its own count written now, shared until it changes.
+    pub fn meta(&mut self) -> Meta {
+        let me = self.lifeline.0 as usize;
+        if self.known.clock.get(me).is_some_and(|c| *c != self.count) {
+            Arc::make_mut(&mut self.known).clock[me] = self.count;
+        }
         Meta(self.known.clone())
     }
 
@@ -530,6 +557,7 @@ impl View {
     pub fn from_parts(lifeline: LifelineId, known: Knowledge, current: Vec<bool>) -> View {
         View {
             lifeline,
+            count: known.clock.get(lifeline.0 as usize).copied().unwrap_or(0),
             known: Arc::new(known),
             // After a step the scratch equals `current`: keep it so, so a
             // decoded view equals the one encoded.
