@@ -230,6 +230,31 @@ module.exports = grammar({
         $.field_expression,
         $.unary_expression,
         $.binary_expression,
+        $.causal_form,
+      ),
+
+    // The causal-past forms of guards (`prev(φ)`, `since(φ, ψ)`, `once(φ)`,
+    // `at(B, φ)`, `seen(B)`, `on(B)`); the checker accepts them only in the
+    // guards of `if` and `while`. The name and its `(` are one token, so
+    // that the names stay ordinary identifiers elsewhere (`-> A(seen)`).
+    causal_form: ($) =>
+      choice(
+        seq(field('form', causal($, 'prev', 'once')), field('operand', $._expression), ')'),
+        seq(
+          field('form', causal($, 'since')),
+          field('operand', $._expression),
+          ',',
+          field('operand', $._expression),
+          ')',
+        ),
+        seq(
+          field('form', causal($, 'at')),
+          field('lifeline', $._lifeline),
+          ',',
+          field('operand', $._expression),
+          ')',
+        ),
+        seq(field('form', causal($, 'seen', 'on')), field('lifeline', $._lifeline), ')'),
       ),
 
     integer: (_) => /\d+/,
@@ -305,3 +330,9 @@ module.exports = grammar({
     interpolation: ($) => seq(token.immediate('{'), field('name', $.identifier), '}'),
   },
 });
+
+/** The name of a causal form with its opening parenthesis, as one token. */
+function causal($, ...names) {
+  const name = names.length === 1 ? names[0] : choice(...names);
+  return alias(token(seq(name, /\s*/, '(')), $.causal_name);
+}

@@ -41,6 +41,10 @@
 
 (par_statement "and" @keyword.control)
 
+; The causal-past forms of guards
+(causal_form form: _ @function.builtin)
+(causal_form operand: (identifier) @variable)
+
 [
   "and"
   "or"
