@@ -1117,20 +1117,30 @@ fn verify_recorded(
 
 /// Recomputes each decision of a causal guard from the recorded chart,
 /// streaming the events from the store (see [`Engine::causal_recheck`]:
-/// memory bounded by the workflow and the messages in flight). It starts
-/// from the run's inputs, so it needs the history from the start: a run
-/// whose history retention pruned had its decisions taken by the same
-/// monitor online, and is not recomputed. A placed run's parts recorded
-/// their lifelines apart: its events are put in an order first.
+/// memory bounded by the workflow and the messages in flight), from the
+/// run's inputs — or, for a history that retention pruned, from the
+/// checkpoint it starts at (the decisions before were taken by the same
+/// monitor as the run went). A placed run's parts recorded their lifelines
+/// apart: its events are put in an order first.
 fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String> {
     if !engine.has_causal_guards() {
         return Ok(());
     }
     let detail = store.run(run).map_err(|e| e.to_string())?;
-    if detail.pruned > 0 {
-        return Ok(());
-    }
     let name = Store::run_name(run);
+    if detail.pruned > 0 {
+        let Some((checkpoint, chunk)) = store.history_start(run).map_err(|e| e.to_string())? else {
+            return Err(format!(
+                "{name}: its retained history starts at no checkpoint"
+            ));
+        };
+        let Some(recheck) = engine.causal_recheck_from(&name, &detail.input_values, &checkpoint)
+        else {
+            return Ok(());
+        };
+        let recheck = recheck.map_err(|e| e.to_string())?;
+        return stream_recheck(store, run, chunk, engine, recheck);
+    }
     if !store.parts(run).map_err(|e| e.to_string())?.is_empty() {
         let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
         store
@@ -1148,10 +1158,21 @@ fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String>
     let Some(recheck) = engine.causal_recheck(&name, &detail.input_values) else {
         return Ok(());
     };
-    let mut recheck = recheck.map_err(|e| e.to_string())?;
+    let recheck = recheck.map_err(|e| e.to_string())?;
+    stream_recheck(store, run, 0, engine, recheck)
+}
+
+/// Feeds `recheck` the run's recorded events from chunk `chunk` on.
+fn stream_recheck(
+    store: &Store,
+    run: i64,
+    chunk: i64,
+    engine: &Engine,
+    mut recheck: troupe_msc::cpl::Recheck,
+) -> Result<(), String> {
     let mut first = None;
     store
-        .for_each_event_from(run, 0, |l, e| {
+        .for_each_event_from(run, chunk, |l, e| {
             if first.is_none()
                 && let Err(m) = recheck.event(l, e)
             {
@@ -1160,7 +1181,7 @@ fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String>
         })
         .map_err(|e| e.to_string())?;
     match first {
-        Some(m) => Err(engine.causal_error(&name, m).to_string()),
+        Some(m) => Err(engine.causal_error(&Store::run_name(run), m).to_string()),
         None => Ok(()),
     }
 }

@@ -41,14 +41,16 @@ workflow counted(limit: Int @ Ping) {
 "#;
 
 /// As [`SOURCE`], but the second loop also asks whether Pong's counter was
-/// once exactly 10, as far as Ping knows: long before the person is asked,
-/// so only what the checkpoint kept of Ping's causal view remembers it.
+/// once exactly 10, as far as Ping knows, and whether Ping's own `k` has
+/// stayed positive since it was 10: long before the person is asked, so
+/// only what the checkpoint kept remembers it — the `once` also in the
+/// views the messages in flight carry, the `since` only in Ping's own.
 fn causal() -> String {
     let plain = "while k < limit * 2 @ Ping";
     assert!(SOURCE.contains(plain));
     SOURCE.replace(
         plain,
-        "while k < limit * 2 and once(at(Pong, n == 10)) and seen(Pong).n == k @ Ping",
+        "while k < limit * 2 and once(at(Pong, n == 10)) and since(k > 0, k == 10) and seen(Pong).n == k @ Ping",
     )
 }
 
@@ -294,4 +296,25 @@ fn a_causal_guard_resumed_from_a_checkpoint_decides_on_what_was_seen_before_it()
     // `verify` recomputes both loops' decisions from the recorded chart.
     let v = host.verify(run).unwrap().unwrap();
     assert_eq!(v.events as usize, expected[0].len() + expected[1].len());
+}
+
+#[test]
+fn a_pruned_causal_run_is_rechecked_from_the_checkpoint_its_history_starts_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, notices) = host(dir.path());
+    let limit = 3_000;
+    let settings = RunSettings {
+        history_keep: Some(2_000),
+        ..RunSettings::default()
+    };
+    let run = run_until_waiting(&causal(), &host, &notices, &settings, limit);
+    let (host, _) = self::host(dir.path());
+    assert_eq!(answer_and_resume(&host, run), 2 * limit);
+    let detail = host.store().run(run).unwrap();
+    assert!(detail.pruned > 0, "nothing was pruned");
+    // The second loop's decisions depend on n == 10, long pruned: the
+    // recheck starts from the views of the checkpoint the history starts
+    // at, and agrees with every decision after it.
+    let v = host.verify(run).unwrap().unwrap();
+    assert_eq!(v.from, detail.pruned);
 }

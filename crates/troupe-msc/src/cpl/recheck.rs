@@ -119,6 +119,42 @@ impl Recheck {
         }))
     }
 
+    /// The recomputation from a point of the run instead of its start (a
+    /// history that retention pruned starts at a checkpoint): the
+    /// lifelines' variables (by workflow variable), views and event counts
+    /// there, and the views of the messages then in flight, per channel
+    /// (sender, receiver, lane), oldest first. What came before was
+    /// decided by the same monitor as the run went; it is taken as given.
+    pub fn resume(
+        mut self,
+        env: Vec<Option<Value>>,
+        views: Vec<View>,
+        counts: Vec<u64>,
+        in_flight: Vec<((u32, u32, u32), Meta)>,
+    ) -> Result<Recheck, String> {
+        if env.len() != self.env.len() || counts.len() != self.counts.len() {
+            return Err("the checkpoint does not fit the workflow".into());
+        }
+        if views.len() != self.views.len()
+            || views
+                .iter()
+                .enumerate()
+                .any(|(i, v)| v.lifeline.0 as usize != i || !v.fits(&self.guards))
+        {
+            return Err("the checkpoint's causal views do not fit the workflow".into());
+        }
+        self.env = env;
+        self.views = views;
+        self.counts = counts;
+        for (key, meta) in in_flight {
+            match self.channels.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, q)) => q.push_back(meta),
+                None => self.channels.push((key, VecDeque::from([meta]))),
+            }
+        }
+        Ok(self)
+    }
+
     /// The causal decisions checked so far.
     pub fn decisions(&self) -> u64 {
         self.decisions

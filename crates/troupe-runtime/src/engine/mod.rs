@@ -411,6 +411,73 @@ impl Engine {
             .map(|r| r.map_err(|e| self.causal_error(run_id, e)))
     }
 
+    /// [`Engine::causal_recheck`] from `checkpoint` instead of the run's
+    /// start: for a history that retention pruned, which starts there.
+    pub fn causal_recheck_from(
+        &self,
+        run_id: &str,
+        inputs: &[Value],
+        checkpoint: &Checkpoint,
+    ) -> Option<Result<troupe_msc::cpl::Recheck, RunError>> {
+        let recheck = match self.causal_recheck(run_id, inputs)? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let wf = self.workflow();
+        let unfit = |message: String| RunError::NotMember {
+            run: run_id.to_owned(),
+            message,
+        };
+        // Each lifeline's variables are at their slots at their lifeline.
+        let mut env = vec![None; wf.vars.len()];
+        let mut slots = vec![0usize; wf.lifelines.len()];
+        for (i, var) in wf.vars.iter().enumerate() {
+            let l = var.lifeline.0 as usize;
+            env[i] = checkpoint
+                .lanes
+                .get(l)
+                .and_then(|lane| lane.values.get(slots[l]))
+                .cloned()
+                .flatten();
+            slots[l] += 1;
+        }
+        let Some(views) = checkpoint
+            .lanes
+            .iter()
+            .map(|lane| lane.view.clone())
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Some(Err(unfit(
+                "its retained history starts at a checkpoint without causal views".into(),
+            )));
+        };
+        let counts = views
+            .iter()
+            .map(|v| {
+                v.snapshot()
+                    .clock
+                    .get(v.lifeline.0 as usize)
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut in_flight = Vec::new();
+        for channel in &checkpoint.channels {
+            for m in &channel.messages {
+                let lane = match m {
+                    Queued::Data { stmt, .. } => self.inner.lanes.of(*stmt),
+                    Queued::Control { tag, .. } => {
+                        self.inner.tag_lane.get(tag).copied().unwrap_or(0)
+                    }
+                };
+                if let Some(meta) = m.meta() {
+                    in_flight.push(((channel.from.0, channel.to.0, lane), meta.clone()));
+                }
+            }
+        }
+        Some(recheck.resume(env, views, counts, in_flight).map_err(unfit))
+    }
+
     /// A recheck's finding, for people: the decision, its guard, and what
     /// the recorded chart says instead.
     pub fn causal_error(&self, run_id: &str, m: troupe_msc::cpl::Mismatch) -> RunError {
