@@ -144,12 +144,25 @@ struct Interp<'a> {
     n: Vec<i64>,
     lists: [&'a [i64]; 2],
     received: Vec<Vec<i64>>,
+    /// An `Int` left 64 bits: in the language that is an error, so the run
+    /// must fail rather than produce values (nested calls in loops double
+    /// the counters quickly).
+    overflowed: bool,
 }
 
 impl Interp<'_> {
+    /// `a + b`, noting an overflow (then 0: the run is not compared).
+    fn add(&mut self, a: i64, b: i64) -> i64 {
+        a.checked_add(b).unwrap_or_else(|| {
+            self.overflowed = true;
+            0
+        })
+    }
+
     fn step(&mut self, p: usize, q: usize, m: i64) -> i64 {
         self.received[q].push(m);
-        let m2 = m + m + 1;
+        let twice = self.add(m, m);
+        let m2 = self.add(twice, 1);
         self.received[p].push(m2);
         m2
     }
@@ -162,10 +175,10 @@ impl Interp<'_> {
                     self.received[*y].push(v);
                     self.n[*y] = v;
                 }
-                G::Add(x, k) => self.n[*x] += k,
+                G::Add(x, k) => self.n[*x] = self.add(self.n[*x], *k),
                 G::For(x, body) => {
                     for &v in self.lists[*x] {
-                        self.n[*x] += v;
+                        self.n[*x] = self.add(self.n[*x], v);
                         self.run(body);
                     }
                 }
@@ -180,7 +193,8 @@ impl Interp<'_> {
                     let m = self.n[*p];
                     let r = if *twice {
                         let a = self.step(*p, *q, m);
-                        self.step(*p, *q, a + 1)
+                        let a1 = self.add(a, 1);
+                        self.step(*p, *q, a1)
                     } else {
                         self.step(*p, *q, m)
                     };
@@ -271,8 +285,25 @@ fn random_workflows_with_for_and_call_run_as_their_global_meaning() {
             n: ns.clone(),
             lists: [&xs, &ys],
             received: vec![Vec::new(); lifelines],
+            overflowed: false,
         };
         oracle.run(&model);
+        if oracle.overflowed {
+            // The language makes integer overflow an error: so must the run.
+            let opts = SimOptions {
+                seed,
+                decisions: Decisions::Evaluate,
+                loop_bound: None,
+                max_steps: 1_000_000,
+            };
+            let run = simulate(&program, w, sem.projection(), &values, &opts);
+            assert!(
+                run.as_ref()
+                    .is_err_and(|e| e.to_string().contains("overflow")),
+                "an overflowing run did not fail with an overflow (seed {seed}): {run:?}\n{src}"
+            );
+            continue;
+        }
 
         for k in 0..2u64 {
             let opts = SimOptions {
