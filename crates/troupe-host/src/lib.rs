@@ -25,6 +25,7 @@
 
 mod answer;
 mod backends;
+mod causal;
 pub mod chosen;
 mod compile;
 mod drive;
@@ -873,7 +874,8 @@ impl Host {
             .workflow(&compiled.workflow().name)
             .mock_unbound_externs(Arc::new(MockBackend::new()))
             .build()?;
-        let done = self.store.run(run)?.summary.status == RunStatus::Done;
+        let detail = self.store.run(run)?;
+        let done = detail.summary.status == RunStatus::Done;
         let mut calls = plans::PlannerCalls::new(&compiled.program, compiled.workflow());
         let placed = !self.store.parts(run)?.is_empty();
         let outer = if placed {
@@ -881,11 +883,12 @@ impl Host {
         } else {
             verify_recorded(&self.store, run, &engine, !done, calls.as_mut())
         };
-        let mut verified =
-            match outer.and_then(|v| verify_causal(&self.store, run, &engine).map(|()| v)) {
-                Ok(v) => v,
-                Err(e) => return Ok(Err(e)),
-            };
+        let mut verified = match outer
+            .and_then(|v| causal::verify(&self.store, &detail, &engine, placed).map(|()| v))
+        {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
         verified.plans = match plans::verify(
             &self.store,
             run,
@@ -1113,77 +1116,6 @@ fn verify_recorded(
         versions: 1,
         plans: 0,
     })
-}
-
-/// Recomputes each decision of a causal guard from the recorded chart,
-/// streaming the events from the store (see [`Engine::causal_recheck`]:
-/// memory bounded by the workflow and the messages in flight), from the
-/// run's inputs — or, for a history that retention pruned, from the
-/// checkpoint it starts at (the decisions before were taken by the same
-/// monitor as the run went). A placed run's parts recorded their lifelines
-/// apart: its events are put in an order first.
-fn verify_causal(store: &Store, run: i64, engine: &Engine) -> Result<(), String> {
-    if !engine.has_causal_guards() {
-        return Ok(());
-    }
-    let detail = store.run(run).map_err(|e| e.to_string())?;
-    let name = Store::run_name(run);
-    if detail.pruned > 0 {
-        let Some((checkpoint, chunk)) = store.history_start(run).map_err(|e| e.to_string())? else {
-            return Err(format!(
-                "{name}: its retained history starts at no checkpoint"
-            ));
-        };
-        let Some(recheck) = engine.causal_recheck_from(&name, &detail.input_values, &checkpoint)
-        else {
-            return Ok(());
-        };
-        let recheck = recheck.map_err(|e| e.to_string())?;
-        return stream_recheck(store, run, chunk, engine, recheck);
-    }
-    if !store.parts(run).map_err(|e| e.to_string())?.is_empty() {
-        let mut exec = troupe_msc::Execution::new(engine.workflow().lifelines.len());
-        store
-            .for_each_event_from(run, 0, |l, e| {
-                if let Some(word) = exec.words.get_mut(l.0 as usize) {
-                    word.push(e.clone());
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        return engine
-            .verify_causal(&name, &exec, &detail.input_values)
-            .map(|_| ())
-            .map_err(|e| e.to_string());
-    }
-    let Some(recheck) = engine.causal_recheck(&name, &detail.input_values) else {
-        return Ok(());
-    };
-    let recheck = recheck.map_err(|e| e.to_string())?;
-    stream_recheck(store, run, 0, engine, recheck)
-}
-
-/// Feeds `recheck` the run's recorded events from chunk `chunk` on.
-fn stream_recheck(
-    store: &Store,
-    run: i64,
-    chunk: i64,
-    engine: &Engine,
-    mut recheck: troupe_msc::cpl::Recheck,
-) -> Result<(), String> {
-    let mut first = None;
-    store
-        .for_each_event_from(run, chunk, |l, e| {
-            if first.is_none()
-                && let Err(m) = recheck.event(l, e)
-            {
-                first = Some(m);
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    match first {
-        Some(m) => Err(engine.causal_error(&Store::run_name(run), m).to_string()),
-        None => Ok(()),
-    }
 }
 
 /// [`verify_recorded`] for a placed run: its parts recorded their
