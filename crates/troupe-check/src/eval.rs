@@ -209,7 +209,11 @@ fn eval_at<E: Env + ?Sized>(
     }
 }
 
-fn binary(op: BinaryOp, a: &Value, b: &Value, types: &TypeTable) -> Result<Value, String> {
+/// A binary operator other than the short-circuiting `and` and `or` applied
+/// to two values, as [`eval`] applies it (an error message for an overflow
+/// or operands it cannot combine): for evaluators that hold the operands by
+/// reference, such as the causal monitor's atoms.
+pub fn binary(op: BinaryOp, a: &Value, b: &Value, types: &TypeTable) -> Result<Value, String> {
     use Value::{Float, Int, Text};
     let overflow = || format!("integer overflow in `{}`", op.symbol());
     Ok(match op {
@@ -255,7 +259,23 @@ fn binary(op: BinaryOp, a: &Value, b: &Value, types: &TypeTable) -> Result<Value
             (Int(x), Int(y)) => Int(x.checked_rem(*y).ok_or_else(overflow)?),
             _ => Float(num(a)? % num(b)?),
         },
-        BinaryOp::And | BinaryOp::Or => unreachable!("short-circuited by the caller"),
+        // `eval` short-circuits these; with both operands at hand they are
+        // the plain Boolean operators.
+        BinaryOp::And | BinaryOp::Or => match (a, b) {
+            (Value::Bool(x), Value::Bool(y)) => Value::Bool(if op == BinaryOp::And {
+                *x && *y
+            } else {
+                *x || *y
+            }),
+            _ => {
+                return Err(format!(
+                    "`{}` of {} and {}",
+                    op.symbol(),
+                    display(a, types),
+                    display(b, types)
+                ));
+            }
+        },
     })
 }
 

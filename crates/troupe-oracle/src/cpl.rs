@@ -697,12 +697,18 @@ impl Gen {
         if self.rng.chance(1, 8) {
             return format!("x{owner} > {}", self.k());
         }
-        let depth = self.rng.range(1, 3);
+        let depth = self.rng.range(1, 4);
         self.formula(Place::Owner(owner), depth, bound)
     }
 
     fn formula(&mut self, place: Place, depth: usize, bound: &[bool]) -> String {
         if depth == 0 {
+            // `on` at the leaves too, so that `once(on(L))` and `at(L,
+            // once(on(L)))` occur: a lifeline whose flags its own events
+            // raise.
+            if self.rng.chance(1, 8) {
+                return format!("on(L{})", self.rng.below(self.n));
+            }
             return self.atom(place, bound);
         }
         let past = match place {

@@ -48,7 +48,7 @@ pub(crate) fn encode_queued(out: &mut Vec<u8>, m: &Queued) {
         }
     }
     if let Some(meta) = m.meta() {
-        encode_meta(out, &meta.clock, &meta.at, &meta.once, &meta.seen);
+        encode_meta(out, &meta.clock(), meta.at(), meta.once(), meta.seen());
     }
 }
 

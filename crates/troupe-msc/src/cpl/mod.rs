@@ -32,6 +32,7 @@
 //! false, in the monitor and in [`denote`] alike.
 
 pub mod denote;
+mod fast;
 mod meta;
 pub mod recheck;
 
@@ -90,6 +91,16 @@ pub struct Guards {
     once_slots: Vec<NodeId>,
     /// Per `seen` slot: whose variable.
     seen_slots: Vec<(LifelineId, VarId)>,
+    /// Per atom of the common shape `a op b` over variables, literals and
+    /// `seen` terms, that shape ([`fast::Comparison`]), evaluated on
+    /// references instead of by the expression interpreter.
+    fast: Vec<Option<fast::Comparison>>,
+    /// Per lifeline whose every-event nodes change only when one of these
+    /// variables is bound or a receive changes its knowledge (no `prev`,
+    /// `since` or `once` there, no atom reading a `seen` value), those variables with
+    /// its own `seen` ones: an event that binds none of them and merges
+    /// nothing new only counts ([`View::step`]).
+    quiet: Vec<Option<Vec<VarId>>>,
 }
 
 impl Guards {
@@ -108,6 +119,8 @@ impl Guards {
             at_slots: Vec::new(),
             once_slots: Vec::new(),
             seen_slots: Vec::new(),
+            fast: Vec::new(),
+            quiet: Vec::new(),
         };
         for stmt in workflow.stmts_by_id().into_iter().flatten() {
             let (StmtKind::If { owner, guard, .. } | StmtKind::While { owner, guard, .. }) =
@@ -136,6 +149,27 @@ impl Guards {
                 }
             }
         }
+        g.quiet = (0..n)
+            .map(|l| {
+                let mut vars: Vec<VarId> = g
+                    .seen_slots
+                    .iter()
+                    .filter(|(b, _)| b.0 as usize == l)
+                    .map(|(_, v)| *v)
+                    .collect();
+                for &node in &g.at_lifeline[l] {
+                    match &g.nodes[node as usize] {
+                        // `prev` and `since` read the previous event; `once`
+                        // reads the flags as they were before this event,
+                        // which the previous one may have raised.
+                        Node::Prev(_) | Node::Since(..) | Node::Once(..) => return None,
+                        Node::Atom(_) => vars.extend(g.reads[node as usize].as_ref()?),
+                        _ => {}
+                    }
+                }
+                Some(vars)
+            })
+            .collect();
         // At a decision: the owner's every-event nodes and the guard's
         // decision-only ones, in index order (children first).
         let owners: Vec<usize> = workflow
@@ -200,6 +234,10 @@ impl Guards {
         let always = always || matches!(node, Node::Since(..));
         self.reads.push(match &node {
             Node::Atom(e) => atom_reads(e),
+            _ => None,
+        });
+        self.fast.push(match &node {
+            Node::Atom(e) => fast::Comparison::of(e, &self.seen_slots),
             _ => None,
         });
         self.nodes.push(node);
@@ -267,6 +305,7 @@ impl Guards {
             count: 0,
             current: vec![false; self.nodes.len()],
             next: vec![false; self.nodes.len()],
+            merged: false,
         }
     }
 }
@@ -300,14 +339,15 @@ pub struct Knowledge {
 
 /// What one lifeline has causally seen: its monitor's state, kept in
 /// checkpoints. Its [`Knowledge`] is shared with the messages it sends
-/// until it changes (copy on write): a message costs a copy only when its
-/// sender moves on before the message is received, and an event writes to
-/// it only when what it publishes changes — its own count is written at
-/// its next send.
+/// until it changes (copy on write): a message costs a copy only when what
+/// its sender publishes changes before the message is received, and an
+/// event writes to it only when what it publishes changes — its own count
+/// travels beside it.
 #[derive(Debug, Clone)]
 pub struct View {
     pub lifeline: LifelineId,
-    /// Its own entry of the clock is `count` as of the last send.
+    /// Its own entry of the clock is stale: `count` is the truth (a
+    /// message carries it beside the knowledge, see [`View::meta`]).
     known: Arc<Knowledge>,
     /// Its events so far.
     count: u64,
@@ -316,10 +356,12 @@ pub struct View {
     /// Scratch for the next event's values; equal to `current` between
     /// events.
     next: Vec<bool>,
+    /// A receive changed its knowledge since its last evaluation.
+    merged: bool,
 }
 
-/// Two views are equal when they know the same (the own count is written
-/// to the shared knowledge lazily).
+/// Two views are equal when they know the same (the own count is kept
+/// beside the shared knowledge, whose own entry is stale).
 impl PartialEq for View {
     fn eq(&self, other: &View) -> bool {
         self.lifeline == other.lifeline
@@ -374,14 +416,11 @@ impl View {
     /// Merges what the sender of a received message had seen: before the
     /// receive's own [`View::step`].
     pub fn receive(&mut self, guards: &Guards, meta: &Meta) {
-        let theirs: &Knowledge = meta;
-        if Arc::ptr_eq(&self.known, &meta.0) {
-            return;
-        }
+        let theirs: &Knowledge = &meta.known;
         let n = self.known.clock.len().min(theirs.clock.len());
         // No one knows more of this lifeline's events than it does.
         let me = self.lifeline.0 as usize;
-        let newer = (0..n).any(|b| b != me && theirs.clock[b] > self.known.clock[b]);
+        let newer = (0..n).any(|b| b != me && meta.clock_at(b) > self.known.clock[b]);
         let more_once = self
             .known
             .once
@@ -391,10 +430,12 @@ impl View {
         if !newer && !more_once {
             return;
         }
+        self.merged = true;
         let k = Arc::make_mut(&mut self.known);
         for b in 0..n {
-            if b != me && theirs.clock[b] > k.clock[b] {
-                k.clock[b] = theirs.clock[b];
+            let theirs_b = meta.clock_at(b);
+            if b != me && theirs_b > k.clock[b] {
+                k.clock[b] = theirs_b;
                 for (slot, (l, _)) in guards.at_slots.iter().enumerate() {
                     if l.0 as usize == b
                         && let (Some(mine), Some(t)) = (k.at.get_mut(slot), theirs.at.get(slot))
@@ -430,6 +471,17 @@ impl View {
         bound: &dyn Fn(VarId) -> bool,
     ) {
         let me = self.lifeline.0 as usize;
+        // Nothing it evaluates or publishes can change: the event only
+        // counts.
+        if self.count > 0
+            && !self.merged
+            && guards.quiet[me]
+                .as_ref()
+                .is_some_and(|vars| !vars.iter().any(|v| bound(*v)))
+        {
+            self.count += 1;
+            return;
+        }
         self.evaluate(guards, &guards.at_lifeline[me], env, types, bound);
     }
 
@@ -461,6 +513,9 @@ impl View {
                 {
                     self.current[i]
                 }
+                Node::Atom(_) if guards.fast[i].is_some() => guards.fast[i]
+                    .as_ref()
+                    .is_some_and(|c| c.holds(env, self.lifeline, known, types)),
                 Node::Atom(e) => {
                     let atom_env = AtomEnv {
                         env,
@@ -494,6 +549,7 @@ impl View {
         // knowledge (shared with messages in flight) is written only where
         // it changes.
         self.count += 1;
+        self.merged = false;
         for (slot, &(l, node)) in guards.at_slots.iter().enumerate() {
             if l == self.lifeline && self.known.at[slot] != next[node as usize] {
                 Arc::make_mut(&mut self.known).at[slot] = next[node as usize];
@@ -543,13 +599,10 @@ impl View {
     }
 
     /// What a message sent at this lifeline's latest event carries: its
-    /// knowledge, its own count written now, shared until it changes.
-    pub fn meta(&mut self) -> Meta {
-        let me = self.lifeline.0 as usize;
-        if self.known.clock.get(me).is_some_and(|c| *c != self.count) {
-            Arc::make_mut(&mut self.known).clock[me] = self.count;
-        }
-        Meta(self.known.clone())
+    /// knowledge, shared until it changes, and its own count beside it (so
+    /// that two sends in a row share one copy).
+    pub fn meta(&self) -> Meta {
+        Meta::shared(self.known.clone(), self.lifeline, self.count)
     }
 
     /// A view from its parts (a decoded checkpoint's); check it with
@@ -563,6 +616,8 @@ impl View {
             // decoded view equals the one encoded.
             next: current.clone(),
             current,
+            // What it knows may not have been evaluated yet.
+            merged: true,
         }
     }
 

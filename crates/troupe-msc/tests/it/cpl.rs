@@ -223,3 +223,46 @@ fn causal_guards_decide_as_the_logic_says_under_random_schedules() {
         }
     }
 }
+
+/// The monitor's shortcut for an event that can change nothing it
+/// evaluates (no binding it reads, nothing new merged: the event only
+/// counts) must not skip a `once` whose flag the lifeline's own previous
+/// event raised: B's `once(on(B))` is false at its first event (the strict
+/// past) and true at its second, a send that binds and merges nothing, so
+/// A, receiving that send, sees it true at B. Hand-made: the random
+/// guards nest `once(on(..))` under `at` too rarely to find it.
+#[test]
+fn a_flag_raised_by_a_lifelines_own_event_is_seen_at_its_next() {
+    let src = r#"
+workflow main() {
+  lifelines A, B
+  act B: x = 1
+  msg B(x) -> A(y)
+  if at(B, once(on(B))) @ A {
+    act A: z = 1
+  } else {
+    act A: z = 2
+  }
+  return z @ A
+}
+"#;
+    let (program, diagnostics) = troupe_check::check_text(src);
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:#?}"));
+    let w = program.workflow("main").unwrap();
+    let sem = Semantics::new(&program, w).unwrap();
+    let lanes = &sem.projection().lanes;
+    let lane = |s: StmtId| lanes.of(s);
+    let opts = SimOptions {
+        seed: 1,
+        decisions: Decisions::Evaluate,
+        loop_bound: None,
+        max_steps: 1_000,
+    };
+    let run = simulate(&program, w, sem.projection(), &[], &opts).unwrap();
+    let reference = guard_values(w, &program.types, &run.execution, &[], &lane).unwrap();
+    assert_eq!(reference.len(), 1);
+    let r = &reference[0];
+    // At B's second event (the send) `once(on(B))` holds.
+    assert!(r.value, "the reference says false: {r:?}");
+    assert_eq!(r.recorded, r.value, "the monitor decided {}", r.recorded);
+}

@@ -47,7 +47,7 @@ impl RunState {
         stats.messages += 1;
         stats.bytes += bytes;
         stats.largest = stats.largest.max(bytes);
-        stats.seen_values = stats.seen_values.max(meta.seen.len() as u64);
+        stats.seen_values = stats.seen_values.max(meta.seen().len() as u64);
         Some(meta)
     }
 
