@@ -155,6 +155,20 @@ fn acknowledge(task: &str, input: &AnswerInput) -> Result<serde_json::Value, Hos
     })
 }
 
+/// Scripted answers from a JSON object keyed by `Lifeline.action` or
+/// `action` (a list answers successive tasks).
+pub fn scripted_answers(
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, HostError> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(HostError::Input(
+            "answers: expected a JSON object keyed by `Lifeline.action` or `action`".into(),
+        )),
+        Err(e) => Err(HostError::Input(format!("answers are not JSON: {e}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,15 @@
 //! (listed, linted and verified under their published contracts before the
 //! run starts) and people, assembled into an engine.
 
-use super::*;
+use crate::{
+    Compiled, HostConfig, HostError, Notice, ProjectConfig, RunSettings, externs, policy, project,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use troupe_check::Value;
+use troupe_check::ir::{ActionKind, Program};
+use troupe_llm::{BoxFuture, LlmBackend, LlmConfig, MockBackend, Router, parse_override};
+use troupe_runtime::{Engine, EngineBuilder, HumanInbox, ToolHost};
 
 /// The tools of a run: a host, and what to do when the run ends.
 pub struct ToolSession {

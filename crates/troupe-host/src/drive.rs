@@ -1,7 +1,12 @@
 //! Driving a claimed run: its engine, journal, lease renewal, pause and
 //! interrupt, from its first step or its last checkpoint to how it ended.
 
-use super::*;
+use crate::keeper::Stop;
+use crate::start::recorded_settings;
+use crate::{DEFAULT_GRACE, Finished, Host, HostError, Notice, Overrides, RunEnd};
+use std::sync::Arc;
+use troupe_runtime::{HumanTask, RunError, RunOptions};
+use troupe_store::{RunStatus, Store, StoreChannels, StoreInbox};
 
 impl Host {
     /// Runs `run` (whose lease this process holds) to its end: with its

@@ -14,13 +14,19 @@
 //! ([`Store::renew_all`]), so that neither busy runtime threads nor a
 //! queue of queries delays it.
 
-use crate::Stop;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use troupe_store::{StopReason, Store, WeakStore};
+
+/// Why a drive must stop: a cancellation asked for (its reason), or its
+/// lease lost.
+pub(crate) enum Stop {
+    Cancel(String),
+    Lost,
+}
 
 /// A run driven whole `(run, None)`, or one of its parts `(run, Some(p))`.
 type Key = (i64, Option<u32>);
@@ -251,5 +257,99 @@ impl Drop for Unwatch {
         if last {
             drop(self.keeper.tick.lock());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Compiled, Host, HostConfig, NoTools, Overrides, RunEnd, RunSettings, StartPolicy};
+    use troupe_check::Value;
+    use troupe_store::{Claim, RunStatus};
+
+    /// One keeper holds the leases of every run a host drives (one renewal
+    /// for all of them), and stops only the run that must stop: a
+    /// cancelled one is cancelled, one whose lease another owner took
+    /// stops writing, and the rest run on under their leases.
+    #[test]
+    fn one_keeper_renews_every_run_and_stops_only_those_that_must_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.db"), troupe_store::Durability::Normal).unwrap();
+        let mut config = HostConfig::new(dir.path().to_owned());
+        let lease = Duration::from_millis(1500);
+        config.lease = lease;
+        let host = Host::new(store.clone(), config, Arc::new(NoTools));
+        let source = "human ok(n: Int) -> Bool { ask: \"ok {n}?\" }\n\
+                      workflow w(n: Int @ A) {\n  lifelines A\n  act A: r = ok(n)\n  return r @ A\n}\n";
+        let compiled = Compiled::from_source(source.into(), "w.troupe", dir.path(), None).unwrap();
+        let runs: Vec<i64> = (0..3)
+            .map(|n| {
+                host.start(
+                    &compiled,
+                    vec![Value::Int(n)],
+                    &RunSettings::default(),
+                    StartPolicy::New,
+                )
+                .unwrap()
+                .run
+            })
+            .collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let overrides = Overrides::default();
+        let me = host.config().owner.clone();
+        let ends = rt.block_on(async {
+            let control = async {
+                // Past two leases, each still held by this host.
+                tokio::time::sleep(lease * 2 + lease / 2).await;
+                for &run in &runs {
+                    let summary = store.run(run).unwrap().summary;
+                    assert_eq!(summary.owner.as_deref(), Some(me.as_str()), "{run}");
+                }
+                assert!(host.renewals() >= 3, "{}", host.renewals());
+                assert!(!store.request_cancel(runs[0], "enough").unwrap());
+                store.release(runs[1], &me).unwrap();
+                assert_eq!(
+                    store.claim(runs[1], "thief", lease * 40).unwrap(),
+                    Claim::Claimed
+                );
+                // The third runs on; then it is cancelled too.
+                tokio::time::sleep(lease).await;
+                assert!(host.is_driving(runs[2], None));
+                assert!(!store.request_cancel(runs[2], "done with it").unwrap());
+            };
+            // Bounded, so that a run never stopped fails the test rather
+            // than hang it.
+            let (a, b, c, ()) = tokio::time::timeout(Duration::from_secs(60), async {
+                tokio::join!(
+                    host.drive(runs[0], &overrides, None),
+                    host.drive(runs[1], &overrides, None),
+                    host.drive(runs[2], &overrides, None),
+                    control,
+                )
+            })
+            .await
+            .expect("every run stopped");
+            [a, b, c].map(|r| r.unwrap().end)
+        });
+        assert!(
+            matches!(&ends[0], RunEnd::Cancelled { reason } if reason == "enough"),
+            "{:?}",
+            ends[0]
+        );
+        assert!(matches!(ends[1], RunEnd::LeaseLost), "{:?}", ends[1]);
+        assert!(matches!(ends[2], RunEnd::Cancelled { .. }), "{:?}", ends[2]);
+        let owner = |run| store.run(run).unwrap().summary.owner;
+        assert_eq!(
+            owner(runs[1]).as_deref(),
+            Some("thief"),
+            "the thief's lease stays"
+        );
+        assert_eq!(
+            store.run(runs[0]).unwrap().summary.status,
+            RunStatus::Cancelled
+        );
     }
 }

@@ -324,7 +324,7 @@ impl Host {
             return Err(HostError::UnboundExterns { names: unbound });
         }
         self.backends().check_models(&settings)?;
-        let new = crate::new_run(&compiled, inputs, &settings, None)?;
+        let new = crate::start::new_run(&compiled, inputs, &settings, None)?;
         Ok(self.store().start_tick(&s.name, tick, &new)?)
     }
 

@@ -49,11 +49,16 @@ mod builder;
 mod causal;
 mod channels;
 mod checkpoint;
+mod inputs;
 mod perform;
 mod planner;
+mod record;
+mod scheduler;
 mod step;
+mod verify;
 pub use builder::EngineBuilder;
 use builder::{Projected, collect_spans, projected};
+pub use inputs::parse_inputs;
 use perform::render;
 pub use planner::{PlanVerifier, plan_key, plan_run_key, render_for_model};
 
@@ -246,16 +251,6 @@ impl Engine {
         self.inner.llm.describe()
     }
 
-    /// Reads inputs given as `name=value` texts (parsed by declared type)
-    /// and/or a JSON object; every declared input must be given exactly once.
-    pub fn parse_inputs(
-        &self,
-        pairs: &[(String, String)],
-        json: Option<&serde_json::Value>,
-    ) -> Result<Vec<Value>, RunError> {
-        parse_inputs(self.workflow(), self.types(), pairs, json)
-    }
-
     /// Runs the workflow once with `inputs` (in declaration order).
     pub async fn run(
         &self,
@@ -340,83 +335,6 @@ impl Engine {
             }
         }
         outcome
-    }
-
-    /// Checks that a trace is a run of the workflow (⟦P⟧), in control mode:
-    /// the owners' decisions are checked with the branches the lifelines
-    /// took, so a run whose lifelines took another branch than their owner
-    /// decided is rejected even when its erasure (without decisions) would
-    /// be a run of the chart.
-    pub fn verify(&self, run_id: &str, trace: &Trace) -> Result<(), RunError> {
-        self.verify_with(run_id, trace, false)
-    }
-
-    /// [`Engine::verify`]; with `prefix`, an unfinished run is accepted when
-    /// it is a prefix of a run. The trace is checked by the online monitor,
-    /// event by event in its order: linear time, memory bounded by the
-    /// workflow and the messages in flight.
-    pub fn verify_with(&self, run_id: &str, trace: &Trace, prefix: bool) -> Result<(), RunError> {
-        let mut monitor = self.monitor();
-        let not_member = |e: Box<troupe_msc::NotMember>| RunError::NotMember {
-            run: run_id.to_owned(),
-            message: e.to_string(),
-        };
-        for e in &trace.entries {
-            monitor.event(e.lifeline, &e.event).map_err(not_member)?;
-        }
-        monitor.finish(prefix).map_err(not_member)
-    }
-
-    /// Checks an execution whose lifelines were recorded apart (the parts
-    /// of a placed run, each in its own process): its local words are put
-    /// in an order in which they could have happened (every receive after
-    /// its send, per channel and `par` lane), which the online monitor then
-    /// checks. An execution with no such order is not a run.
-    pub fn verify_execution(
-        &self,
-        run_id: &str,
-        exec: &troupe_msc::Execution,
-        prefix: bool,
-    ) -> Result<(), RunError> {
-        let lanes = &self.inner.lanes;
-        let Some(events) = exec.linearize_lanes(&|s| lanes.of(s)) else {
-            return Err(RunError::NotMember {
-                run: run_id.to_owned(),
-                message:
-                    "its lifelines' events fit no order: a message is received that was never sent"
-                        .into(),
-            });
-        };
-        let trace = Trace::from_events(0, events);
-        self.verify_with(run_id, &trace, prefix)
-    }
-
-    /// A fresh online monitor of this engine's workflow (its plans are
-    /// shared, made once when the engine was built).
-    pub fn monitor(&self) -> troupe_msc::Monitor {
-        self.inner.monitor.fresh()
-    }
-
-    /// Checks a trace with the offline membership of the reference
-    /// semantics (control mode): the monitor's oracle in tests.
-    pub fn verify_offline(&self, run_id: &str, trace: &Trace) -> Result<(), RunError> {
-        let semantics = self.inner.semantics.get_or_init(|| {
-            Semantics::new(&self.inner.program, self.workflow()).map_err(|e| e.to_string())
-        });
-        let semantics = semantics.as_ref().map_err(|e| RunError::Setup(e.clone()))?;
-        let exec = trace.execution(self.workflow().lifelines.len());
-        semantics
-            .check(
-                &exec,
-                &MemberOptions {
-                    control: true,
-                    prefix: false,
-                },
-            )
-            .map_err(|e| RunError::NotMember {
-                run: run_id.to_owned(),
-                message: e.to_string(),
-            })
     }
 }
 
@@ -715,232 +633,9 @@ impl RunState {
         &self.engine.program.workflows[self.engine.workflow]
     }
 
-    /// Stops a run in which only people's tasks are in flight: a
-    /// checkpoint of it as it waits (every task is at an action, so the
-    /// resumed run asks the same tasks again under the same keys, and
-    /// finds their answers), its records made durable.
-    async fn park(&mut self) -> RunError {
-        let run = self.options.run_id.clone();
-        if self.next_checkpoint != u64::MAX {
-            self.checkpoint();
-        }
-        if let Some(journal) = self.journal()
-            && let Err(message) = journal.flush().await
-        {
-            return RunError::Journal { run, message };
-        }
-        RunError::Parked { run }
-    }
-
-    /// Stops an interrupted run (see [`crate::Interrupt`]): the effects and
-    /// tool calls in flight get the grace to finish (their futures record
-    /// their results), the rest is dropped, the records made durable.
-    async fn interrupted(&mut self) -> RunError {
-        let run = self.options.run_id.clone();
-        let grace = self
-            .options
-            .interrupt
-            .as_ref()
-            .map_or(std::time::Duration::ZERO, |i| i.grace());
-        let deadline = tokio::time::Instant::now() + grace;
-        while !self.effects.is_empty() {
-            match tokio::time::timeout_at(deadline, self.pending.next()).await {
-                Ok(Some((task, _))) => {
-                    self.effects.remove(&task);
-                }
-                Ok(None) | Err(_) => break,
-            }
-        }
-        // Whatever is still in flight is abandoned here, before the flush:
-        // a model call's answer is not recorded, a person's task stays open.
-        self.pending = FuturesUnordered::new();
-        if let Some(journal) = self.journal()
-            && let Err(message) = journal.flush().await
-        {
-            return RunError::Journal { run, message };
-        }
-        tracing::info!(run = %run, "interrupted at a step boundary");
-        RunError::Interrupted { run }
-    }
-
     /// Whether `lifeline` runs in this process (every one of a whole run).
     fn is_here(&self, lifeline: u32) -> bool {
         self.local.get(lifeline as usize) != Some(&false)
-    }
-
-    fn bind_inputs(&mut self, inputs: Vec<Value>) -> Result<(), RunError> {
-        let engine = self.engine.clone();
-        let wf = &engine.program.workflows[engine.workflow];
-        if inputs.len() != wf.inputs.len() {
-            return Err(RunError::Input {
-                name: "inputs".into(),
-                message: format!(
-                    "expected {} input(s), got {}",
-                    wf.inputs.len(),
-                    inputs.len()
-                ),
-            });
-        }
-        for (var, value) in wf.inputs.iter().zip(inputs) {
-            let v = wf.var(*var);
-            if !value.conforms(&v.ty, &engine.program.types) {
-                return Err(RunError::Input {
-                    name: v.name.clone(),
-                    message: format!("expected {}", engine.program.types.display(&v.ty)),
-                });
-            }
-            self.lanes[v.lifeline.0 as usize].env.set(*var, value);
-        }
-        Ok(())
-    }
-
-    async fn drive(mut self) -> Result<RunOutcome, RunError> {
-        let n = self.lanes.len();
-        let mut turns = 0u32;
-        let engine = self.engine.clone();
-        loop {
-            while let Some(lane) = self.pick() {
-                // Checked before each step: `lane`'s step is not started,
-                // and is the first the resumed run takes.
-                if self.options.interrupt.as_ref().is_some_and(|i| i.is_set()) {
-                    return Err(self.interrupted().await);
-                }
-                let stepped = self.step(&engine, lane);
-                self.send_events();
-                stepped?;
-                // A long computation must not hold its thread: every so
-                // often it lets tokio run other tasks (a transport, a
-                // lease renewal, other runs) if its budget is spent.
-                turns = turns.wrapping_add(1);
-                if turns.is_multiple_of(256) {
-                    tokio::task::consume_budget().await;
-                }
-            }
-            if self.done == n {
-                break;
-            }
-            if self.arrivals.is_empty() {
-                let next = match self.options.park_after {
-                    // Nothing can move but people, some not asked yet: wait
-                    // for their tasks to be recorded before the clock counts.
-                    Some(_)
-                        if !self.pending.is_empty()
-                            && self.pending.len() == self.with_people.len()
-                            && !self.with_people.values().all(crate::Asked::is_waiting) =>
-                    {
-                        let asked = self.asked.clone();
-                        tokio::select! {
-                            next = self.pending.next() => next,
-                            () = asked.notified() => continue,
-                            () = interrupt::triggered(self.options.interrupt.as_ref()) => {
-                                return Err(self.interrupted().await);
-                            }
-                        }
-                    }
-                    // Nothing can move but people, all asked: wait for them
-                    // so long.
-                    Some(after)
-                        if !self.pending.is_empty()
-                            && self.pending.len() == self.with_people.len() =>
-                    {
-                        tokio::select! {
-                            next = tokio::time::timeout(after, self.pending.next()) => match next {
-                                Ok(next) => next,
-                                Err(_) => return Err(self.park().await),
-                            },
-                            () = interrupt::triggered(self.options.interrupt.as_ref()) => {
-                                return Err(self.interrupted().await);
-                            }
-                        }
-                    }
-                    _ => tokio::select! {
-                        next = self.pending.next() => next,
-                        () = interrupt::triggered(self.options.interrupt.as_ref()) => {
-                            return Err(self.interrupted().await);
-                        }
-                    },
-                };
-                let Some((lane, result)) = next else {
-                    return Err(self.deadlock());
-                };
-                let completed = self.complete(lane, result);
-                self.send_events();
-                completed?;
-                continue;
-            }
-            // A part of a placed run also waits for other parts' messages.
-            tokio::select! {
-                Some((lane, result)) = self.pending.next(), if !self.pending.is_empty() => {
-                    let completed = self.complete(lane, result);
-                    self.send_events();
-                    completed?;
-                }
-                Some(arrival) = self.arrivals.next() => self.arrive(arrival)?,
-                () = interrupt::triggered(self.options.interrupt.as_ref()) => {
-                    return Err(self.interrupted().await);
-                }
-            }
-        }
-        let engine = self.engine.clone();
-        let wf = &engine.program.workflows[engine.workflow];
-        let results = wf
-            .results
-            .iter()
-            // A part of a placed run returns its own lifelines' results.
-            .filter(|var| self.local.get(wf.var(**var).lifeline.0 as usize) != Some(&false))
-            .map(|var| {
-                let v = wf.var(*var);
-                let value = self.lanes[v.lifeline.0 as usize]
-                    .env
-                    .lookup(*var)
-                    .cloned()
-                    .unwrap_or(Value::Bool(false));
-                (v.name.clone(), value)
-            })
-            .collect();
-        Ok(RunOutcome {
-            results,
-            trace: self.trace.map(|entries| Trace { entries }),
-            steps: self.steps,
-            unmade_calls: self.unmade.lock().map(|u| u.clone()).unwrap_or_default(),
-            metadata: self.metadata,
-        })
-    }
-
-    fn pick(&mut self) -> Option<u32> {
-        match self.options.schedule {
-            Schedule::RunToBlock => self.ready.pop_front(),
-            Schedule::Random(_) => {
-                if self.ready.is_empty() {
-                    return None;
-                }
-                self.rng ^= self.rng << 13;
-                self.rng ^= self.rng >> 7;
-                self.rng ^= self.rng << 17;
-                let i = (self.rng % self.ready.len() as u64) as usize;
-                self.ready.swap_remove_back(i)
-            }
-        }
-    }
-
-    fn deadlock(&self) -> RunError {
-        let wf = self.workflow();
-        let waiting: Vec<String> = self
-            .tasks
-            .iter()
-            .filter_map(|t| match t.wait {
-                Wait::Recv(from, _) => Some(format!(
-                    "{} waits for {}",
-                    wf.lifelines[t.lane as usize].name, wf.lifelines[from as usize].name
-                )),
-                _ => None,
-            })
-            .collect();
-        RunError::Protocol {
-            run: self.options.run_id.clone(),
-            lifeline: "(all)".into(),
-            message: format!("deadlock: {}", waiting.join(", ")),
-        }
     }
 
     fn location(&self, lane: u32, stmt: StmtId, action: Option<ActionId>) -> Location {
@@ -963,74 +658,6 @@ impl RunState {
             at: self.location(lane, stmt, None),
             message: e.message,
         }
-    }
-
-    /// Whether events are wanted at all (a trace, or a journal that wants
-    /// them).
-    fn recording(&self) -> bool {
-        self.trace.is_some() || self.journaling
-    }
-
-    /// Hands the journal the events recorded since the last call.
-    fn send_events(&mut self) {
-        if self.unsent.is_empty() {
-            return;
-        }
-        if let Some(journal) = &self.options.journal {
-            journal.events(&self.unsent);
-        }
-        self.unsent.clear();
-    }
-
-    /// The run's journal, after the events recorded so far: every call to
-    /// the journal goes through here, so it sees events and records in the
-    /// order the run made them.
-    pub(super) fn journal(&mut self) -> Option<Arc<dyn RunJournal>> {
-        self.send_events();
-        self.options.journal.clone()
-    }
-
-    fn record(&mut self, lane: u32, event: Event) {
-        self.events += 1;
-        let l = &mut self.lanes[lane as usize];
-        if l.replay.pop_front().is_some() {
-            // Another part may hold the next recorded event.
-            for &t in &l.tasks {
-                let task = &mut self.tasks[t as usize];
-                if task.wait == Wait::Turn {
-                    task.wait = Wait::Ready;
-                    self.ready.push_back(t);
-                }
-            }
-        }
-        match (&mut self.trace, self.journaling) {
-            (Some(trace), journaling) => {
-                if journaling {
-                    self.unsent.push((LifelineId(lane), event.clone()));
-                }
-                trace.push(TraceEntry {
-                    time: self.clock,
-                    lifeline: LifelineId(lane),
-                    event,
-                });
-                self.clock += 1;
-            }
-            (None, true) => self.unsent.push((LifelineId(lane), event)),
-            (None, false) => {}
-        }
-        // A step that loops on one lifeline still hands events over often.
-        if self.unsent.len() >= 1024 {
-            self.send_events();
-        }
-    }
-
-    /// Whether `lane` may record an event of statement `stmt` now: not
-    /// while a resumed run replays another part's recorded event first.
-    fn my_turn(&self, lane: u32, stmt: StmtId) -> bool {
-        self.lanes[lane as usize]
-            .replay
-            .front()
-            .is_none_or(|&l| l == self.engine.lanes.of(stmt))
     }
 
     /// Starts a task at `pc` of `lane`'s program, a part of `parent`'s `par`.
@@ -1086,63 +713,4 @@ impl Inner {
             .copied()
             .unwrap_or(0)
     }
-}
-
-/// Reads the inputs of `wf` given as `name=value` texts (parsed by declared
-/// type) and/or a JSON object; every declared input must be given exactly
-/// once. Needs no engine: callers parse inputs before they record a run.
-pub fn parse_inputs(
-    wf: &Workflow,
-    types: &TypeTable,
-    pairs: &[(String, String)],
-    json: Option<&serde_json::Value>,
-) -> Result<Vec<Value>, RunError> {
-    let mut values: Vec<Option<Value>> = vec![None; wf.inputs.len()];
-    let index = |name: &str| wf.inputs.iter().position(|v| wf.var(*v).name == name);
-    let unknown = |name: &str| {
-        let names: Vec<_> = wf.inputs.iter().map(|v| wf.var(*v).name.as_str()).collect();
-        RunError::Input {
-            name: name.to_owned(),
-            message: format!("no such input; the inputs are {}", names.join(", ")),
-        }
-    };
-    if let Some(json) = json {
-        let obj = json.as_object().ok_or_else(|| RunError::Input {
-            name: "--input-json".into(),
-            message: "expected a JSON object".into(),
-        })?;
-        for (name, v) in obj {
-            let i = index(name).ok_or_else(|| unknown(name))?;
-            let ty = &wf.var(wf.inputs[i]).ty;
-            values[i] = Some(Value::from_json(v, ty, types).map_err(|m| RunError::Input {
-                name: name.clone(),
-                message: m,
-            })?);
-        }
-    }
-    for (name, text) in pairs {
-        let i = index(name).ok_or_else(|| unknown(name))?;
-        let ty = &wf.var(wf.inputs[i]).ty;
-        values[i] = Some(Value::parse(text, ty, types).map_err(|m| RunError::Input {
-            name: name.clone(),
-            message: m,
-        })?);
-    }
-    values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            v.ok_or_else(|| {
-                let var = wf.var(wf.inputs[i]);
-                RunError::Input {
-                    name: var.name.clone(),
-                    message: format!(
-                        "missing; give it with --input {}=… ({})",
-                        var.name,
-                        types.display(&var.ty)
-                    ),
-                }
-            })
-        })
-        .collect()
 }
