@@ -98,6 +98,11 @@ pub const MAX_EVAL_DEPTH: u32 = troupe_syntax::MAX_EXPR_DEPTH;
 
 /// Evaluates `e` in `env`.
 pub fn eval<E: Env + ?Sized>(e: &Expr, env: &E, types: &TypeTable) -> Result<Value, EvalError> {
+    // A variable or a literal, the usual message item, without the
+    // interpreter's frame.
+    if let Some(v) = in_place(e, env) {
+        return Ok(v.clone());
+    }
     eval_at(e, env, types, 0)
 }
 
@@ -161,9 +166,24 @@ fn eval_at<E: Env + ?Sized>(
             other => Err(fail(format!("`or` of {}", display(&other, types)))),
         },
         ExprKind::Binary(op, l, r) => {
-            let a = sub(l)?;
-            let b = sub(r)?;
-            binary(*op, &a, &b, types).map_err(fail)
+            // Variables and literals, the usual operands, are read where
+            // they lie rather than copied out by a recursive call.
+            let (a_owned, b_owned);
+            let a = match in_place(l, env) {
+                Some(v) => v,
+                None => {
+                    a_owned = sub(l)?;
+                    &a_owned
+                }
+            };
+            let b = match in_place(r, env) {
+                Some(v) => v,
+                None => {
+                    b_owned = sub(r)?;
+                    &b_owned
+                }
+            };
+            binary(*op, a, b, types).map_err(fail)
         }
         ExprKind::List(items) => {
             let values = items.iter().map(sub).collect::<Result<Vec<_>, _>>()?;
@@ -206,6 +226,15 @@ fn eval_at<E: Env + ?Sized>(
                 display(&i, types)
             ))),
         },
+    }
+}
+
+/// A literal's or a stored variable's value, borrowed (`None`: evaluate it).
+fn in_place<'a, E: Env + ?Sized>(e: &'a Expr, env: &'a E) -> Option<&'a Value> {
+    match &e.kind {
+        ExprKind::Lit(v) => Some(v),
+        ExprKind::Var(var) => env.get(*var),
+        _ => None,
     }
 }
 
