@@ -149,72 +149,91 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The commands an example's opening comment gives, as a user would type
+/// them from the repository's root: the comment's indented lines that start
+/// with `troupe `, a trailing `\` continuing a command on the next line.
+fn run_lines(source: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut current: Option<String> = None;
+    for line in source.lines() {
+        let Some(comment) = line.strip_prefix("//") else {
+            break;
+        };
+        let text = comment.trim();
+        let (text, continues) = match text.strip_suffix('\\') {
+            Some(t) => (t.trim_end(), true),
+            None => (text, false),
+        };
+        match current.as_mut() {
+            Some(command) => {
+                command.push(' ');
+                command.push_str(text);
+            }
+            // Indented: a command, not prose that names troupe.
+            None if comment.starts_with("  ") && text.starts_with("troupe ") => {
+                current = Some(text.to_owned());
+            }
+            None => continue,
+        }
+        if !continues {
+            commands.extend(current.take());
+        }
+    }
+    commands
+}
+
+/// Every example says how to run it, and runs exactly as its comment says:
+/// the mock model unless the line picks a scripted one, people's answers
+/// from the files it names. A run is verified online.
 #[test]
-fn every_example_runs_with_the_mock_model_and_verifies() {
-    let runs: &[&[&str]] = &[
-        &["run", "examples/counter.troupe", "-i", "limit=25"],
-        &[
-            "run",
-            "examples/consensus.troupe",
-            "-i",
-            "case=a refund request",
-        ],
-        &[
-            "run",
-            "examples/reviewed_execution.troupe",
-            "-i",
-            "task=plan an offsite",
-        ],
-        &[
-            "run",
-            "examples/planner.troupe",
-            "-i",
-            "question=why is the sky blue?",
-        ],
-        &[
-            "run",
-            "examples/local_approval.troupe",
-            "-i",
-            "request=a new laptop",
-            "--answers",
-            "examples/scripts/local_approval.answers.json",
-            "--mock-externs",
-        ],
-        &[
-            "run",
-            "examples/train_booking.troupe",
-            "-i",
-            "user_id=u1",
-            "-i",
-            "origin=Paris",
-            "-i",
-            "destination=Lyon",
-            "-i",
-            "date=2026-12-24",
-            "-i",
-            "class=economy",
-            "--answers",
-            "examples/scripts/train_booking.answers.json",
-        ],
-        &[
-            "run",
-            "examples/agent_booking.troupe",
-            "-i",
-            "request=Book u1 from Paris to Lyon",
-        ],
-    ];
-    for args in runs {
-        let out = troupe(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+fn every_example_runs_as_its_comment_says() {
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(workspace().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "troupe"))
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 10, "{examples:?}");
+    for example in examples {
+        let source = std::fs::read_to_string(&example).unwrap();
+        let commands = run_lines(&source);
         assert!(
-            stderr(&out).contains("verified: the run"),
-            "{args:?}: {}",
-            stderr(&out)
+            !commands.is_empty(),
+            "{} does not say how to run it (an indented `//   troupe …` line in its opening comment)",
+            example.display()
         );
-        assert!(stderr(&out).contains("using the mock model"), "{args:?}");
+        for command in commands {
+            let words = shlex::split(&command).unwrap_or_else(|| panic!("{command}"));
+            let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let out = troupe(&args);
+            assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr(&out));
+            if args[0] == "run" && args.contains(&"--json") {
+                let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{command}: {e}: {}", stdout(&out)));
+                assert_eq!(doc["verified"], true, "{command}: {doc}");
+            } else if args[0] == "run" {
+                assert!(
+                    stderr(&out).contains("verified: the run"),
+                    "{command}: {}",
+                    stderr(&out)
+                );
+            }
+            if args[0] == "run" && !command.contains("--llm") {
+                assert!(stderr(&out).contains("using the mock model"), "{command}");
+            }
+        }
     }
     let out = troupe(&["run", "examples/counter.troupe", "-i", "limit=25"]);
     assert_eq!(stdout(&out), "k = 25\n");
+}
+
+#[test]
+fn run_lines_are_read_from_the_opening_comment_only() {
+    let source = "// An example.\n// troupe starts it as a child process (prose).\n//\n//   troupe run x.troupe -i a=1 \\\n//     --trace\n//   troupe msc x.troupe\n\nworkflow w() {}\n//   troupe run not/this.troupe\n";
+    assert_eq!(
+        run_lines(source),
+        ["troupe run x.troupe -i a=1 --trace", "troupe msc x.troupe"]
+    );
 }
 
 /// `--no-verify` runs the same workflow to the same results (the engine
