@@ -545,6 +545,20 @@ impl WfWalker<'_> {
         }
     }
 
+    /// A lifeline named inside a causal form: an occurrence of the
+    /// workflow's lifeline, never a new one (the checker reports a name
+    /// that is none).
+    fn lifeline_use(&mut self, id: &ast::Ident) {
+        if let Some(sym) = self.ix.workflows[self.wf]
+            .lifelines
+            .iter()
+            .copied()
+            .find(|&s| self.ix.symbols[s].name == id.name)
+        {
+            self.ix.occ(id.span, sym);
+        }
+    }
+
     fn part(&mut self, lifeline: &str) -> &mut Participation {
         self.info()
             .participation
@@ -643,10 +657,22 @@ impl WfWalker<'_> {
     }
 
     /// Queues the names `e` reads at `lifeline` and records field uses.
+    /// Inside a causal form names belong to the lifeline the form says:
+    /// `at(B, φ)` reads φ at B, `seen(B).x` is B's `x`.
     fn reads(&mut self, lifeline: &str, e: &ast::Expr, stmt: Span) {
         let mut names = Vec::new();
         let mut fields = Vec::new();
+        let mut causal: Vec<ast::Cpl> = Vec::new();
+        let mut seen = Vec::new();
         walk_expr(e, &mut |e| match &e.kind {
+            ExprKind::Field(base, field)
+                if matches!(base.kind, ExprKind::Cpl(ast::Cpl::Seen(_))) =>
+            {
+                if let ExprKind::Cpl(ast::Cpl::Seen(b)) = &base.kind {
+                    seen.push((b.clone(), field.clone()));
+                }
+            }
+            ExprKind::Cpl(c) => causal.push(c.clone()),
             ExprKind::Name(id) => names.push(id.clone()),
             ExprKind::Str(s) => {
                 for part in &s.parts {
@@ -661,6 +687,25 @@ impl WfWalker<'_> {
         for (base, field) in fields {
             let bt = self.expr_ty(lifeline, &base);
             self.ix.field_use(&base, &field, bt.as_deref());
+        }
+        // (`B` itself is an occurrence of the lifeline: the walk visits
+        // the field's base, `seen(B)`, below.)
+        for (b, x) in seen {
+            self.pending.push((b.name.clone(), x, stmt));
+        }
+        for c in &causal {
+            match c {
+                ast::Cpl::At(b, x) => {
+                    self.lifeline_use(b);
+                    self.reads(&b.name, x, stmt);
+                }
+                ast::Cpl::Seen(b) | ast::Cpl::On(b) => self.lifeline_use(b),
+                ast::Cpl::Prev(_) | ast::Cpl::Since(..) | ast::Cpl::Once(_) => {
+                    for x in c.operands() {
+                        self.reads(lifeline, x, stmt);
+                    }
+                }
+            }
         }
         for id in names {
             if id.name == "_" {

@@ -390,3 +390,35 @@ fn hover_on_a_causal_form_says_what_it_means_and_whose_events_it_reads() {
     let at = nth(&text, "at(Ledger, frozen)", 0, "at(Ledger, f".len());
     assert!(a.hover(at).is_none_or(|(h, _)| !h.contains("**at")));
 }
+
+/// Names inside causal forms are the symbols of the lifeline the form
+/// says: `frozen` in `at(Ledger, frozen)` is Ledger's input, `ok` in
+/// `seen(Manager).ok` is the Manager's variable, and the lifelines they
+/// name are occurrences of the workflow's lifelines.
+#[test]
+fn definition_inside_a_causal_form_follows_the_lifeline_it_names() {
+    let text = example("causal_refund.troupe");
+    let a = analyse(&text);
+    assert!(a.program.is_some(), "{:?}", a.diagnostics);
+    let frozen = nth(&text, "not at(Ledger, frozen)", 0, "not at(Ledger, f".len());
+    let def = a.definition(frozen).unwrap();
+    assert_eq!(
+        def.start as usize,
+        nth(&text, "frozen: Bool @ Ledger", 0, 0),
+        "{}",
+        &text[def.range()]
+    );
+    let ok = nth(&text, "seen(Manager).ok", 0, "seen(Manager).".len());
+    let def = a.definition(ok).unwrap();
+    let bound = nth(&text, "act Manager: ok", 0, "act Manager: ".len());
+    assert_eq!(def.start as usize, bound, "{}", &text[def.range()]);
+    // The reads inside the guard are references of those variables.
+    let refs = a.references(bound, true);
+    assert!(
+        refs.iter().any(|s| s.start as usize == ok),
+        "seen(Manager).ok is not a reference of Manager's ok: {refs:?}"
+    );
+    let ledger = nth(&text, "not at(Ledger", 0, "not at(".len());
+    let def = a.definition(ledger).unwrap();
+    assert_eq!(&text[def.range()], "Ledger");
+}
