@@ -258,7 +258,7 @@ enum Command {
     ///   troupe contracts lint ../shared/data/mcp-tools/filesystem.json
     ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
     #[command(subcommand, verbatim_doc_comment)]
-    Contracts(troupe_contracts::cli::ContractsCommand),
+    Contracts(commands::contracts::ContractsCommand),
     /// Start a project: a starter workflow, a commented `troupe.toml` and a
     /// `.gitignore` for the local store.
     ///

@@ -5,6 +5,7 @@
 mod checkpoint;
 mod cli;
 mod contract_sources;
+mod contracts;
 mod deadlines;
 mod ergonomics;
 mod fleet;
