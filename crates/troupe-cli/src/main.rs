@@ -139,7 +139,7 @@ enum Command {
     ///   troupe mcp import "uvx mcp-server-time" --name time -o time.troupe
     ///   troupe mcp import ../shared/data/mcp-tools/filesystem.json --from-json
     #[command(subcommand, verbatim_doc_comment)]
-    Mcp(troupe_mcp::cli::McpCommand),
+    Mcp(commands::mcp::McpCommand),
     /// List the runs of a store (`--prune KEEP` deletes old ended runs).
     Runs(commands::inspect::RunsArgs),
     /// Show one run: its status, owner, settings, recorded steps, the tasks
