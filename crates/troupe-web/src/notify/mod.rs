@@ -39,7 +39,7 @@
 pub mod telegram;
 pub mod webhook;
 
-use crate::{ServeArgs, WebError};
+use crate::{NotifyOverrides, WebError};
 use serde::Deserialize;
 use std::io::Write as _;
 use std::path::Path;
@@ -143,8 +143,8 @@ impl NotifyConfig {
         })
     }
 
-    /// Applies `troupe serve`'s flags over the file's settings.
-    pub fn apply_flags(&mut self, args: &ServeArgs) -> Result<(), WebError> {
+    /// Applies settings given over the file's (`troupe serve`'s flags).
+    pub fn apply_overrides(&mut self, args: &NotifyOverrides) -> Result<(), WebError> {
         if let Some(u) = &args.public_url {
             self.public_url = Some(u.clone());
         }
