@@ -49,7 +49,9 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:7878";
 pub enum WebError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("no store at {0}; runs are recorded with `troupe run FILE --store {0}`")]
+    /// No store at this path: a server never creates one (the CLI says
+    /// how runs are recorded in one).
+    #[error("no store at {0}")]
     NoStore(String),
     #[error("cannot listen on {addr}: {message}")]
     Bind { addr: SocketAddr, message: String },
@@ -59,6 +61,17 @@ pub enum WebError {
     Config(String),
     #[error("notification store: {0}")]
     NotifyDb(String),
+    /// A Telegram chat was given over a configuration without a
+    /// `[notify.telegram]` section, and the bot token is not in the
+    /// environment variable `var`.
+    #[error("a Telegram chat needs the bot token in the environment variable {var}")]
+    NoBotToken { var: &'static str },
+    /// Telegram notifications with nobody allowed to answer (an empty
+    /// `[notify.telegram] allowed_users`, and none given over it).
+    #[error(
+        "Telegram notifications need at least one allowed user ([notify.telegram] allowed_users): nobody else may answer"
+    )]
+    NoTelegramUsers,
     #[error("{channel}: {message}")]
     Notify { channel: String, message: String },
 }

@@ -73,11 +73,32 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         }),
     };
     let stop = crate::signals::first_signal("the runs this server drives");
-    match troupe_web::run(options, Some(crate::signals::interrupt()), stop)? {
+    let ended =
+        troupe_web::run(options, Some(crate::signals::interrupt()), stop).map_err(with_flags)?;
+    match ended {
         troupe_web::Ended::Closed => Ok(ExitStatus::Success),
         troupe_web::Ended::Stopped => Ok(ExitStatus::Signalled(
             crate::signals::received().unwrap_or(15),
         )),
+    }
+}
+
+/// The library's error, with the flags that would have avoided it.
+fn with_flags(e: troupe_web::WebError) -> anyhow::Error {
+    use troupe_web::WebError;
+    match e {
+        WebError::NoStore(path) => {
+            anyhow::anyhow!(
+                "no store at {path}; runs are recorded with `troupe run FILE --store {path}`"
+            )
+        }
+        WebError::NoBotToken { var } => {
+            anyhow::anyhow!("--telegram-chat needs the bot token in the environment variable {var}")
+        }
+        WebError::NoTelegramUsers => anyhow::anyhow!(
+            "Telegram notifications need at least one allowed user (--telegram-allow USER_ID or [notify.telegram] allowed_users): nobody else may answer"
+        ),
+        e => e.into(),
     }
 }
 

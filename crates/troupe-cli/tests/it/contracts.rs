@@ -231,7 +231,8 @@ fn contracts_lint_exits_with_one_on_errors() {
     ]);
     assert_eq!(unknown.status.code(), Some(2), "{}", said(&unknown));
     assert!(
-        String::from_utf8_lossy(&unknown.stderr).contains("error: no lint rule `no-such-rule`"),
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("error: no lint rule `no-such-rule` (see `troupe contracts lint --help`)"),
         "{}",
         said(&unknown)
     );

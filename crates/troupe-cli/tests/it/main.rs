@@ -40,6 +40,7 @@ mod readonly;
 mod redaction;
 mod reminders;
 mod schedules;
+mod serve_errors;
 mod signals;
 mod snapshot_diff;
 mod store_address;

@@ -34,7 +34,11 @@ pub fn run(cmd: ContractsCommand) -> Result<ExitStatus> {
         Ok(status) => Ok(status),
         Err(e) => {
             out.flush()?;
-            crate::note!("error: {e}");
+            let hint = match e {
+                ContractsError::UnknownRule(_) => " (see `troupe contracts lint --help`)",
+                _ => "",
+            };
+            crate::note!("error: {e}{hint}");
             Ok(ExitStatus::Usage)
         }
     }
