@@ -132,14 +132,14 @@ enum Command {
     ///
     /// Access needs a token (printed at start unless given with --token);
     /// binds to 127.0.0.1:7878 unless told otherwise.
-    Serve(troupe_web::ServeArgs),
+    Serve(commands::serve::ServeArgs),
     /// MCP servers: import their tools as typed `tool` declarations.
     ///
     /// Examples:
     ///   troupe mcp import "uvx mcp-server-time" --name time -o time.troupe
     ///   troupe mcp import ../shared/data/mcp-tools/filesystem.json --from-json
     #[command(subcommand, verbatim_doc_comment)]
-    Mcp(troupe_mcp::cli::McpCommand),
+    Mcp(commands::mcp::McpCommand),
     /// List the runs of a store (`--prune KEEP` deletes old ended runs).
     Runs(commands::inspect::RunsArgs),
     /// Show one run: its status, owner, settings, recorded steps, the tasks
@@ -258,7 +258,7 @@ enum Command {
     ///   troupe contracts lint ../shared/data/mcp-tools/filesystem.json
     ///   troupe contracts bisim ../shared/data/sgd/dev/schema.json
     #[command(subcommand, verbatim_doc_comment)]
-    Contracts(troupe_contracts::cli::ContractsCommand),
+    Contracts(commands::contracts::ContractsCommand),
     /// Start a project: a starter workflow, a commented `troupe.toml` and a
     /// `.gitignore` for the local store.
     ///
@@ -349,20 +349,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args, cli.color),
         Command::Runs(args) => commands::inspect::runs(&args),
         Command::Mcp(cmd) => commands::mcp::run(cmd),
-        Command::Serve(args) => {
-            // SIGINT or SIGTERM: the runs the server drives stop at their
-            // step boundary and give their leases back; exit 130 or 143.
-            let stop = async {
-                signals::first_signal("the runs this server drives").await;
-                128 + signals::received().unwrap_or(15)
-            };
-            troupe_web::run(args, Some(signals::interrupt()), stop)
-                .map(|code| match code {
-                    0 => ExitStatus::Success,
-                    code => ExitStatus::Signalled(code - 128),
-                })
-                .map_err(anyhow::Error::from)
-        }
+        Command::Serve(args) => commands::serve::run(args),
         Command::Models(cmd) => commands::models::run(&cmd),
         Command::Project(args) => commands::project::project(&args, cli.color),
         Command::Msc(args) => commands::project::msc(&args, cli.color),

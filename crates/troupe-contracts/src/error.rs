@@ -50,7 +50,7 @@ pub enum ContractsError {
         source: std::io::Error,
     },
     /// A lint rule id that no rule has.
-    #[error("no lint rule `{0}` (see `troupe contracts lint --help`)")]
+    #[error("no lint rule `{0}`")]
     UnknownRule(String),
     /// A requested service does not exist in the schema.
     #[error("no service named `{0}` in the schema")]

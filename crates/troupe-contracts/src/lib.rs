@@ -15,13 +15,14 @@
 //! * [`lock`] — pins of tool definitions, so that a changed one is found;
 //! * [`resolve`] — one contract per tool from the sidecar, `_meta` and the
 //!   annotations, the strictest winning;
-//! * [`cli`] — the `troupe contracts` subcommands;
+//! * [`ops`] — the operations behind `troupe contracts …` (lint, lock, Φ, Φ⁻¹,
+//!   bisimulation) on files, returning values, and [`render`] — their renderings
+//!   for people;
 //! * [`verify`] — workflows checked against the contracts of the tools they call
 //!   (E0601 confirmations, E0602 requirements, W0603 failures, E0604 sidecars, E0607 predecessors,
 //!   W0605 unverified tools, W0606 sources that disagree).
 
 pub mod bisim;
-pub mod cli;
 pub mod contract;
 pub mod error;
 #[cfg(test)]
@@ -32,7 +33,9 @@ pub mod lock;
 pub mod lts;
 pub mod mcp;
 pub mod naming;
+pub mod ops;
 pub mod phi;
+pub mod render;
 pub mod resolve;
 pub mod semantics;
 pub mod sgd;

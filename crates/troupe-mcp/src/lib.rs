@@ -12,17 +12,19 @@
 //!   start durable runs, a tool to answer human tasks, runs as resources).
 //! - [`lock`] pins a server's tool definitions (`troupe mcp lock`), so that a
 //!   definition changed after review is found by `troupe contracts lint --lock`.
-//! - [`cli`] is the `troupe mcp …` subcommand.
+//! - [`ops`] are the operations behind `troupe mcp import` and `troupe mcp
+//!   lock` (a server's listing, the declarations and sidecar an import
+//!   writes), for the `troupe` binary to call.
 //!
 //! Protocol revision 2025-11-25.
 
-pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod host;
 pub mod http;
 pub mod import;
 pub mod lock;
+pub mod ops;
 pub mod results;
 pub mod schema;
 pub mod serve;

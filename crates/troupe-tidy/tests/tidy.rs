@@ -323,3 +323,132 @@ fn no_source_file_is_over_a_thousand_lines() {
             .join("\n")
     );
 }
+
+/// The names of the dependencies a `Cargo.toml` lists, in any dependency
+/// table (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`,
+/// their `[target.….dependencies]` forms and `[dependencies.NAME]`
+/// tables), with the crates they rename (`package = "…"`).
+fn dependency_names(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            let table = line.trim_matches(|c| c == '[' || c == ']').trim();
+            let parts: Vec<&str> = table.split('.').collect();
+            let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
+            in_deps = false;
+            if let Some(i) = parts.iter().position(|p| kinds.contains(p)) {
+                match parts.get(i + 1) {
+                    // `[dependencies.clap]`: the table is the dependency.
+                    Some(name) => names.push(name.trim_matches('"').to_owned()),
+                    None => in_deps = true,
+                }
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("package")
+            && let Some(value) = rest.trim_start().strip_prefix('=')
+        {
+            names.push(value.trim().trim_matches('"').to_owned());
+        }
+        if !in_deps || line.is_empty() {
+            continue;
+        }
+        let key = line
+            .split(['=', '.'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
+        names.push(key.to_owned());
+        if let Some(at) = line.find("package") {
+            let value = line[at + "package".len()..].trim_start();
+            if let Some(value) = value.strip_prefix('=') {
+                let value = value.trim_start();
+                if let Some(value) = value.strip_prefix('"') {
+                    names.push(value.split('"').next().unwrap_or("").to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The command line's crates (`clap`) and its error type (`anyhow`) belong
+/// to `troupe-cli` alone: the libraries take plain options and return
+/// typed errors and values; flags, help texts and exit statuses are the
+/// binary's (issue #29).
+#[test]
+fn only_the_cli_knows_clap_and_anyhow() {
+    const CLI_ONLY: [&str; 3] = ["clap", "clap_complete", "anyhow"];
+    let mut wrong = Vec::new();
+    for c in crates() {
+        if c == "troupe-cli" {
+            continue;
+        }
+        let manifest =
+            std::fs::read_to_string(root().join("crates").join(&c).join("Cargo.toml")).unwrap();
+        for name in dependency_names(&manifest) {
+            if CLI_ONLY.contains(&name.as_str()) {
+                wrong.push(format!("{c}: depends on `{name}` (crates/{c}/Cargo.toml)"));
+            }
+        }
+        let mut files = Vec::new();
+        for sub in ["src", "tests", "examples", "benches"] {
+            rust_files(&root().join("crates").join(&c).join(sub), &mut files);
+        }
+        // Spelt in two halves, so that this file does not name them.
+        let paths = [["clap", "::"].concat(), ["anyhow", "::"].concat()];
+        let uses = [["use ", "clap"].concat(), ["use ", "anyhow"].concat()];
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if paths.iter().chain(&uses).any(|p| code.contains(p.as_str())) {
+                    wrong.push(format!(
+                        "{c}: {}:{}: {}",
+                        file.strip_prefix(root()).unwrap_or(&file).display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "clap and anyhow belong to troupe-cli alone:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn dependency_tables_are_read_in_every_form() {
+    let manifest = r#"
+[package]
+name = "x"
+clap = "not a dependency"
+
+[dependencies]
+serde.workspace = true
+anyhow = "1" # errors
+"clap" = { version = "4" }
+args = { package = "clap", version = "4" }
+
+[dev-dependencies.clap_complete]
+version = "4"
+
+[target.'cfg(unix)'.build-dependencies]
+cc = "1"
+"#;
+    let names = dependency_names(manifest);
+    for name in ["serde", "anyhow", "clap", "args", "clap_complete", "cc"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    assert_eq!(
+        names.iter().filter(|n| *n == "clap").count(),
+        2,
+        "{names:?}"
+    );
+}

@@ -49,7 +49,9 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:7878";
 pub enum WebError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("no store at {0}; runs are recorded with `troupe run FILE --store {0}`")]
+    /// No store at this path: a server never creates one (the CLI says
+    /// how runs are recorded in one).
+    #[error("no store at {0}")]
     NoStore(String),
     #[error("cannot listen on {addr}: {message}")]
     Bind { addr: SocketAddr, message: String },
@@ -59,55 +61,67 @@ pub enum WebError {
     Config(String),
     #[error("notification store: {0}")]
     NotifyDb(String),
+    /// A Telegram chat was given over a configuration without a
+    /// `[notify.telegram]` section, and the bot token is not in the
+    /// environment variable `var`.
+    #[error("a Telegram chat needs the bot token in the environment variable {var}")]
+    NoBotToken { var: &'static str },
+    /// Telegram notifications with nobody allowed to answer (an empty
+    /// `[notify.telegram] allowed_users`, and none given over it).
+    #[error(
+        "Telegram notifications need at least one allowed user ([notify.telegram] allowed_users): nobody else may answer"
+    )]
+    NoTelegramUsers,
     #[error("{channel}: {message}")]
     Notify { channel: String, message: String },
 }
 
-/// `troupe serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeArgs {
-    /// The store (an SQLite file).
-    #[arg(long, value_name = "DB", default_value = DEFAULT_STORE)]
+/// `troupe serve`'s settings (the CLI reads them from its flags and
+/// environment).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The store (an SQLite file); `TROUPE_STORE` and `[store] path`
+    /// name it when this is the default.
     pub store: PathBuf,
-    /// Where to listen. Loopback by default; another address exposes the
-    /// page (still behind the token) to the network.
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_BIND)]
+    /// Where to listen.
     pub bind: SocketAddr,
-    /// The access token. Prefer `TROUPE_TOKEN` or `--token-file`: a token
-    /// on the command line is visible to every user of the machine (`ps`).
-    /// Without any, a random one is made and the URL to open (with
-    /// `?token=…`) is printed at start.
-    #[arg(long, value_name = "T")]
+    /// The access token; without one, a random one is made and the URL to
+    /// open (with `?token=…`) is printed at start.
     pub token: Option<String>,
-    /// Read the access token from this file (its first line); the file must
-    /// not be readable by others (mode 0600).
-    #[arg(long, value_name = "FILE", conflicts_with = "token")]
-    pub token_file: Option<PathBuf>,
     /// The project file with a `[notify]` section (default: `troupe.toml`
     /// in the current directory, when it exists).
-    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The notification settings given over the file's, or `None` to run
+    /// no notification adapter, whatever the configuration says.
+    pub notify: Option<NotifyOverrides>,
+}
+
+/// Notification settings that override the `[notify]` section's.
+#[derive(Debug, Clone, Default)]
+pub struct NotifyOverrides {
     /// Announce tasks to this webhook (overrides `[notify.webhook] url`).
-    #[arg(long, value_name = "URL")]
     pub webhook: Option<String>,
     /// Announce tasks to this Telegram chat (overrides `[notify.telegram]
     /// chat_id`); the bot token is read from `TELEGRAM_BOT_TOKEN`.
-    #[arg(long, value_name = "CHAT_ID", allow_hyphen_values = true)]
     pub telegram_chat: Option<i64>,
-    /// A Telegram user id allowed to answer (repeatable; adds to
-    /// `[notify.telegram] allowed_users`).
-    #[arg(long, value_name = "USER_ID")]
+    /// Telegram user ids allowed to answer (added to `[notify.telegram]
+    /// allowed_users`).
     pub telegram_allow: Vec<i64>,
-    /// The Bot API base URL (default `https://api.telegram.org`).
-    #[arg(long, value_name = "URL")]
+    /// The Bot API base URL.
     pub telegram_base_url: Option<String>,
     /// The URL people and webhooks reach this server at (default
     /// `http://ADDR`), used in notifications.
-    #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
-    /// Do not run any notification adapter, whatever the configuration says.
-    #[arg(long)]
-    pub no_notify: bool,
+}
+
+/// How a server ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It stopped serving by itself.
+    Closed,
+    /// The stop future resolved (the process was asked to stop), and the
+    /// runs it drove reached their step boundary or their grace ran out.
+    Stopped,
 }
 
 /// Everything a running server needs.
@@ -125,71 +139,47 @@ pub struct ServeOptions {
     pub interrupt: Option<troupe_runtime::Interrupt>,
 }
 
-/// `troupe serve` from its arguments: builds a runtime and serves until
-/// `stop` resolves (the CLI's first SIGINT or SIGTERM, which also triggers
-/// `interrupt`); returns the exit status `stop` gives (130, 143).
+/// `troupe serve`: builds a runtime and serves until `stop` resolves (the
+/// CLI's first SIGINT or SIGTERM, which also triggers `interrupt`).
 pub fn run(
-    args: ServeArgs,
+    options: RunOptions,
     interrupt: Option<troupe_runtime::Interrupt>,
-    stop: impl std::future::Future<Output = i32> + Send,
-) -> Result<i32, WebError> {
-    let mut notify = if args.no_notify {
-        NotifyConfig::default()
-    } else {
-        let path = args
-            .config
-            .clone()
-            .or_else(|| Some(PathBuf::from("troupe.toml")).filter(|p| p.exists()));
-        match path {
-            Some(p) => NotifyConfig::from_file(&p)?,
-            None => NotifyConfig::default(),
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<Ended, WebError> {
+    let mut notify = match &options.notify {
+        None => NotifyConfig::default(),
+        Some(_) => {
+            let path = options
+                .config
+                .clone()
+                .or_else(|| Some(PathBuf::from("troupe.toml")).filter(|p| p.exists()));
+            match path {
+                Some(p) => NotifyConfig::from_file(&p)?,
+                None => NotifyConfig::default(),
+            }
         }
     };
-    if !args.no_notify {
-        notify.apply_flags(&args)?;
+    if let Some(overrides) = &options.notify {
+        notify.apply_overrides(overrides)?;
     }
     if notify.public_url.is_none() {
-        notify.public_url = Some(format!("http://{}", args.bind));
+        notify.public_url = Some(format!("http://{}", options.bind));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| WebError::Io(format!("cannot start the runtime: {e}")))?;
-    let token = resolve_token(&args)?;
     // `--store`, else `TROUPE_STORE`, else `[store] path`, else the default.
-    let store = troupe_host::store_address(Some(&args.store), std::path::Path::new("."))
+    let store = troupe_host::store_address(Some(&options.store), std::path::Path::new("."))
         .map_err(|e| WebError::Config(e.to_string()))?;
     rt.block_on(serve_with(
-        &store, args.bind, token, notify, interrupt, stop,
+        &store,
+        options.bind,
+        options.token,
+        notify,
+        interrupt,
+        stop,
     ))
-}
-
-/// The access token: `--token`, `--token-file` or `TROUPE_TOKEN`.
-fn resolve_token(args: &ServeArgs) -> Result<Option<String>, WebError> {
-    if let Some(t) = &args.token {
-        let _ = writeln!(
-            std::io::stderr(),
-            "warning: a --token on the command line is visible to other users (ps); prefer TROUPE_TOKEN or --token-file"
-        );
-        return Ok(Some(t.clone()));
-    }
-    if let Some(path) = &args.token_file {
-        use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::metadata(path)
-            .map_err(|e| WebError::Config(format!("--token-file {}: {e}", path.display())))?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            return Err(WebError::Config(format!(
-                "--token-file {} is readable by others; `chmod 600 {}` first",
-                path.display(),
-                path.display()
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| WebError::Config(format!("--token-file {}: {e}", path.display())))?;
-        let token = text.lines().next().unwrap_or("").trim().to_owned();
-        return Ok(Some(token));
-    }
-    Ok(std::env::var("TROUPE_TOKEN").ok())
 }
 
 /// Serves the store at `store_path` on `bind` until interrupted (Ctrl-C),
@@ -206,7 +196,6 @@ pub async fn serve(
     };
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
-        130
     };
     serve_with(store_path, bind, token, notify, None, stop)
         .await
@@ -216,15 +205,14 @@ pub async fn serve(
 /// [`serve`] with an explicit notification configuration, until `stop`
 /// resolves; then the runs it drives get until their step boundary (at most
 /// the grace of an effect in flight) to stop and give their leases back.
-/// Returns the status `stop` gave.
 pub async fn serve_with(
     store_path: &Path,
     bind: SocketAddr,
     token: Option<String>,
     notify: NotifyConfig,
     interrupt: Option<troupe_runtime::Interrupt>,
-    stop: impl std::future::Future<Output = i32>,
-) -> Result<i32, WebError> {
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Ended, WebError> {
     if !troupe_store::exists(store_path) {
         return Err(WebError::NoStore(store_path.display().to_string()));
     }
@@ -317,14 +305,14 @@ pub async fn serve_with(
         .await;
     });
     tokio::select! {
-        r = serve_listener(listener, store, options) => r.map(|()| 0),
-        code = stop => {
+        r = serve_listener(listener, store, options) => r.map(|()| Ended::Closed),
+        () = stop => {
             // The runs this server drives stop at their step boundary.
             let deadline = tokio::time::Instant::now() + troupe_host::DEFAULT_GRACE + std::time::Duration::from_secs(1);
             while routes::driving() > 0 && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
-            Ok(code)
+            Ok(Ended::Stopped)
         }
     }
 }
@@ -424,67 +412,19 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        serve: ServeArgs,
-    }
-
-    #[test]
-    fn a_token_file_must_be_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("token");
-        std::fs::write(&file, "s3cret\n").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let path = file.to_str().unwrap();
-        let cli = Cli::try_parse_from(["serve", "--token-file", path]).unwrap();
-        let e = resolve_token(&cli.serve).unwrap_err();
-        assert!(e.to_string().contains("readable by others"), "{e}");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(
-            resolve_token(&cli.serve).unwrap().as_deref(),
-            Some("s3cret")
-        );
-        assert!(Cli::try_parse_from(["serve", "--token-file", path, "--token", "x"]).is_err());
-    }
-
-    #[test]
-    fn flags_and_defaults() {
-        let cli = Cli::try_parse_from(["serve"]).unwrap();
-        assert_eq!(cli.serve.store, PathBuf::from(DEFAULT_STORE));
-        assert!(cli.serve.bind.ip().is_loopback());
-        assert_eq!(cli.serve.bind.port(), 7878);
-        assert!(cli.serve.token.is_none());
-        let cli = Cli::try_parse_from([
-            "serve",
-            "--telegram-chat",
-            "-100",
-            "--telegram-allow",
-            "7",
-            "--bind",
-            "127.0.0.1:0",
-        ])
-        .unwrap();
-        assert_eq!(cli.serve.telegram_chat, Some(-100));
-        assert_eq!(cli.serve.telegram_allow, vec![7]);
-    }
 
     #[test]
     fn a_missing_store_is_an_error_not_a_new_file() {
         let dir = std::env::temp_dir().join(format!("troupe-web-none-{}", std::process::id()));
-        let args = Cli::try_parse_from([
-            "serve",
-            "--store",
-            dir.join("none.db").to_str().unwrap(),
-            "--no-notify",
-        ])
-        .unwrap()
-        .serve;
+        let options = RunOptions {
+            store: dir.join("none.db"),
+            bind: DEFAULT_BIND.parse().unwrap(),
+            token: None,
+            config: None,
+            notify: None,
+        };
         assert!(matches!(
-            run(args, None, std::future::pending()),
+            run(options, None, std::future::pending()),
             Err(WebError::NoStore(_))
         ));
         assert!(!dir.join("none.db").exists());

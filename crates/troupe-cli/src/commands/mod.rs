@@ -18,5 +18,6 @@ pub mod pause;
 pub mod project;
 pub mod run;
 pub mod schedules;
+pub mod serve;
 pub mod snapshot;
 pub mod upgrade;

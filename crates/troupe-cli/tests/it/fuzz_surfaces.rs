@@ -14,7 +14,7 @@
 //!   pending, an accepted one is recorded in canonical form;
 //! - `tools/list` captures, random and shaped (names, descriptions,
 //!   schemas, annotations, `_meta` contracts), through the
-//!   `troupe contracts lint` code path (`troupe_contracts::cli::run`) in
+//!   `troupe contracts lint` code path (`troupe_contracts::ops::lint`) in
 //!   every output format;
 //! - HTTP requests to `troupe serve`'s router (`tower` `oneshot`, no
 //!   socket): random methods, paths, queries, headers (tokens, session

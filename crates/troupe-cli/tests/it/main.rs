@@ -5,6 +5,7 @@
 mod checkpoint;
 mod cli;
 mod contract_sources;
+mod contracts;
 mod deadlines;
 mod ergonomics;
 mod fleet;
@@ -39,6 +40,7 @@ mod readonly;
 mod redaction;
 mod reminders;
 mod schedules;
+mod serve_errors;
 mod signals;
 mod snapshot_diff;
 mod store_address;

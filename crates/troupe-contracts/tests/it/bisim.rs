@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Instant;
 
-use troupe_contracts::cli::render_bisim;
+use troupe_contracts::render::render_bisim;
 use troupe_contracts::semantics::{Label, compare_service};
 
 #[test]

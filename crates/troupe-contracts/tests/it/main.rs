@@ -4,7 +4,6 @@
 
 mod attacks;
 mod bisim;
-mod cli;
 mod common;
 mod corpus;
 mod lint;

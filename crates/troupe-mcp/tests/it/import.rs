@@ -4,7 +4,6 @@
 use crate::support;
 
 use support::*;
-use troupe_mcp::cli::{McpCommand, run_async};
 use troupe_mcp::import::{ImportOptions, import_from_json, listing_from_json};
 
 fn check_clean(text: &str, what: &str) -> troupe_check::ir::Program {
@@ -102,22 +101,14 @@ fn the_time_servers_capture_gives_records_and_the_everything_capture_enums() {
 async fn import_from_a_live_time_server_checks_clean_and_calls_work() {
     let out = std::env::temp_dir().join(format!("troupe-mcp-import-{}.troupe", std::process::id()));
     let command = format!("{} --local-timezone UTC", time_server().display());
-    let mut sink = Vec::new();
-    let status = run_async(
-        McpCommand::Import {
-            server: command,
-            name: None,
-            output: Some(out.clone()),
-            from_json: false,
-        },
-        &mut sink,
-        &troupe_mcp::cli::Environment::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 0);
-    let text = std::fs::read_to_string(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
+    let (listing, options) = troupe_mcp::ops::fetch(&command, None, false).await.unwrap();
+    // What `import -o FILE` writes to FILE.
+    let written = troupe_mcp::ops::declarations(&listing, &options, Some(&out));
+    assert!(
+        written.sidecar.is_none(),
+        "the time server publishes no contract"
+    );
+    let text = written.text;
     assert!(text.contains("mcp time { command: "), "{text}");
     assert!(
         text.contains("args: [\"--local-timezone\", \"UTC\"]"),
@@ -136,21 +127,15 @@ async fn import_from_a_live_time_server_checks_clean_and_calls_work() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_from_live_everything_lists_resources_and_prompts() {
-    let mut sink = Vec::new();
-    let status = run_async(
-        McpCommand::Import {
-            server: everything_server().display().to_string(),
-            name: Some("ev".into()),
-            output: None,
-            from_json: false,
-        },
-        &mut sink,
-        &troupe_mcp::cli::Environment::default(),
+    let (listing, options) = troupe_mcp::ops::fetch(
+        &everything_server().display().to_string(),
+        Some("ev".into()),
+        false,
     )
     .await
     .unwrap();
-    assert_eq!(status, 0);
-    let text = String::from_utf8(sink).unwrap();
+    // What `import` prints on standard output.
+    let text = troupe_mcp::ops::declarations(&listing, &options, None).text;
     let program = check_clean(&text, "everything");
     assert!(text.contains("mcp ev { command: "), "{text}");
     assert!(text.contains("// Resources the server offers"), "{text}");

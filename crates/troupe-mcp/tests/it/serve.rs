@@ -433,64 +433,6 @@ async fn python_sdk_client_over_streamable_http() {
     let _ = std::fs::remove_dir_all(store.parent().expect("dir"));
 }
 
-#[test]
-fn the_serve_subcommand_parses() {
-    use clap::Parser;
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(subcommand)]
-        mcp: troupe_mcp::cli::McpCommand,
-    }
-    let cli = Cli::try_parse_from([
-        "mcp",
-        "serve",
-        "a.troupe",
-        "b.troupe",
-        "--store",
-        "x.db",
-        "--http",
-        "127.0.0.1:8940",
-        "--llm",
-        "mock",
-        "--llm-for",
-        "Approver=mock",
-        "--deadline-ms",
-        "500",
-    ])
-    .expect("parses");
-    match cli.mcp {
-        troupe_mcp::cli::McpCommand::Serve {
-            files,
-            store,
-            http,
-            llm,
-            llm_for,
-            deadline_ms,
-            mock_externs,
-            ..
-        } => {
-            assert!(!mock_externs);
-            assert_eq!(files.len(), 2);
-            assert_eq!(store, PathBuf::from("x.db"));
-            assert_eq!(http, Some("127.0.0.1:8940".parse().expect("addr")));
-            assert_eq!(llm.as_deref(), Some("mock"));
-            assert_eq!(llm_for, ["Approver=mock"]);
-            assert_eq!(deadline_ms, 500);
-        }
-        other => panic!("{other:?}"),
-    }
-    let defaults = Cli::try_parse_from(["mcp", "serve", "a.troupe"]).expect("parses");
-    let troupe_mcp::cli::McpCommand::Serve { store, http, .. } = defaults.mcp else {
-        panic!("not serve")
-    };
-    assert_eq!(store, PathBuf::from(".troupe/troupe.db"));
-    assert_eq!(http, None);
-    assert!(
-        Cli::try_parse_from(["mcp", "serve"]).is_err(),
-        "FILE is required"
-    );
-}
-
 /// A server stops while a run waits on a person; another server on the same
 /// store takes the answer and finishes the run from its journal.
 #[test]

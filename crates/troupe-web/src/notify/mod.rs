@@ -39,7 +39,7 @@
 pub mod telegram;
 pub mod webhook;
 
-use crate::{ServeArgs, WebError};
+use crate::{NotifyOverrides, WebError};
 use serde::Deserialize;
 use std::io::Write as _;
 use std::path::Path;
@@ -143,8 +143,8 @@ impl NotifyConfig {
         })
     }
 
-    /// Applies `troupe serve`'s flags over the file's settings.
-    pub fn apply_flags(&mut self, args: &ServeArgs) -> Result<(), WebError> {
+    /// Applies settings given over the file's (`troupe serve`'s flags).
+    pub fn apply_overrides(&mut self, args: &NotifyOverrides) -> Result<(), WebError> {
         if let Some(u) = &args.public_url {
             self.public_url = Some(u.clone());
         }
@@ -159,11 +159,10 @@ impl NotifyConfig {
             match &mut self.telegram {
                 Some(t) => t.chat_id = chat,
                 None => {
-                    let bot_token = std::env::var(DEFAULT_TOKEN_ENV).map_err(|_| {
-                        WebError::Config(format!(
-                            "--telegram-chat needs the bot token in the environment variable {DEFAULT_TOKEN_ENV}"
-                        ))
-                    })?;
+                    let bot_token =
+                        std::env::var(DEFAULT_TOKEN_ENV).map_err(|_| WebError::NoBotToken {
+                            var: DEFAULT_TOKEN_ENV,
+                        })?;
                     self.telegram = Some(TelegramConfig {
                         bot_token,
                         base_url: telegram::DEFAULT_BASE_URL.into(),
@@ -183,9 +182,7 @@ impl NotifyConfig {
         if let Some(t) = &self.telegram
             && t.allowed_users.is_empty()
         {
-            return Err(WebError::Config(
-                    "Telegram notifications need at least one allowed user (--telegram-allow USER_ID or [notify.telegram] allowed_users): nobody else may answer".into(),
-                ));
+            return Err(WebError::NoTelegramUsers);
         }
         Ok(())
     }

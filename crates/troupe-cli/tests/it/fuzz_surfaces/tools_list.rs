@@ -126,26 +126,21 @@ fn check_capture(c: &Capture) -> Result<(), TestCaseError> {
     std::fs::write(&file, &bytes).unwrap();
     let formats = ["text", "json", "sarif"];
     let format = formats[(format as usize / 3) % 3];
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(subcommand)]
-        cmd: troupe_contracts::cli::ContractsCommand,
-    }
-    let cli = Cli::try_parse_from([
-        "contracts",
-        "lint",
-        file.to_str().unwrap(),
-        "--format",
-        format,
-    ])
-    .unwrap();
-    let mut out = Vec::new();
-    match troupe_contracts::cli::run(cli.cmd, &mut out) {
-        Ok(code) => {
-            prop_assert!(matches!(code, 0..=2), "exit {code}");
+    let options = troupe_contracts::ops::LintOptions {
+        tools: file.clone(),
+        ..Default::default()
+    };
+    match troupe_contracts::ops::lint(&options) {
+        Ok(outcome) => {
+            use troupe_contracts::lint::render::{render_grouped, render_sarif};
+            let out = match format {
+                "json" => serde_json::to_vec(&outcome),
+                "sarif" => serde_json::to_vec(&render_sarif(&outcome.servers, "tools.json")),
+                _ => Ok(render_grouped(&outcome.servers).into_bytes()),
+            };
+            prop_assert!(out.is_ok(), "{format} output");
             if format != "text" {
-                let parsed = serde_json::from_slice::<J>(&out);
+                let parsed = serde_json::from_slice::<J>(&out.unwrap());
                 prop_assert!(parsed.is_ok(), "{format} output is JSON");
             }
         }
