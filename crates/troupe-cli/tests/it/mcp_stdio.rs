@@ -72,6 +72,12 @@ fn the_python_sdk_drives_the_binary_over_stdio() {
 /// One Inspector CLI call: `mcp-inspector --cli troupe mcp serve FILES… --method …`.
 /// Each call starts the server afresh on the same store, as the Inspector does.
 fn inspector_call(dir: &Path, method_args: &[&str]) -> J {
+    inspector_call_exiting(dir, method_args, 0)
+}
+
+/// [`inspector_call`] whose Inspector exits with `code` (it exits with 5
+/// when the tool's result is an error result).
+fn inspector_call_exiting(dir: &Path, method_args: &[&str], code: i32) -> J {
     let examples = examples();
     let output = Command::new(inspector())
         .arg("--cli")
@@ -88,9 +94,10 @@ fn inspector_call(dir: &Path, method_args: &[&str]) -> J {
         .expect("the Inspector starts");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Inspector failed on {method_args:?} ({}):\nstdout: {stdout}\nstderr: {stderr}",
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "the Inspector on {method_args:?} ({}):\nstdout: {stdout}\nstderr: {stderr}",
         output.status
     );
     serde_json::from_str(stdout.trim())
@@ -139,7 +146,7 @@ fn the_mcp_inspector_cli_drives_the_binary_over_stdio() {
     assert_eq!(done["structuredContent"], json!({"k": 7}));
     assert_eq!(done["_meta"]["troupe/run"], "run-1");
 
-    let waiting = inspector_call(
+    let waiting = inspector_call_exiting(
         d,
         &[
             "--method",
@@ -149,8 +156,15 @@ fn the_mcp_inspector_cli_drives_the_binary_over_stdio() {
             "--tool-arg",
             "request=a desk lamp",
         ],
+        5,
     );
-    let doc = &waiting["structuredContent"];
+    // An error result (not the tool's output, whose schema the Inspector
+    // checks): where the run stands, as JSON text.
+    assert_eq!(waiting["isError"], true, "{waiting}");
+    assert!(waiting.get("structuredContent").is_none(), "{waiting}");
+    let doc: J =
+        serde_json::from_str(waiting["content"][0]["text"].as_str().expect("text")).expect("JSON");
+    let doc = &doc;
     assert_eq!(doc["status"], "waiting", "{waiting}");
     assert_eq!(doc["run"], "run-2");
     let task = doc["tasks"][0]["task"].as_str().expect("a task").to_owned();

@@ -26,6 +26,14 @@ from mcp import Client, StdioServerParameters
 from mcp import types
 
 
+
+def doc(result):
+    """A tool result's document: its structured content, or (a workflow
+    call's error result: an unfinished or failed run) its JSON text."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
 async def main(troupe, examples):
     params = StdioServerParameters(
         command=troupe,
@@ -54,11 +62,11 @@ async def main(troupe, examples):
 
     async with Client(params, mode="2026-07-28", elicitation_callback=no) as c:
         declined = await c.call_tool("local_approval", {"request": "a boat"})
-        seen["declined"] = declined.structured_content
+        seen["declined"] = doc(declined)
 
     async with Client(params, mode="2026-07-28") as c:
         plain = await c.call_tool("local_approval", {"request": "a car"})
-        seen["plain"] = plain.structured_content
+        seen["plain"] = doc(plain)
 
     async with Client(params, mode="legacy", elicitation_callback=yes) as c:
         seen["legacy_protocol"] = c.protocol_version

@@ -20,6 +20,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+
+def doc(result):
+    """A tool result's document: its structured content, or (a workflow
+    call's error result: an unfinished or failed run) its JSON text."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
 async def main(troupe, key):
     params = StdioServerParameters(
         command=troupe,
@@ -33,12 +41,12 @@ async def main(troupe, key):
             seen["get_run_read_only"] = tools["get_run"].annotations.read_only_hint
             seen["key_in_schema"] = "idempotency_key" in tools["steps"].input_schema["properties"]
             first = await session.call_tool("steps", {"n": 12, "idempotency_key": key})
-            seen["first"] = first.structured_content
+            seen["first"] = doc(first)
             again = await session.call_tool("steps", {"n": 12, "idempotency_key": key})
-            seen["again"] = again.structured_content
+            seen["again"] = doc(again)
             by_meta = await session.call_tool("steps", {"n": 12}, meta={"idempotencyKey": key})
-            seen["by_meta"] = by_meta.structured_content
-            run = first.structured_content["run"]
+            seen["by_meta"] = doc(by_meta)
+            run = doc(first)["run"]
             polls = 0
             while True:
                 polls += 1

@@ -19,6 +19,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+
+def doc_of(result):
+    """A tool result's document: its structured content, or (a workflow
+    call's error result: an unfinished or failed run) its JSON text."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
 def check(cond, what):
     if not cond:
         raise SystemExit(f"python stdio client: {what}")
@@ -50,7 +58,7 @@ async def main(troupe, examples, store):
             seen["counter"] = done.structured_content
 
             waiting = await session.call_tool("local_approval", {"request": "a new chair"})
-            doc = waiting.structured_content
+            doc = doc_of(waiting)
             check(doc["status"] == "waiting", f"approval did not wait: {doc}")
             check(len(doc["tasks"]) == 1 and doc["tasks"][0]["kind"] == "confirm", f"tasks {doc}")
             run, task = doc["run"], doc["tasks"][0]["task"]

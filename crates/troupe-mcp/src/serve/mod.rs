@@ -17,10 +17,13 @@
 //! the input's type). A call starts a *durable* run in the store (as `troupe
 //! run FILE --store DB` does) and answers with the run's results
 //! (`structuredContent` = the results object, the text content = the same
-//! JSON, `_meta["troupe/run"]` = the run id). If the run waits on people (a
-//! human task is pending) or is still going after the deadline (2 s by
-//! default), the call answers `{"run": "run-3", "status": "waiting" |
-//! "running", "tasks": [...]}` and the run goes on in the server process.
+//! JSON, `_meta["troupe/run"]` = the run id); its output schema is that
+//! results object's. If the run waits on people (a human task is pending)
+//! or is still going after the deadline (2 s by default), the call answers
+//! with an error result whose text is `{"run": "run-3", "status": "waiting"
+//! | "running", "tasks": [...], "next": …}` — not the tool's output, so no
+//! `structuredContent`; `next` says how to get it — and the run goes on in
+//! the server process. A failed run is an error result too.
 //!
 //! A run that did not end in time is fetched with [`GET_RUN_TOOL`]
 //! (`{"run": "run-3"}`: status, pending tasks with the JSON Schema of each
@@ -59,6 +62,7 @@
 
 mod elicitation;
 pub mod http;
+mod own_tools;
 pub mod resources;
 pub mod runs;
 mod tasks;
@@ -74,13 +78,14 @@ use rmcp::model::{
     Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, RequestId, Resource, ResourceContents,
-    ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value as J, json};
 use troupe_store::{Durability, Store, StoreError};
 
+use own_tools::own_tools;
 use resources::{JSON_MIME, MERMAID_MIME, RUNS_URI, TASKS_URI};
 use runs::{Progress, Runs};
 use workflows::WorkflowEntry;
@@ -194,74 +199,6 @@ impl std::fmt::Debug for Server {
     }
 }
 
-fn schema(value: J) -> Arc<Map<String, J>> {
-    match value {
-        J::Object(m) => Arc::new(m),
-        _ => Arc::new(Map::new()),
-    }
-}
-
-fn own_tools() -> Vec<Tool> {
-    let answer = Tool::new(
-        ANSWER_TOOL,
-        "Answers a pending human task of a run (see list_tasks, or the `tasks` of a waiting run). \
-         A confirm task takes true or false, a select task one of its options, an input or edit \
-         task its text (or a JSON value of the asked type). The first answer wins.",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "task": {"type": "string", "description": "The task id, e.g. task-4."},
-                "answer": {"description": "The answer: a boolean, an option, a text or a JSON value."},
-                "by": {"type": "string", "description": "Who answers (recorded); default `mcp`."}
-            },
-            "required": ["task", "answer"]
-        })),
-    )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .idempotent(false)
-            .open_world(false),
-    );
-    let list = Tool::new(
-        LIST_TASKS_TOOL,
-        "Lists the pending human tasks (of one run, or of all runs in the store).",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "run": {"type": "string", "description": "Only the tasks of this run, e.g. run-3."}
-            }
-        })),
-    )
-    .with_annotations(reading());
-    let get = Tool::new(
-        GET_RUN_TOOL,
-        "Where a run stands: its status, its results once done (or its error), and the human \
-         tasks it waits on with the JSON Schema of each answer. Waits a moment for a run that is \
-         still going. A run whose server stopped is taken up again. Use it with the `run` a \
-         workflow call answered with when it did not finish in time.",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "run": {"type": "string", "description": "The run, e.g. run-3."}
-            },
-            "required": ["run"]
-        })),
-    )
-    .with_annotations(reading());
-    vec![answer, list, get]
-}
-
-/// The annotations of a tool that only reads the store.
-fn reading() -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(true)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false)
-}
-
 impl Server {
     /// Loads the workflows, opens (or creates) the store and builds the model router.
     pub fn new(options: &ServeOptions) -> Result<Server, ServeError> {
@@ -304,6 +241,7 @@ impl Server {
                     w.description.clone(),
                     Arc::new(w.input_schema.clone()),
                 )
+                .with_raw_output_schema(Arc::new(w.output_schema.clone()))
                 .with_annotations(w.annotations.clone())
             })
             .collect();
@@ -482,11 +420,11 @@ impl Server {
                 result.meta = Some(MetaObject(meta));
                 result.into()
             }
-            Progress::Ended(Err(error)) => CallToolResult::structured_error(json!({
+            Progress::Ended(Err(error)) => error_doc(json!({
                 "run": name, "workflow": entry.name, "status": "failed", "error": error
             }))
             .into(),
-            p => self.status_result(run, &p).into(),
+            p => self.unfinished(run, &p).into(),
         }
     }
 
@@ -588,7 +526,7 @@ impl Server {
         if answers == 0 {
             // Declined or cancelled: the tasks stay pending for any channel,
             // and the call says where the run stands rather than ask again.
-            return self.status_result(run, &Progress::Waiting).into();
+            return self.unfinished(run, &Progress::Waiting).into();
         }
         // Orphaned by a stopped server: the answer lets it go on here.
         let _ = runs.resume_stalled(run);
@@ -637,13 +575,11 @@ impl Server {
                 result.meta = Some(MetaObject(meta));
                 result
             }
-            Ok(d) if d.summary.status == troupe_store::RunStatus::Failed => {
-                CallToolResult::structured_error(json!({
-                    "run": name, "workflow": d.summary.workflow, "status": "failed",
-                    "error": d.summary.error
-                }))
-            }
-            Ok(_) => self.status_result(run, &progress),
+            Ok(d) if d.summary.status == troupe_store::RunStatus::Failed => error_doc(json!({
+                "run": name, "workflow": d.summary.workflow, "status": "failed",
+                "error": d.summary.error
+            })),
+            Ok(_) => self.unfinished(run, &progress),
             Err(e) => tool_error(&e.to_string()),
         }
     }
@@ -659,104 +595,6 @@ impl Server {
             runs.wait(run, self.inner.deadline, runs.waits(run)).await
         } else {
             Progress::Running
-        }
-    }
-
-    /// `get_run`: where a run stands (see [`GET_RUN_TOOL`]).
-    async fn call_get_run(&self, args: &Map<String, J>) -> CallToolResult {
-        let run = match args.get("run") {
-            Some(J::String(s)) => match Store::parse_run_id(s) {
-                Some(id) => id,
-                None => return tool_error(&format!("`{s}` is not a run id (e.g. run-3)")),
-            },
-            _ => return tool_error("`run` (a run id such as run-3) is required"),
-        };
-        let runs = &self.inner.runs;
-        if let Err(e) = runs.store().run(run) {
-            return tool_error(&e.to_string());
-        }
-        // Orphaned by a server that stopped: it goes on here.
-        if let Err(e) = runs.resume_stalled(run) {
-            return tool_error(&e.to_string());
-        }
-        let progress = self.where_it_stands(run).await;
-        self.status_result(run, &progress)
-    }
-
-    /// `{"run", "status", "tasks", ...}` of a run that did not end in time.
-    fn status_result(&self, run: i64, progress: &Progress) -> CallToolResult {
-        match self.inner.runs.status_doc(run) {
-            Ok(mut doc) => {
-                if let (Progress::Waiting, Some(obj)) = (progress, doc.as_object_mut()) {
-                    // The status is written after the task, without waiting.
-                    obj.insert("status".into(), json!("waiting"));
-                }
-                CallToolResult::structured(doc)
-            }
-            Err(e) => tool_error(&e.to_string()),
-        }
-    }
-
-    async fn call_answer(&self, args: &Map<String, J>) -> CallToolResult {
-        let Some(task) = args.get("task").and_then(J::as_str) else {
-            return tool_error("`task` (a task id such as task-4) is required");
-        };
-        let Some(answer) = args.get("answer") else {
-            return tool_error("`answer` is required");
-        };
-        let by = args.get("by").and_then(J::as_str).unwrap_or("mcp");
-        let runs = &self.inner.runs;
-        // Tasks the run waited on before this answer do not count as new waits.
-        let waits_before = runs
-            .store()
-            .task(task)
-            .ok()
-            .and_then(|t| Store::parse_run_id(&t.run))
-            .map_or(0, |r| runs.waits(r));
-        let row = match runs.answer(task, answer, by) {
-            Ok(row) => row,
-            Err(e) => return tool_error(&e.to_string()),
-        };
-        let Some(run) = Store::parse_run_id(&row.run) else {
-            return tool_error(&format!("{} names no run", row.id));
-        };
-        // A run whose process is gone (a server that stopped) goes on here.
-        if let Err(e) = runs.resume_stalled(run) {
-            return tool_error(&format!(
-                "{} is answered, but {} could not be resumed: {e}",
-                row.id, row.run
-            ));
-        }
-        let progress = runs.wait(run, self.inner.deadline, waits_before).await;
-        let mut result = self.status_result(run, &progress);
-        if let (Progress::Ended(Ok(results)), Some(J::Object(doc))) =
-            (&progress, result.structured_content.as_mut())
-        {
-            doc.insert("status".into(), json!("done"));
-            doc.insert("results".into(), J::Object(results.clone()));
-        }
-        if let Some(J::Object(doc)) = result.structured_content.as_mut() {
-            doc.insert("answered".into(), json!(row.id));
-            let text = J::Object(doc.clone()).to_string();
-            result.content = vec![rmcp::model::ContentBlock::text(text)];
-        }
-        result
-    }
-
-    fn call_list_tasks(&self, args: &Map<String, J>) -> CallToolResult {
-        let run = match args.get("run") {
-            None | Some(J::Null) => None,
-            Some(J::String(s)) => match Store::parse_run_id(s) {
-                Some(id) => Some(id),
-                None => return tool_error(&format!("`{s}` is not a run id (e.g. run-3)")),
-            },
-            Some(other) => return tool_error(&format!("`run` must be a string, not {other}")),
-        };
-        match self.inner.runs.pending_tasks(run) {
-            Ok(tasks) => CallToolResult::structured(json!({
-                "tasks": tasks.iter().map(runs::task_json).collect::<Vec<_>>()
-            })),
-            Err(e) => tool_error(&e.to_string()),
         }
     }
 }
@@ -796,6 +634,14 @@ fn elicits_in_session(context: &RequestContext<RoleServer>) -> bool {
 
 fn tool_error(message: &str) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.to_owned())])
+}
+
+/// An error result of a workflow tool: `doc` as JSON text, without
+/// `structuredContent` — a workflow tool's structured content is its
+/// results, and clients check it against the output schema even on errors
+/// (the TypeScript SDK does).
+pub(crate) fn error_doc(doc: J) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(doc.to_string())])
 }
 
 impl ServerHandler for Server {

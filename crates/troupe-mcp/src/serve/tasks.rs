@@ -75,7 +75,7 @@ impl Server {
             },
             // A failed run is the tool's answer, an error result.
             RunStatus::Failed | RunStatus::NeedsResolution => TaskPayload::Completed {
-                result: object(CallToolResult::structured_error(json!({
+                result: object(super::error_doc(json!({
                     "run": s.name, "workflow": s.workflow, "status": s.status,
                     "error": s.error,
                 })))?,

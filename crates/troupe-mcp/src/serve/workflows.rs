@@ -32,6 +32,9 @@ pub struct WorkflowEntry {
     pub description: String,
     /// The tool's input schema (an object with one required property per input).
     pub input_schema: Map<String, J>,
+    /// The tool's output schema: the results object of a finished run (see
+    /// [`output_schema`]).
+    pub output_schema: Map<String, J>,
     /// What a call may do to the world, as the workflow says (see
     /// [`annotations`]).
     pub annotations: rmcp::model::ToolAnnotations,
@@ -49,12 +52,21 @@ impl std::fmt::Debug for WorkflowEntry {
 }
 
 /// The leading `//` comment of a file (before any other line), as one text;
-/// blank lines inside it separate paragraphs.
+/// blank lines inside it separate paragraphs. The commands it shows
+/// (indented lines starting with `troupe `, continued by a trailing `\`)
+/// are for people at a terminal, not for a model: they are left out.
 pub fn leading_comment(source: &str) -> Option<String> {
     let mut lines = Vec::new();
+    let mut in_command = false;
     for line in source.lines() {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("//") {
+            let command =
+                in_command || (rest.starts_with("  ") && rest.trim().starts_with("troupe "));
+            if command {
+                in_command = rest.trim_end().ends_with('\\');
+                continue;
+            }
             lines.push(rest.strip_prefix(' ').unwrap_or(rest).trim_end().to_owned());
         } else if t.is_empty() && lines.is_empty() {
             continue;
@@ -94,6 +106,37 @@ pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<S
                 "description": "Optional. A key of your own for this call: calling again with the same key returns the run it started (with its status or results) instead of starting another, so a retried call performs nothing twice. Also taken from `_meta.idempotencyKey`."
             }),
         );
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), J::Object(properties));
+    schema.insert("required".into(), J::Array(required));
+    schema.insert("additionalProperties".into(), J::Bool(false));
+    if !defs.is_empty() {
+        schema.insert("$defs".into(), J::Object(defs));
+    }
+    schema
+}
+
+/// The output schema of a workflow: the object a finished run answers
+/// with, one required property per result (the JSON Schema of its type,
+/// `$defs` at the root). A run that has not finished when the call returns
+/// answers with an error result that says where it stands; the status
+/// shape is `get_run`'s, not the tool's.
+pub fn output_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<String, J> {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    let mut defs = Map::new();
+    for v in &wf.results {
+        let var = wf.var(*v);
+        let mut schema = troupe_llm::schema::json_schema(&var.ty, &program.types);
+        if let Some(obj) = schema.as_object_mut()
+            && let Some(J::Object(d)) = obj.remove("$defs")
+        {
+            defs.extend(d);
+        }
+        properties.insert(var.name.clone(), schema);
+        required.push(J::String(var.name.clone()));
     }
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
@@ -225,6 +268,7 @@ fn load_file(file: &Path) -> Result<Vec<WorkflowEntry>, ServeError> {
             file: file.to_owned(),
             source: source.clone(),
             input_schema: input_schema(&program, wf),
+            output_schema: output_schema(&program, wf),
             annotations: annotations(&program, wf),
             program: program.clone(),
             description,

@@ -75,6 +75,15 @@ async fn call(client: &Client, tool: &str, args: J) -> CallToolResult {
         .expect("the call is answered")
 }
 
+/// The document of a workflow call's error result (an unfinished or failed
+/// run): JSON text, and no structured content, which is the results'.
+fn error_doc(r: &CallToolResult) -> J {
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(r.structured_content, None, "{r:?}");
+    let text = r.content.first().and_then(|c| c.as_text()).expect("text");
+    serde_json::from_str(&text.text).expect("JSON")
+}
+
 async fn read(client: &Client, uri: &str) -> (String, Option<String>) {
     let result = client
         .peer()
@@ -144,6 +153,25 @@ async fn rmcp_client_lists_calls_answers_and_reads() {
         tools[1].input_schema["properties"]["request"],
         json!({"type": "string"})
     );
+    // The output schema is the results object of a finished run.
+    assert_eq!(
+        counter.output_schema.as_deref().cloned().map(J::Object),
+        Some(json!({
+            "type": "object",
+            "properties": {"k": {"type": "integer"}},
+            "required": ["k"],
+            "additionalProperties": false
+        }))
+    );
+    // The description is the file's comment without its command lines.
+    assert!(
+        counter
+            .description
+            .as_deref()
+            .is_some_and(|d| !d.contains("troupe run")),
+        "{:?}",
+        counter.description
+    );
 
     // A run that ends within the deadline: its results.
     let done = call(&client, "counter", json!({"limit": 3})).await;
@@ -170,8 +198,15 @@ async fn rmcp_client_lists_calls_answers_and_reads() {
 
     // A run that waits on a person: its id, status and tasks.
     let waiting = call(&client, "local_approval", json!({"request": "buy a plant"})).await;
-    let doc = waiting.structured_content.clone().expect("structured");
+    let doc = error_doc(&waiting);
     assert_eq!(doc["status"], "waiting", "{doc}");
+    // Not the tool's output (whose schema is the results'): an error
+    // result that says how to get them.
+    assert_eq!(waiting.is_error, Some(true), "{doc}");
+    assert!(
+        doc["next"].as_str().is_some_and(|n| n.contains("get_run")),
+        "{doc}"
+    );
     // Inputs are checked before anything is recorded: the rejected calls made no runs.
     assert_eq!(doc["run"], "run-2", "{doc}");
     let tasks = doc["tasks"].as_array().expect("tasks");
@@ -291,7 +326,7 @@ async fn a_slow_run_answers_with_its_id_and_goes_on() {
     };
     let client = connect(Server::new(&options).expect("server")).await;
     let r = call(&client, "counter", json!({"limit": 20000})).await;
-    let doc = r.structured_content.expect("structured");
+    let doc = error_doc(&r);
     assert_eq!(doc["run"], "run-1", "{doc}");
     assert!(
         matches!(doc["status"].as_str(), Some("running" | "done")),
@@ -455,7 +490,7 @@ fn an_answer_resumes_a_run_whose_server_stopped() {
     let task = first.block_on(async {
         let client = connect(Server::new(&options).expect("server")).await;
         let r = call(&client, "local_approval", json!({"request": "a lamp"})).await;
-        let doc = r.structured_content.expect("structured");
+        let doc = error_doc(&r);
         assert_eq!(doc["status"], "waiting", "{doc}");
         let _ = client.cancel().await;
         doc["tasks"][0]["task"].as_str().expect("task").to_owned()

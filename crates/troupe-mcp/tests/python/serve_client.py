@@ -16,6 +16,14 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 
+
+def doc_of(result):
+    """A tool result's document: its structured content, or (a workflow
+    call's error result: an unfinished or failed run) its JSON text."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
 def check(cond, what):
     if not cond:
         raise SystemExit(f"python client: {what}")
@@ -48,7 +56,7 @@ async def main(url):
             check(bad.is_error, "a bad input was accepted")
 
             waiting = await session.call_tool("local_approval", {"request": "buy a plant"})
-            doc = waiting.structured_content
+            doc = doc_of(waiting)
             check(doc["status"] == "waiting", f"approval did not wait: {doc}")
             check(len(doc["tasks"]) == 1 and doc["tasks"][0]["kind"] == "confirm", f"tasks {doc}")
             run, task = doc["run"], doc["tasks"][0]["task"]
