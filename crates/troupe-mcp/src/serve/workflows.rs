@@ -82,10 +82,35 @@ pub fn leading_comment(source: &str) -> Option<String> {
 /// required. Definitions of recursive records (`$defs`) are moved to the root,
 /// where their `$ref`s point.
 pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<String, J> {
+    let mut schema = object_schema(program, wf, &wf.inputs);
+    // A call may carry an idempotency key (unless an input has its name):
+    // calling again with it returns the run it started.
+    if let Some(J::Object(properties)) = schema.get_mut("properties")
+        && !properties.contains_key(super::IDEMPOTENCY_ARG)
+    {
+        properties.insert(
+            super::IDEMPOTENCY_ARG.into(),
+            json!({
+                "type": "string",
+                "description": "Optional. A key of your own for this call: calling again with the same key returns the run it started (with its status or results) instead of starting another, so a retried call performs nothing twice. Also taken from `_meta.idempotencyKey`."
+            }),
+        );
+    }
+    schema
+}
+
+/// An object with one required property per variable of `vars` (the JSON
+/// Schema of its type), no other property, and the definitions of
+/// recursive records (`$defs`) moved to the root, where their `$ref`s point.
+fn object_schema(
+    program: &Program,
+    wf: &troupe_check::ir::Workflow,
+    vars: &[troupe_check::ir::VarId],
+) -> Map<String, J> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     let mut defs = Map::new();
-    for v in &wf.inputs {
+    for v in vars {
         let var = wf.var(*v);
         let mut schema = troupe_llm::schema::json_schema(&var.ty, &program.types);
         if let Some(obj) = schema.as_object_mut()
@@ -95,17 +120,6 @@ pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<S
         }
         properties.insert(var.name.clone(), schema);
         required.push(J::String(var.name.clone()));
-    }
-    // A call may carry an idempotency key (unless an input has its name):
-    // calling again with it returns the run it started.
-    if !properties.contains_key(super::IDEMPOTENCY_ARG) {
-        properties.insert(
-            super::IDEMPOTENCY_ARG.into(),
-            json!({
-                "type": "string",
-                "description": "Optional. A key of your own for this call: calling again with the same key returns the run it started (with its status or results) instead of starting another, so a retried call performs nothing twice. Also taken from `_meta.idempotencyKey`."
-            }),
-        );
     }
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
@@ -124,29 +138,7 @@ pub fn input_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<S
 /// answers with an error result that says where it stands; the status
 /// shape is `get_run`'s, not the tool's.
 pub fn output_schema(program: &Program, wf: &troupe_check::ir::Workflow) -> Map<String, J> {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    let mut defs = Map::new();
-    for v in &wf.results {
-        let var = wf.var(*v);
-        let mut schema = troupe_llm::schema::json_schema(&var.ty, &program.types);
-        if let Some(obj) = schema.as_object_mut()
-            && let Some(J::Object(d)) = obj.remove("$defs")
-        {
-            defs.extend(d);
-        }
-        properties.insert(var.name.clone(), schema);
-        required.push(J::String(var.name.clone()));
-    }
-    let mut schema = Map::new();
-    schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), J::Object(properties));
-    schema.insert("required".into(), J::Array(required));
-    schema.insert("additionalProperties".into(), J::Bool(false));
-    if !defs.is_empty() {
-        schema.insert("$defs".into(), J::Object(defs));
-    }
-    schema
+    object_schema(program, wf, &wf.results)
 }
 
 /// A workflow tool's annotations, from the actions the workflow can reach
