@@ -114,21 +114,7 @@ fn a_recorded_run_of_the_branch_its_owner_did_not_decide_is_rejected() {
 
 /// Clerk decides on the ledger's `frozen`, which reaches it only as the
 /// manager's message's metadata.
-const CAUSAL: &str = r#"
-workflow refund(amount: Int @ Clerk, frozen: Bool @ Ledger) {
-  lifelines Clerk, Manager, Ledger
-  msg Clerk(amount) -> Manager(amount)
-  msg Ledger(frozen) -> Manager(frozen)
-  act Manager: ok = amount < 100
-  msg Manager(ok) -> Clerk(approved)
-  if seen(Manager).ok and not at(Ledger, frozen) @ Clerk {
-    act Clerk: paid = amount
-  } else {
-    act Clerk: paid = 0
-  }
-  return paid @ Clerk
-}
-"#;
+const CAUSAL: &str = include_str!("../../../troupe-runtime/tests/data/causal_refund.troupe");
 
 /// Records a run started with `frozen` whose events are those of an
 /// in-memory run with `ran`: a consistent chart either way, whose causal

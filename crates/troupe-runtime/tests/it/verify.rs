@@ -73,21 +73,7 @@ fn a_run_of_the_branch_the_owner_did_not_decide_is_rejected() {
 
 /// Clerk decides on the ledger's `frozen`, which reaches it only through
 /// the manager's message: its metadata, not its payload.
-const CAUSAL: &str = r#"
-workflow refund(amount: Int @ Clerk, frozen: Bool @ Ledger) {
-  lifelines Clerk, Manager, Ledger
-  msg Clerk(amount) -> Manager(amount)
-  msg Ledger(frozen) -> Manager(frozen)
-  act Manager: ok = amount < 100
-  msg Manager(ok) -> Clerk(approved)
-  if seen(Manager).ok and not at(Ledger, frozen) @ Clerk {
-    act Clerk: paid = amount
-  } else {
-    act Clerk: paid = 0
-  }
-  return paid @ Clerk
-}
-"#;
+const CAUSAL: &str = include_str!("../data/causal_refund.troupe");
 
 #[test]
 fn a_causal_guard_decides_on_what_its_owner_saw_and_verify_recomputes_it() {
