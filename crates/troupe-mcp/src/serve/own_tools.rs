@@ -108,9 +108,9 @@ impl Server {
     /// did not produce the tool's output, whose schema is the results'.
     /// The run goes on.
     pub(super) fn unfinished(&self, run: i64, progress: &Progress) -> CallToolResult {
-        let mut doc = match self.inner.runs.status_doc(run) {
+        let mut doc = match self.where_doc(run, progress) {
             Ok(doc) => doc,
-            Err(e) => return tool_error(&e.to_string()),
+            Err(e) => return e,
         };
         let name = Store::run_name(run);
         let how = match progress {
@@ -122,10 +122,6 @@ impl Server {
             ),
         };
         if let Some(obj) = doc.as_object_mut() {
-            if let Progress::Waiting = progress {
-                // The status is written after the task, without waiting.
-                obj.insert("status".into(), json!("waiting"));
-            }
             obj.insert("next".into(), json!(how));
         }
         super::error_doc(doc)
@@ -133,16 +129,25 @@ impl Server {
 
     /// `{"run", "status", "tasks", ...}` of a run that did not end in time.
     pub(super) fn status_result(&self, run: i64, progress: &Progress) -> CallToolResult {
-        match self.inner.runs.status_doc(run) {
-            Ok(mut doc) => {
-                if let (Progress::Waiting, Some(obj)) = (progress, doc.as_object_mut()) {
-                    // The status is written after the task, without waiting.
-                    obj.insert("status".into(), json!("waiting"));
-                }
-                CallToolResult::structured(doc)
-            }
-            Err(e) => tool_error(&e.to_string()),
+        match self.where_doc(run, progress) {
+            Ok(doc) => CallToolResult::structured(doc),
+            Err(e) => e,
         }
+    }
+
+    /// Where `run` stands, as `get_run` and an unfinished call say it (a
+    /// tool error when the store cannot tell).
+    fn where_doc(&self, run: i64, progress: &Progress) -> Result<J, CallToolResult> {
+        let mut doc = self
+            .inner
+            .runs
+            .status_doc(run)
+            .map_err(|e| tool_error(&e.to_string()))?;
+        if let (Progress::Waiting, Some(obj)) = (progress, doc.as_object_mut()) {
+            // The status is written after the task, without waiting.
+            obj.insert("status".into(), json!("waiting"));
+        }
+        Ok(doc)
     }
 
     pub(super) async fn call_answer(&self, args: &Map<String, J>) -> CallToolResult {
