@@ -91,15 +91,15 @@ pub struct Guards {
     once_slots: Vec<NodeId>,
     /// Per `seen` slot: whose variable.
     seen_slots: Vec<(LifelineId, VarId)>,
-    /// Per atom of the common shape `a op b` over variables, literals and
-    /// `seen` terms, that shape ([`fast::Comparison`]), evaluated on
-    /// references instead of by the expression interpreter.
+    /// Per atom made of comparisons, `and`, `or` and `not` over variables,
+    /// literals and `seen` terms, that form ([`fast::Comparison`]),
+    /// evaluated on references instead of by the expression interpreter.
     fast: Vec<Option<fast::Comparison>>,
     /// Per lifeline whose every-event nodes change only when one of these
     /// variables is bound or a receive changes its knowledge (no `prev`,
-    /// `since` or `once` there, no atom reading a `seen` value), those variables with
-    /// its own `seen` ones: an event that binds none of them and merges
-    /// nothing new only counts ([`View::step`]).
+    /// `since` or `once` there, no atom reading a `seen` value): those
+    /// variables with its own `seen` ones. An event that binds none of them
+    /// and merges nothing new only counts ([`View::step`]).
     quiet: Vec<Option<Vec<VarId>>>,
 }
 
@@ -513,18 +513,18 @@ impl View {
                 {
                     self.current[i]
                 }
-                Node::Atom(_) if guards.fast[i].is_some() => guards.fast[i]
-                    .as_ref()
-                    .is_some_and(|c| c.holds(env, self.lifeline, known, types)),
-                Node::Atom(e) => {
-                    let atom_env = AtomEnv {
-                        env,
-                        me: self.lifeline,
-                        known,
-                        guards,
-                    };
-                    matches!(eval(e, &atom_env, types), Ok(Value::Bool(true)))
-                }
+                Node::Atom(e) => match &guards.fast[i] {
+                    Some(c) => c.holds(env, self.lifeline, known, types),
+                    None => {
+                        let atom_env = AtomEnv {
+                            env,
+                            me: self.lifeline,
+                            known,
+                            guards,
+                        };
+                        matches!(eval(e, &atom_env, types), Ok(Value::Bool(true)))
+                    }
+                },
                 Node::On(l) => *l == self.lifeline,
                 Node::Not(a) => !next[*a as usize],
                 Node::And(a, b) => next[*a as usize] && next[*b as usize],
