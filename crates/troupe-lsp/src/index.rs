@@ -524,13 +524,17 @@ impl WfWalker<'_> {
         &mut self.ix.workflows[self.wf]
     }
 
-    fn lifeline(&mut self, id: &ast::Ident) {
-        let existing = self.ix.workflows[self.wf]
+    /// The workflow's lifeline called `name`, if it has one.
+    fn lifeline_sym(&self, name: &str) -> Option<SymId> {
+        self.ix.workflows[self.wf]
             .lifelines
             .iter()
             .copied()
-            .find(|&s| self.ix.symbols[s].name == id.name);
-        match existing {
+            .find(|&s| self.ix.symbols[s].name == name)
+    }
+
+    fn lifeline(&mut self, id: &ast::Ident) {
+        match self.lifeline_sym(&id.name) {
             Some(sym) => self.ix.occ(id.span, sym),
             None => {
                 let sym = self
@@ -549,12 +553,7 @@ impl WfWalker<'_> {
     /// workflow's lifeline, never a new one (the checker reports a name
     /// that is none).
     fn lifeline_use(&mut self, id: &ast::Ident) {
-        if let Some(sym) = self.ix.workflows[self.wf]
-            .lifelines
-            .iter()
-            .copied()
-            .find(|&s| self.ix.symbols[s].name == id.name)
-        {
+        if let Some(sym) = self.lifeline_sym(&id.name) {
             self.ix.occ(id.span, sym);
         }
     }
